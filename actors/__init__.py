@@ -1,0 +1,13 @@
+"""The Dramatiq actors. Importing this package configures the process and declares them.
+
+``dramatiq actors`` and ``periodiq actors`` load it; scripts do
+``from actors import crawl_ip; crawl_ip.send(...)``.
+"""
+
+from lib.app import setup
+
+broker = setup()
+
+from .maintenance import ping  # noqa: E402
+
+__all__ = ["broker", "ping"]

@@ -1,0 +1,1 @@
+"""animetop's logic: plain functions and classes, usable without a broker."""

@@ -1,0 +1,42 @@
+"""Start-up of every animetop process: settings, logging, database, broker."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import dramatiq
+from dramatiq import Broker
+
+from .broker import build_broker
+from .db import bind_database
+from .settings import Settings, SettingsError, get_settings
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(process)d %(name)s: %(message)s"
+
+
+def configure_logging(level: str) -> None:
+    logging.basicConfig(level=level, format=LOG_FORMAT)
+    logging.getLogger().setLevel(level)
+    # pyppeteer and websockets narrate every CDP frame at INFO/DEBUG.
+    for noisy in ("pyppeteer", "websockets", "pika", "urllib3"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLevelName(level)))
+
+
+def settings_or_exit() -> Settings:
+    """The settings, or exit with one line naming the bad variable."""
+    try:
+        return get_settings()
+    except SettingsError as e:
+        print(f"animetop: bad setting {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def setup(settings: Settings | None = None) -> Broker:
+    """Configure this process and return the broker, installed as Dramatiq's global one."""
+    settings = settings or settings_or_exit()
+    configure_logging(settings.log_level)
+    bind_database(settings.database_url_resolved)
+    broker = build_broker(settings)
+    dramatiq.set_broker(broker)
+    return broker

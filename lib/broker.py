@@ -1,0 +1,161 @@
+"""Builds the Dramatiq broker from BROKER_URL, with the middleware every actor runs under."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Callable
+
+import dramatiq
+import redis
+from dramatiq import Broker
+from dramatiq.brokers.rabbitmq import RabbitmqBroker
+from dramatiq.brokers.redis import RedisBroker, _RedisConsumer
+from dramatiq.errors import ConnectionClosed, DecodeError
+from dramatiq.middleware import AgeLimit, Callbacks, CurrentMessage, Pipelines, ShutdownNotifications, TimeLimit
+from dramatiq.middleware.asyncio import AsyncIO
+from periodiq import PeriodiqMiddleware
+from urllib.parse import urlsplit
+
+from .deadletters import ReasonStore
+from .encoder import MsgpackEncoder
+from .middleware import (
+    ArgumentCheck, DatabaseConnections, DeadLetterReasons, Idempotency, LeaseKeeper, Locks, Retries,
+)
+from .middleware.dead_letters import describe
+from .redis_state import connect, ensure_redis_server, state_redis
+from .settings import Settings
+
+logger = logging.getLogger(__name__)
+
+#: Broker-side Redis keys are prefixed with this (in the broker's own database).
+NAMESPACE = "animetop"
+
+#: How late a periodiq tick may start before the worker skips it as stale.
+PERIODIC_SKIP_DELAY = 50
+
+
+def _ms(seconds: float) -> int:
+    return int(seconds * 1000)
+
+
+class _Consumer(_RedisConsumer):
+    """Dramatiq's Redis consumer, plus two things it lacks.
+
+    * An undecodable payload makes the stock consumer raise and restart,
+      leaving the message unacked forever; here it goes to the dead-letter
+      queue with its reason, and the consumer carries on.
+    * A worker whose threads are all busy stops fetching and so stops
+      heartbeating; with a short heartbeat timeout its in-flight messages
+      would be handed to another worker. Here it heartbeats regardless.
+    """
+
+    def __init__(self, broker, queue_name, prefetch, timeout):
+        super().__init__(broker, queue_name, prefetch, timeout)
+        self._beat_every = broker.heartbeat_timeout / 4000
+        self._last_beat = 0.0
+
+    def __next__(self):
+        now = time.monotonic()
+        if now - self._last_beat >= self._beat_every:
+            try:
+                self.broker.do_heartbeat(self.queue_name)
+            except redis.ConnectionError as e:
+                raise ConnectionClosed(e) from None
+            self._last_beat = now
+        try:
+            return super().__next__()
+        except DecodeError as e:
+            self._dead_letter_undecodable(e)
+            return None
+
+    def _dead_letter_undecodable(self, error: DecodeError) -> None:
+        reason = f"undecodable message: {describe(error.error)}"
+        client = self.broker.client
+        acks = f"{self.broker.namespace}:__acks__.{self.broker.broker_id}.{self.queue_name}"
+        payloads = f"{self.broker.namespace}:{self.queue_name}.msgs"
+        try:
+            for rid in client.smembers(acks):
+                if client.hget(payloads, rid) == error.data:
+                    self.broker.do_nack(self.queue_name, rid.decode())
+                    logger.error("dead-lettered message %s on %s: %s", rid.decode(), self.queue_name, reason)
+                    self.broker.reasons.record(rid.decode(), reason)
+                    return
+        except redis.ConnectionError as e:
+            raise ConnectionClosed(e) from None
+        logger.error("undecodable message on %s could not be found to dead-letter: %s", self.queue_name, reason)
+
+
+class AppRedisBroker(RedisBroker):
+    """RedisBroker with the consumer above."""
+
+    reasons: ReasonStore
+
+    @property
+    def consumer_class(self):
+        return _Consumer
+
+
+def build_middleware(settings: Settings, redis_client: Callable[[], redis.Redis]) -> tuple[list, ReasonStore]:
+    keeper = LeaseKeeper()
+    reasons = ReasonStore(redis_client, ttl_ms=_ms(settings.dead_message_ttl))
+    middleware = [
+        AgeLimit(),
+        TimeLimit(time_limit=_ms(settings.actor_time_limit)),
+        ShutdownNotifications(),
+        Callbacks(),
+        Pipelines(),
+        CurrentMessage(),
+        PeriodiqMiddleware(skip_delay=PERIODIC_SKIP_DELAY),
+        ArgumentCheck(),
+        Idempotency(redis_client, keeper, ttl_ms=_ms(settings.idempotency_ttl), claim_ttl_ms=_ms(settings.lock_ttl)),
+        Locks(redis_client, keeper, default_ttl_ms=_ms(settings.lock_ttl)),
+        Retries(
+            max_retries=settings.max_retries,
+            min_backoff=_ms(settings.retry_min_backoff),
+            max_backoff=_ms(settings.retry_max_backoff),
+            lock_busy_delay_ms=_ms(settings.lock_busy_retry_delay),
+            max_lock_waits=settings.lock_busy_max_waits,
+        ),
+        DeadLetterReasons(reasons),
+        DatabaseConnections(),
+        AsyncIO(),
+    ]
+    return middleware, reasons
+
+
+def build_broker(settings: Settings, *, namespace: str = NAMESPACE) -> Broker:
+    """The broker BROKER_URL names, with msgpack encoding and the app's middleware.
+
+    Also installs the msgpack encoder process-wide: Dramatiq's encoder is global.
+    """
+    dramatiq.set_encoder(MsgpackEncoder(max_bytes=settings.message_max_bytes))
+    url = settings.broker_url_resolved
+
+    def redis_client() -> redis.Redis:
+        return state_redis(settings)
+
+    middleware, reasons = build_middleware(settings, redis_client)
+    if urlsplit(url).scheme in ("amqp", "amqps"):
+        broker = RabbitmqBroker(url=url, middleware=middleware, confirm_delivery=True)
+    else:
+        ensure_redis_server(settings)
+        broker = AppRedisBroker(
+            client=connect(url),
+            middleware=middleware,
+            namespace=namespace,
+            heartbeat_timeout=_ms(settings.broker_heartbeat_timeout),
+            maintenance_chance=settings.broker_maintenance_chance,
+            dead_message_ttl=_ms(settings.dead_message_ttl),
+        )
+    broker.reasons = reasons
+    return broker
+
+
+def queue_depth(broker: Broker, queue_name: str) -> int:
+    """Messages waiting in a queue (not counting delayed or in-flight ones)."""
+    if isinstance(broker, RedisBroker):
+        return int(broker.client.llen(f"{broker.namespace}:{queue_name}"))
+    if isinstance(broker, RabbitmqBroker):
+        return int(broker.get_queue_message_counts(queue_name)[0])
+    raise TypeError(f"cannot measure queues of {type(broker).__name__}")

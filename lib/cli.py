@@ -1,0 +1,230 @@
+"""``animetop``: the operator's command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import datetime, timezone
+from typing import Callable
+
+from .settings import SPECS, SettingsError, redact_url
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
+
+
+def command(name: str):
+    def register(fn):
+        COMMANDS[name] = fn
+        return fn
+    return register
+
+
+def _broker():
+    """Import the actors (which configures this process) and return the broker."""
+    import actors
+
+    return actors.broker
+
+
+def _settings():
+    from .app import settings_or_exit
+
+    return settings_or_exit()
+
+
+# -- settings ----------------------------------------------------------------
+
+@command("settings")
+def cmd_settings(args) -> int:
+    if args.markdown:
+        print("| Variable | Default | Meaning |\n|---|---|---|")
+        for spec in SPECS:
+            default = f"`{spec.default}`" if spec.default is not None else "(unset)"
+            print(f"| `{spec.name}` | {default} | {spec.doc} |")
+        return 0
+    settings = _settings()
+    for spec in SPECS:
+        value = settings.values[spec.name]
+        if isinstance(value, str) and "://" in value:
+            value = redact_url(value)
+        print(f"{spec.name}={'' if value is None else value}")
+    print(f"# state redis: {redact_url(settings.state_redis_url)}")
+    print(f"# broker:      {redact_url(settings.broker_url_resolved)}")
+    print(f"# database:    {redact_url(settings.database_url_resolved)}")
+    return 0
+
+
+# -- database ----------------------------------------------------------------
+
+@command("db")
+def cmd_db(args) -> int:
+    from .db import bind_database, create_tables
+
+    settings = _settings()
+    bind_database(settings.database_url_resolved)
+    tables = create_tables()
+    print(f"database {redact_url(settings.database_url_resolved)}: {len(tables)} tables ready"
+          + (f" ({', '.join(tables)})" if tables else ""))
+    return 0
+
+
+# -- messages ----------------------------------------------------------------
+
+@command("enqueue")
+def cmd_enqueue(args) -> int:
+    from dramatiq.errors import ActorNotFound
+
+    from .middleware.arguments import check_arguments
+    from .errors import BadMessage
+
+    try:
+        kwargs = json.loads(args.kwargs) if args.kwargs else {}
+    except json.JSONDecodeError as e:
+        print(f"animetop enqueue: the arguments are not JSON: {e}", file=sys.stderr)
+        return 2
+    if not isinstance(kwargs, dict):
+        print("animetop enqueue: the arguments must be a JSON object of keyword arguments", file=sys.stderr)
+        return 2
+    broker = _broker()
+    try:
+        actor = broker.get_actor(args.actor)
+    except ActorNotFound:
+        print(f"animetop enqueue: no actor {args.actor!r}; actors: {', '.join(sorted(broker.actors))}",
+              file=sys.stderr)
+        return 2
+    try:
+        check_arguments(actor.fn, (), kwargs)
+    except BadMessage as e:
+        print(f"animetop enqueue: {e}", file=sys.stderr)
+        return 2
+    message = actor.send_with_options(kwargs=kwargs, delay=args.delay_ms)
+    print(message.message_id)
+    return 0
+
+
+@command("deadletters")
+def cmd_deadletters(args) -> int:
+    from .deadletters import DeadLetters, NotRequeueable
+
+    broker = _broker()
+    letters = DeadLetters.for_broker(broker, broker.reasons)
+    if args.action == "list":
+        rows = letters.list(args.queue)
+        if args.format == "json":
+            print(json.dumps([r.as_dict() for r in rows], ensure_ascii=False, default=str, indent=2))
+            return 0
+        if not rows:
+            print("no dead letters")
+            return 0
+        print(f"{'ID':36}  {'QUEUE':12} {'ACTOR':18} {'RETRIES':>7}  {'DEAD AT (UTC)':19}  REASON")
+        for r in rows:
+            when = datetime.fromtimestamp(r.dead_at, timezone.utc).strftime("%Y-%m-%d %H:%M:%S") if r.dead_at else "?"
+            reason = (r.as_dict()["reason"] or "").splitlines()[0][:80] if r.as_dict()["reason"] else ""
+            print(f"{r.id:36}  {r.queue:12} {r.actor:18} {r.retries:>7}  {when:19}  {reason}")
+        print(f"{len(rows)} dead letter(s)")
+        return 0
+    if args.action == "show":
+        letter = letters.get(args.ids[0]) if args.ids else None
+        if letter is None:
+            print(f"animetop deadletters: no dead letter {args.ids[0] if args.ids else ''!r}", file=sys.stderr)
+            return 1
+        print(json.dumps(letter.as_dict(), ensure_ascii=False, default=str, indent=2))
+        return 0
+    if args.action == "requeue":
+        if not args.ids and not args.all:
+            print("animetop deadletters requeue: name IDs or --all", file=sys.stderr)
+            return 2
+        try:
+            done = letters.requeue(None if args.all else args.ids, args.queue)
+        except NotRequeueable as e:
+            print(f"animetop deadletters requeue: {e}", file=sys.stderr)
+            return 1
+        for letter in done:
+            print(f"requeued {letter.message_id} ({letter.actor} on {letter.queue})")
+        missing = set(args.ids or ()) - {i for letter in done for i in (letter.id, letter.message_id)}
+        for ident in sorted(missing):
+            print(f"animetop deadletters: no dead letter {ident!r}", file=sys.stderr)
+        print(f"{len(done)} requeued")
+        return 1 if missing else 0
+    if args.action == "purge":
+        count = letters.purge(args.queue)
+        print(f"{count} dead letter(s) purged")
+        return 0
+    return 2
+
+
+# -- processes ---------------------------------------------------------------
+
+@command("run")
+def cmd_run(args) -> int:
+    from .app import configure_logging
+    from .redis_state import ensure_redis_server
+    from .supervisor import run_process_type
+
+    settings = _settings()
+    configure_logging(settings.log_level)
+    ensure_redis_server(settings)
+    return run_process_type(args.process_type, settings)
+
+
+@command("redis")
+def cmd_redis(args) -> int:
+    from .embedded_redis import EmbeddedRedis
+
+    settings = _settings()
+    if not settings.embedded_redis:
+        print(f"REDIS_URL is set ({redact_url(settings.state_redis_url)}): no embedded Redis to manage")
+        return 1
+    server = EmbeddedRedis(settings.data_path)
+    if args.action == "start":
+        server.ensure_running()
+        print(f"embedded redis-server on {server.socket}, data in {server.data_dir}")
+    elif args.action == "stop":
+        print("stopped" if server.stop() else "was not running")
+    else:
+        print("running" if server.ping() else "not running")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="animetop", description=__doc__.strip("` \n"))
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("settings", help="print the effective settings (passwords redacted)")
+    p.add_argument("--markdown", action="store_true", help="print the settings table for the README")
+
+    p = sub.add_parser("db", help="database tasks")
+    p.add_argument("action", choices=["init"], help="init: create all tables (idempotent)")
+
+    p = sub.add_parser("enqueue", help="send a message to an actor")
+    p.add_argument("actor")
+    p.add_argument("kwargs", nargs="?", default="{}", help='keyword arguments as a JSON object')
+    p.add_argument("--delay-ms", type=int, default=None)
+
+    p = sub.add_parser("deadletters", help="inspect and requeue dead-lettered messages")
+    p.add_argument("action", choices=["list", "show", "requeue", "purge"])
+    p.add_argument("ids", nargs="*", help="dead letter IDs (the ID column or the message id)")
+    p.add_argument("--queue", help="only this queue")
+    p.add_argument("--all", action="store_true", help="requeue: every dead letter (of --queue)")
+    p.add_argument("--format", choices=["table", "json"], default="table")
+
+    p = sub.add_parser("run", help="run a process type of the Procfile, restarting it if it dies")
+    p.add_argument("process_type", choices=["worker", "crawler", "scheduler"])
+
+    p = sub.add_parser("redis", help="the embedded redis-server (when REDIS_URL is unset)")
+    p.add_argument("action", choices=["start", "stop", "status"])
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args) or 0
+    except SettingsError as e:
+        print(f"animetop: bad setting {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,72 @@
+"""The database: a Peewee proxy bound from DATABASE_URL (SQLite or MySQL/MariaDB)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import peewee
+from playhouse.shortcuts import ReconnectMixin
+
+logger = logging.getLogger(__name__)
+
+#: Models bind to this; ``bind_database`` points it at the configured database.
+database = peewee.DatabaseProxy()
+
+
+class ReconnectingMySQLDatabase(ReconnectMixin, peewee.MySQLDatabase):
+    """Reconnects once when MySQL dropped the connection (restart, wait_timeout)."""
+
+
+def open_database(url: str) -> peewee.Database:
+    """A database object for ``sqlite:///path`` or ``mysql://user:pass@host:port/db``."""
+    parts = urlsplit(url)
+    if parts.scheme == "sqlite":
+        path = unquote(parts.path)
+        if path.startswith("//"):  # sqlite:////abs/path
+            path = path[1:]
+        elif path.startswith("/") and parts.netloc == "":
+            path = path  # sqlite:///abs/path
+        if path not in (":memory:", "/:memory:"):
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        return peewee.SqliteDatabase(
+            path,
+            pragmas={
+                "journal_mode": "wal",  # readers do not block the writer
+                "synchronous": "normal",
+                "busy_timeout": 15000,
+                "foreign_keys": 1,
+            },
+            timeout=15,
+        )
+    if parts.scheme == "mysql":
+        query = {k: v[0] for k, v in parse_qs(parts.query).items()}
+        return ReconnectingMySQLDatabase(
+            unquote(parts.path.lstrip("/")),
+            host=parts.hostname or "127.0.0.1",
+            port=parts.port or 3306,
+            user=unquote(parts.username or "root"),
+            password=unquote(parts.password or ""),
+            charset=query.get("charset", "utf8mb4"),
+            connect_timeout=10,
+            autocommit=True,
+        )
+    raise ValueError(f"unsupported database URL scheme {parts.scheme!r}")
+
+
+def bind_database(url: str) -> peewee.Database:
+    """Point the proxy at ``url`` (closing any previous binding) and return the database."""
+    if database.obj is not None and not database.is_closed():
+        database.close()
+    db = open_database(url)
+    database.initialize(db)
+    return db
+
+
+def create_tables() -> list[str]:
+    """Create every model's table that does not exist yet; safe to run again."""
+    from models import ALL_MODELS
+
+    database.create_tables(ALL_MODELS, safe=True)
+    return [model._meta.table_name for model in ALL_MODELS]

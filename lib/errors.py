@@ -1,0 +1,24 @@
+"""Exceptions that steer how the middleware treats a failed message."""
+
+from dramatiq.errors import Retry
+from dramatiq.middleware import MiddlewareError
+
+
+class BadMessage(MiddlewareError):
+    """The message can never succeed (malformed, wrong arguments): dead-letter it at once.
+
+    A ``MiddlewareError`` so that raising it from ``before_process_message``
+    reaches the Retries middleware instead of being swallowed by Dramatiq.
+    """
+
+
+class LockBusy(MiddlewareError, Retry):
+    """Another worker holds the lock this message needs: run it again shortly.
+
+    Being a ``Retry`` keeps the worker from logging it as a crash; the
+    Retries middleware re-enqueues it without spending a retry.
+    """
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"lock {name!r} is held by another worker")
+        self.name = name

@@ -1,0 +1,41 @@
+"""Every Redis key name the application uses, defined once.
+
+All keys live in the application-state database (REDIS_URL), never in the
+broker's database, whose maintenance scans keys.
+"""
+
+PREFIX = "animetop"
+
+# scheduler (seed 000 §5.1)
+SCHEDULE_PENDING = f"{PREFIX}:schedule:pending"
+TASKS_PENDING = f"{PREFIX}:queue:tasks:pending"
+TASKS_STARTED = f"{PREFIX}:queue:tasks:started"
+
+
+def item_state(ip_id: int, source_id: str) -> str:
+    return f"{PREFIX}:item:{ip_id}:{source_id}"
+
+
+def leaderboard(kind: str, hours: int) -> str:
+    return f"{PREFIX}:leaderboard:{kind}:{hours}"
+
+
+def ip_cache(ip_id: int, name: str) -> str:
+    return f"{PREFIX}:ip:{ip_id}:{name}"
+
+
+# middleware
+def idempotency(actor_name: str, key: str) -> str:
+    """One key per processed message, each with its own expiry (not one ever-growing SET)."""
+    return f"{PREFIX}:idem:{actor_name}:{key}"
+
+
+def lock(name: str) -> str:
+    return f"{PREFIX}:lock:{name}"
+
+
+LOCK_PATTERN = f"{PREFIX}:lock:*"
+
+
+def dead_letter_reason(message_id: str) -> str:
+    return f"{PREFIX}:deadletter:reason:{message_id}"

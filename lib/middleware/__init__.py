@@ -1,0 +1,13 @@
+"""The middleware every animetop actor runs under (see ``lib.broker``)."""
+
+from .arguments import ArgumentCheck
+from .database import DatabaseConnections
+from .dead_letters import DeadLetterReasons
+from .idempotency import Idempotency
+from .leases import LeaseKeeper
+from .locks import Locks
+from .retries import Retries
+
+__all__ = [
+    "ArgumentCheck", "DatabaseConnections", "DeadLetterReasons", "Idempotency", "LeaseKeeper", "Locks", "Retries",
+]

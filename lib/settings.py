@@ -1,0 +1,320 @@
+"""Every setting of the application, read from the environment once.
+
+Each setting is declared exactly once in ``SPECS`` (name, default, parser,
+meaning); the README's configuration table and ``animetop settings`` are
+printed from it. Nothing else in the code base reads ``os.environ`` for
+configuration: everything asks ``get_settings()``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+from urllib.parse import parse_qs, urlsplit
+
+
+class SettingsError(ValueError):
+    """A setting has a value the application cannot run with."""
+
+    def __init__(self, name: str, problem: str) -> None:
+        super().__init__(f"{name}: {problem}")
+        self.name = name
+        self.problem = problem
+
+
+# -- parsers ---------------------------------------------------------------
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
+
+
+def parse_duration(raw: str) -> float:
+    """``"90s"``, ``"5m"``, ``"2h"``, ``"1d"``, ``"250ms"`` or plain seconds → seconds."""
+    match = _DURATION.match(raw)
+    if not match:
+        raise ValueError(f"expected a duration like 90s, 5m, 2h or 1d; got {raw!r}")
+    seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+    if seconds <= 0:
+        raise ValueError(f"must be longer than zero; got {raw!r}")
+    return seconds
+
+
+def _positive_int(raw: str) -> int:
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise ValueError(f"expected a whole number; got {raw!r}") from None
+    if value <= 0:
+        raise ValueError(f"must be at least 1; got {raw!r}")
+    return value
+
+
+def _non_negative_int(raw: str) -> int:
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise ValueError(f"expected a whole number; got {raw!r}") from None
+    if value < 0:
+        raise ValueError(f"must not be negative; got {raw!r}")
+    return value
+
+
+def _log_level(raw: str) -> str:
+    level = raw.strip().upper()
+    if level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+        raise ValueError(f"expected DEBUG, INFO, WARNING, ERROR or CRITICAL; got {raw!r}")
+    return level
+
+
+def _url(*schemes: str) -> Callable[[str], str]:
+    def parse(raw: str) -> str:
+        raw = raw.strip()
+        try:
+            scheme = urlsplit(raw).scheme
+        except ValueError as e:
+            raise ValueError(f"not a URL: {e}") from None
+        if scheme not in schemes:
+            allowed = ", ".join(f"{s}://" for s in schemes)
+            raise ValueError(f"unknown URL scheme {scheme + '://' if scheme else '(none)'}; expected one of {allowed}")
+        return raw
+
+    return parse
+
+
+def _path(raw: str) -> str:
+    if not raw.strip():
+        raise ValueError("must not be empty")
+    return raw
+
+
+# -- the settings ----------------------------------------------------------
+
+@dataclass(frozen=True)
+class Spec:
+    """One environment variable: its name, default (raw text) and meaning."""
+
+    name: str
+    default: str | None
+    parse: Callable[[str], Any]
+    doc: str
+
+
+REDIS_SCHEMES = ("redis", "rediss", "unix")
+
+SPECS: tuple[Spec, ...] = (
+    # where things live
+    Spec("DATA_DIR", "./var", _path, "Directory of the embedded Redis and SQLite data."),
+    Spec("REDIS_URL", None, _url(*REDIS_SCHEMES),
+         "Redis for application state (schedule, item states, locks, idempotency). Unset: an embedded "
+         "redis-server under DATA_DIR. Database 1 unless the URL names one."),
+    Spec("BROKER_URL", None, _url(*REDIS_SCHEMES, "amqp", "amqps"),
+         "Message broker: redis://… (Dramatiq RedisBroker) or amqp://… (RabbitmqBroker). Unset: database 0 "
+         "of the Redis server of REDIS_URL."),
+    Spec("DATABASE_URL", None, _url("sqlite", "mysql"),
+         "sqlite:///path or mysql://user:pass@host:port/db. Unset: SQLite at DATA_DIR/animetop.sqlite3 (WAL)."),
+    Spec("LOG_LEVEL", "INFO", _log_level, "Log level of every process."),
+    # scheduler (seed 000 appendix A)
+    Spec("SCHEDULER_BASE_INTERVAL", "2h", parse_duration, "Crawl interval of an IP of weight 1.0."),
+    Spec("SCHEDULER_MIN_INTERVAL", "1h", parse_duration, "Shortest crawl interval (hot IPs)."),
+    Spec("SCHEDULER_MAX_INTERVAL", "2h", parse_duration, "Longest crawl interval (cold IPs)."),
+    Spec("SCHEDULER_PAGES_ON_SALE", "5", _positive_int, "On-sale search pages crawled per IP."),
+    Spec("SCHEDULER_PAGES_SOLD", "5", _positive_int, "Sold search pages crawled per IP."),
+    Spec("SCHEDULER_BATCH_SIZE", "50", _positive_int, "Due IPs pushed per batch."),
+    Spec("SCHEDULER_BACKPRESSURE_THRESHOLD", "25", _positive_int,
+         "Crawl-queue depth above which the scheduler stops pushing."),
+    Spec("JANITOR_INTERVAL", "5m", parse_duration, "How often stale in-flight markers are swept."),
+    Spec("JANITOR_TIMEOUT", "10m", parse_duration, "Age after which an in-flight marker counts as stuck."),
+    Spec("ANALYZER_ITEM_TTL_AVAILABLE", "24h", parse_duration, "Lifetime of an on-sale item's state."),
+    Spec("ANALYZER_ITEM_TTL_SOLD", "48h", parse_duration, "Lifetime of a sold item's state."),
+    # reliability
+    Spec("MAX_RETRIES", "3", _non_negative_int, "Retries of a failed message before it is dead-lettered."),
+    Spec("RETRY_MIN_BACKOFF", "5s", parse_duration, "First retry delay; doubles on each retry."),
+    Spec("RETRY_MAX_BACKOFF", "10m", parse_duration, "Longest retry delay."),
+    Spec("ACTOR_TIME_LIMIT", "10m", parse_duration, "Default time limit of an actor run."),
+    Spec("IDEMPOTENCY_TTL", "24h", parse_duration, "How long a processed message's key is remembered."),
+    Spec("LOCK_TTL", "30s", parse_duration, "Default lock lease; extended while the holder runs."),
+    Spec("LOCK_BUSY_RETRY_DELAY", "2s", parse_duration, "Delay before a message that met a held lock runs again."),
+    Spec("LOCK_BUSY_MAX_WAITS", "100", _positive_int,
+         "Times a message may meet a held lock before it is dead-lettered."),
+    Spec("BROKER_HEARTBEAT_TIMEOUT", "10s", parse_duration,
+         "Redis broker: silence after which a worker counts as dead and its messages are requeued."),
+    Spec("BROKER_MAINTENANCE_CHANCE", "100000", _positive_int,
+         "Redis broker: chance in 1,000,000 that a broker command runs queue maintenance."),
+    Spec("DEAD_MESSAGE_TTL", "30d", parse_duration, "How long dead-lettered messages are kept."),
+    Spec("MESSAGE_MAX_BYTES", "16777216", _positive_int, "Largest encoded message accepted or sent."),
+    Spec("WORKER_SHUTDOWN_TIMEOUT", "60s", parse_duration,
+         "How long a stopping worker waits for in-flight messages."),
+    # process types (Procfile)
+    Spec("WORKER_PROCESSES", "2", _positive_int, "Processes of the `worker` process type."),
+    Spec("WORKER_THREADS", "8", _positive_int, "Threads per `worker` process."),
+    Spec("CRAWLER_PROCESSES", "1", _positive_int, "Processes of the `crawler` process type."),
+    Spec("CRAWLER_THREADS", "2", _positive_int, "Threads per `crawler` process (each drives one page at a time)."),
+)
+
+SPECS_BY_NAME = {spec.name: spec for spec in SPECS}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The validated configuration; attribute names are the variables in lower case."""
+
+    values: Mapping[str, Any] = field(repr=False)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.values[name.upper()]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    @property
+    def data_path(self) -> Path:
+        return Path(self.values["DATA_DIR"]).resolve()
+
+    @property
+    def embedded_redis(self) -> bool:
+        """True when no Redis was configured and the app runs its own."""
+        return self.values["REDIS_URL"] is None
+
+    @property
+    def state_redis_url(self) -> str:
+        """URL of the Redis database that holds application state."""
+        return self.values["STATE_REDIS_URL"]
+
+    @property
+    def broker_url_resolved(self) -> str:
+        return self.values["BROKER_URL_RESOLVED"]
+
+    @property
+    def database_url_resolved(self) -> str:
+        return self.values["DATABASE_URL_RESOLVED"]
+
+
+def redis_db_of(url: str) -> int:
+    """The database number a Redis URL selects (``/N`` or ``?db=N``), 0 if none."""
+    parts = urlsplit(url)
+    query = parse_qs(parts.query)
+    if "db" in query:
+        return int(query["db"][0])
+    path = parts.path.strip("/")
+    if parts.scheme != "unix" and path:
+        return int(path)
+    return 0
+
+
+def with_redis_db(url: str, db: int) -> str:
+    """The same Redis server with database ``db`` selected."""
+    parts = urlsplit(url)
+    if parts.scheme == "unix":
+        query = "&".join(q for q in parts.query.split("&") if q and not q.startswith("db="))
+        query = f"{query}&db={db}" if query else f"db={db}"
+        return f"unix://{parts.path}?{query}"
+    return parts._replace(path=f"/{db}").geturl()
+
+
+def _names_a_db(url: str) -> bool:
+    parts = urlsplit(url)
+    return "db=" in parts.query or (parts.scheme != "unix" and bool(parts.path.strip("/")))
+
+
+def _redis_server_of(url: str) -> tuple:
+    parts = urlsplit(url)
+    if parts.scheme == "unix":
+        return ("unix", parts.path)
+    return (parts.hostname, parts.port or 6379)
+
+
+def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    """Parse and validate every setting; raise ``SettingsError`` naming the first bad one."""
+    env = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    for spec in SPECS:
+        raw = env.get(spec.name)
+        if raw is None or raw == "":
+            values[spec.name] = None if spec.default is None else spec.parse(spec.default)
+            continue
+        try:
+            values[spec.name] = spec.parse(raw)
+        except ValueError as e:
+            raise SettingsError(spec.name, str(e)) from None
+
+    _check_relations(values)
+    _resolve_urls(values)
+    return Settings(values)
+
+
+def _check_relations(v: dict[str, Any]) -> None:
+    if v["SCHEDULER_MIN_INTERVAL"] > v["SCHEDULER_MAX_INTERVAL"]:
+        raise SettingsError("SCHEDULER_MIN_INTERVAL", "must not be longer than SCHEDULER_MAX_INTERVAL")
+    if not v["SCHEDULER_MIN_INTERVAL"] <= v["SCHEDULER_BASE_INTERVAL"] <= v["SCHEDULER_MAX_INTERVAL"]:
+        raise SettingsError(
+            "SCHEDULER_BASE_INTERVAL", "must lie between SCHEDULER_MIN_INTERVAL and SCHEDULER_MAX_INTERVAL")
+    if v["RETRY_MIN_BACKOFF"] > v["RETRY_MAX_BACKOFF"]:
+        raise SettingsError("RETRY_MIN_BACKOFF", "must not be longer than RETRY_MAX_BACKOFF")
+    if v["BROKER_MAINTENANCE_CHANCE"] > 1_000_000:
+        raise SettingsError("BROKER_MAINTENANCE_CHANCE", "is a chance in 1,000,000; must be at most 1000000")
+    for name in ("REDIS_URL", "BROKER_URL"):
+        url = v[name]
+        if url and urlsplit(url).scheme in REDIS_SCHEMES:
+            try:
+                redis_db_of(url)
+            except ValueError:
+                raise SettingsError(name, "the database number after the host must be a whole number") from None
+    db_url = v["DATABASE_URL"]
+    if db_url and urlsplit(db_url).scheme == "mysql" and not urlsplit(db_url).path.strip("/"):
+        raise SettingsError("DATABASE_URL", "a mysql:// URL must name the database, e.g. mysql://root@127.0.0.1:3306/animetop")
+
+
+def _resolve_urls(v: dict[str, Any]) -> None:
+    data_dir = Path(v["DATA_DIR"]).resolve()
+    redis_url = v["REDIS_URL"]
+    if redis_url is None:
+        # The embedded server listens only on a unix socket: no port to collide with.
+        redis_url = f"unix://{data_dir / 'redis.sock'}"
+        state_url = with_redis_db(redis_url, 1)
+    else:
+        state_url = redis_url if _names_a_db(redis_url) else with_redis_db(redis_url, 1)
+    v["STATE_REDIS_URL"] = state_url
+
+    broker_url = v["BROKER_URL"] or with_redis_db(redis_url, 0)
+    if urlsplit(broker_url).scheme in REDIS_SCHEMES:
+        same_server = _redis_server_of(broker_url) == _redis_server_of(state_url)
+        if same_server and redis_db_of(broker_url) == redis_db_of(state_url):
+            raise SettingsError(
+                "BROKER_URL",
+                "uses the same Redis database as REDIS_URL; the broker's maintenance scans its keys, "
+                "so give them different database numbers")
+    v["BROKER_URL_RESOLVED"] = broker_url
+    v["DATABASE_URL_RESOLVED"] = v["DATABASE_URL"] or f"sqlite:///{data_dir / 'animetop.sqlite3'}"
+
+
+_lock = threading.Lock()
+_settings: Settings | None = None
+
+
+def get_settings() -> Settings:
+    """The process's settings, loaded from the environment on first use."""
+    global _settings
+    with _lock:
+        if _settings is None:
+            _settings = load_settings()
+        return _settings
+
+
+def use_settings(settings: Settings | None) -> None:
+    """Replace the process's settings (tests and the CLI's overrides); None forgets them."""
+    global _settings
+    with _lock:
+        _settings = settings
+
+
+def redact_url(url: str) -> str:
+    """The URL with its password replaced, for logs and status output."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return parts._replace(netloc=netloc).geturl()
