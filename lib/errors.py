@@ -22,3 +22,17 @@ class LockBusy(MiddlewareError, Retry):
     def __init__(self, name: str) -> None:
         super().__init__(f"lock {name!r} is held by another worker")
         self.name = name
+
+
+class StateUnavailable(MiddlewareError):
+    """Redis could not be asked whether the message may run: retry it later rather than run it unguarded."""
+
+
+def key_of(option, message, what: str) -> str:
+    """Evaluate a key option (a string, or a callable of the message's args/kwargs)."""
+    if not callable(option):
+        return str(option)
+    try:
+        return str(option(*message.args, **message.kwargs))
+    except Exception as e:
+        raise BadMessage(f"{what} could not be computed from the message: {type(e).__name__}: {e}") from None

@@ -22,7 +22,9 @@ from dramatiq import Middleware
 from dramatiq.middleware import SkipMessage
 
 from .. import keys
-from ..errors import LockBusy
+import redis.exceptions
+
+from ..errors import LockBusy, StateUnavailable, key_of
 from .leases import LeaseKeeper
 
 logger = logging.getLogger(__name__)
@@ -35,8 +37,8 @@ def message_key(actor, message) -> str | None:
     option = actor.options.get("idempotency_key")
     if option is False:
         return None
-    if callable(option):
-        return str(option(*message.args, **message.kwargs))
+    if option is not None:
+        return key_of(option, message, "idempotency_key")
     scheduled_at = message.options.get("scheduled_at")
     if scheduled_at and "periodic" in actor.options:
         # periodiq sends one message per tick per scheduler process: one tick, one run.
@@ -65,6 +67,12 @@ class Idempotency(Middleware):
         if key is None:
             return
         done_key = keys.idempotency(actor.actor_name, key)
+        try:
+            self._claim(message, key, done_key)
+        except redis.exceptions.RedisError as e:
+            raise StateUnavailable(f"idempotency check failed: {e}") from None
+
+    def _claim(self, message, key: str, done_key: str) -> None:
         client = self.redis_client()
         if client.exists(done_key):
             self._skip(message, key)

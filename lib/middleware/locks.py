@@ -11,7 +11,9 @@ from dramatiq import Middleware
 from dramatiq.middleware import SkipMessage
 
 from .. import keys
-from ..errors import LockBusy
+import redis.exceptions
+
+from ..errors import LockBusy, StateUnavailable, key_of
 from .leases import LeaseKeeper
 
 logger = logging.getLogger(__name__)
@@ -40,11 +42,15 @@ class Locks(Middleware):
         lock_key = actor.options.get("lock_key")
         if lock_key is None:
             return
-        name = lock_key(*message.args, **message.kwargs) if callable(lock_key) else str(lock_key)
+        name = key_of(lock_key, message, "lock_key")
         ttl_ms = actor.options.get("lock_ttl", self.default_ttl_ms)
         lock = self.redis_client().lock(
             keys.lock(name), timeout=ttl_ms / 1000, blocking=False, thread_local=False)
-        if not lock.acquire():
+        try:
+            acquired = lock.acquire()
+        except redis.exceptions.RedisError as e:
+            raise StateUnavailable(f"could not take lock {name!r}: {e}") from None
+        if not acquired:
             if actor.options.get("on_lock_busy", "retry") == "skip":
                 logger.info("lock %r busy: skipping message %s", name, message.message_id)
                 raise SkipMessage()

@@ -1,0 +1,158 @@
+"""Fixtures on real services: Redis, SQLite, MariaDB/MySQL, RabbitMQ, Dramatiq workers.
+
+Where a service is not reachable, the tests that need it skip with the
+reason, except under CI=true, where they fail: CI must run them all.
+Redis falls back to a private redis-server, so the core suite runs on a
+machine with no services at all.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import dramatiq
+import pytest
+import redis
+
+from lib.db import bind_database, database
+from lib.embedded_redis import EmbeddedRedis
+from lib.settings import load_settings, use_settings
+
+IN_CI = os.environ.get("CI") == "true"
+STATE_DB, BROKER_DB = 14, 15
+
+#: Fast reliability settings so tests never wait for production delays.
+FAST = {
+    "RETRY_MIN_BACKOFF": "100ms",
+    "RETRY_MAX_BACKOFF": "1s",
+    "LOCK_BUSY_RETRY_DELAY": "200ms",
+    "BROKER_HEARTBEAT_TIMEOUT": "3s",
+    "BROKER_MAINTENANCE_CHANCE": "500000",
+    "LOG_LEVEL": "INFO",
+}
+
+
+def _reachable(url: str) -> bool:
+    parts = urlsplit(url)
+    try:
+        with socket.create_connection((parts.hostname, parts.port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def need(url: str, what: str) -> None:
+    if not _reachable(url):
+        message = f"{what} not reachable at {url}"
+        if IN_CI:
+            pytest.fail(message + " (CI=true: these tests must run)")
+        pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory) -> str:
+    """Base URL of a Redis server: TEST_REDIS_URL, the local one, or a private one."""
+    url = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379")
+    if _reachable(url):
+        yield url.rstrip("/")
+        return
+    server = EmbeddedRedis(Path("/tmp") / f"animetop-test-redis-{uuid.uuid4().hex[:8]}")
+    server.ensure_running()
+    yield server.url
+    server.stop()
+
+
+def _with_db(base: str, db: int) -> str:
+    from lib.settings import with_redis_db
+
+    return with_redis_db(base, db)
+
+
+@pytest.fixture
+def env(redis_server, tmp_path) -> dict[str, str]:
+    """Environment of an isolated app: its own Redis databases (flushed) and SQLite file."""
+    values = {
+        "DATA_DIR": str(tmp_path / "var"),
+        "REDIS_URL": _with_db(redis_server, STATE_DB),
+        "BROKER_URL": _with_db(redis_server, BROKER_DB),
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'test.sqlite3'}",
+        **FAST,
+    }
+    for db in (STATE_DB, BROKER_DB):
+        client = redis.Redis.from_url(_with_db(redis_server, db))
+        client.flushdb()
+        client.close()
+    return values
+
+
+@pytest.fixture
+def settings(env):
+    settings = load_settings(env)
+    use_settings(settings)
+    yield settings
+    use_settings(None)
+
+
+MYSQL_URL = os.environ.get("TEST_MYSQL_URL", "mysql://root@127.0.0.1:3306/animetop_test")
+
+
+@pytest.fixture(params=["sqlite", pytest.param("mysql", marks=pytest.mark.mysql)])
+def database_url(request, tmp_path) -> str:
+    """Each database test runs on SQLite and on MariaDB/MySQL."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'db.sqlite3'}"
+    need(MYSQL_URL, "MySQL/MariaDB")
+    import pymysql
+
+    parts = urlsplit(MYSQL_URL)
+    conn = pymysql.connect(host=parts.hostname, port=parts.port or 3306, user=parts.username or "root",
+                           password=parts.password or "")
+    with conn.cursor() as cur:
+        name = parts.path.strip("/")
+        cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+        cur.execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
+    conn.close()
+    return MYSQL_URL
+
+
+@pytest.fixture
+def db(database_url):
+    """The database bound and all tables created."""
+    from lib.db import create_tables
+
+    bound = bind_database(database_url)
+    create_tables()
+    yield bound
+    if not database.is_closed():
+        database.close()
+
+
+@pytest.fixture
+def broker(settings):
+    """A real broker (Redis unless the test overrides BROKER_URL) installed as Dramatiq's global."""
+    from lib.broker import build_broker
+
+    broker = build_broker(settings)
+    dramatiq.set_broker(broker)
+    yield broker
+    broker.close()
+
+
+@pytest.fixture
+def start_worker():
+    """Start real in-process Dramatiq workers; they are stopped at the end of the test."""
+    workers = []
+
+    def start(broker, *, threads: int = 2, queues=None) -> dramatiq.Worker:
+        worker = dramatiq.Worker(broker, worker_threads=threads, worker_timeout=100, queues=queues)
+        worker.start()
+        workers.append(worker)
+        return worker
+
+    yield start
+    for worker in workers:
+        worker.stop(timeout=10_000)

@@ -1,0 +1,87 @@
+"""Retries with backoff, then the dead-letter queue, then the dead-letter tool (Redis broker)."""
+
+import dramatiq
+import redis
+
+from lib.cli import main as cli
+from lib.deadletters import DeadLetters
+from lib.errors import BadMessage
+from lib.redis_state import state_redis
+
+from .helpers import wait_for
+
+
+def test_failing_message_is_retried_then_dead_lettered_then_requeued(broker, settings, start_worker, capsys):
+    r = state_redis(settings)
+
+    @dramatiq.actor(broker=broker, queue_name="work")
+    def flaky(n: int) -> None:
+        r.incr("attempts")
+        if not r.exists("healed"):
+            raise RuntimeError(f"boom {n}")
+        r.incr("succeeded")
+
+    message = flaky.send(7)
+    start_worker(broker)
+    letters = DeadLetters.for_broker(broker, broker.reasons)
+    dead = wait_for(lambda: letters.list("work"), what="the message in the dead-letter queue")
+    assert int(r.get("attempts")) == 1 + settings.max_retries
+    assert [d.message_id for d in dead] == [message.message_id]
+    assert dead[0].reason == "RuntimeError: boom 7"
+    assert dead[0].actor == "flaky" and dead[0].message.args == (7,)
+
+    assert cli(["deadletters", "list", "--queue", "work"]) == 0
+    assert "RuntimeError: boom 7" in capsys.readouterr().out
+
+    r.set("healed", 1)
+    assert cli(["deadletters", "requeue", message.message_id]) == 0
+    wait_for(lambda: r.get("succeeded") == b"1", what="the requeued message to succeed")
+    assert letters.list("work") == []
+    # retries were reset: it ran once more, not refused as exhausted
+    assert int(r.get("attempts")) == 2 + settings.max_retries
+
+
+def test_bad_input_is_not_retried(broker, settings, start_worker):
+    r = state_redis(settings)
+
+    @dramatiq.actor(broker=broker, queue_name="work")
+    def picky(value: str) -> None:
+        r.incr("calls")
+        raise BadMessage(f"cannot parse {value!r}")
+
+    picky.send("???")
+    start_worker(broker)
+    letters = DeadLetters.for_broker(broker, broker.reasons)
+    dead = wait_for(lambda: letters.list("work"), what="dead letter")
+    assert r.get("calls") == b"1"
+    assert "cannot parse '???'" in dead[0].reason
+
+
+def test_per_actor_retry_override(broker, settings, start_worker):
+    r = state_redis(settings)
+
+    @dramatiq.actor(broker=broker, queue_name="work", max_retries=1)
+    def once_more() -> None:
+        r.incr("calls")
+        raise RuntimeError("no")
+
+    once_more.send()
+    start_worker(broker)
+    letters = DeadLetters.for_broker(broker, broker.reasons)
+    wait_for(lambda: letters.list("work"), what="dead letter")
+    assert r.get("calls") == b"2"
+
+
+def test_purge(broker, settings, start_worker, capsys):
+    @dramatiq.actor(broker=broker, queue_name="work", max_retries=0)
+    def fails() -> None:
+        raise RuntimeError("x")
+
+    for _ in range(3):
+        fails.send()
+    start_worker(broker)
+    letters = DeadLetters.for_broker(broker, broker.reasons)
+    wait_for(lambda: len(letters.list("work")) == 3, what="3 dead letters")
+    assert cli(["deadletters", "purge"]) == 0
+    assert "3 dead letter(s) purged" in capsys.readouterr().out
+    assert letters.list() == []

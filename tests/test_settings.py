@@ -1,0 +1,76 @@
+import subprocess
+import sys
+
+import pytest
+
+from lib.settings import SPECS, SettingsError, load_settings, redact_url
+
+
+def test_defaults_follow_seed_000_appendix_a(tmp_path):
+    s = load_settings({"DATA_DIR": str(tmp_path)})
+    assert s.scheduler_base_interval == 7200
+    assert s.scheduler_min_interval == 3600
+    assert s.scheduler_max_interval == 7200
+    assert (s.scheduler_pages_on_sale, s.scheduler_pages_sold, s.scheduler_batch_size) == (5, 5, 50)
+    assert (s.janitor_interval, s.janitor_timeout) == (300, 600)
+    assert (s.analyzer_item_ttl_available, s.analyzer_item_ttl_sold) == (86400, 172800)
+    assert s.max_retries == 3
+
+
+def test_no_configuration_means_embedded_redis_and_sqlite(tmp_path):
+    s = load_settings({"DATA_DIR": str(tmp_path)})
+    assert s.embedded_redis
+    assert s.state_redis_url == f"unix://{tmp_path}/redis.sock?db=1"
+    assert s.broker_url_resolved == f"unix://{tmp_path}/redis.sock?db=0"
+    assert s.database_url_resolved == f"sqlite:///{tmp_path}/animetop.sqlite3"
+
+
+def test_state_and_broker_use_separate_redis_databases():
+    s = load_settings({"REDIS_URL": "redis://10.0.0.5:6379"})
+    assert s.state_redis_url == "redis://10.0.0.5:6379/1"
+    assert s.broker_url_resolved == "redis://10.0.0.5:6379/0"
+    s = load_settings({"REDIS_URL": "redis://h:6379/3", "BROKER_URL": "amqp://guest:guest@h:5672"})
+    assert s.state_redis_url == "redis://h:6379/3"
+    with pytest.raises(SettingsError) as e:
+        load_settings({"REDIS_URL": "redis://h:6379/2", "BROKER_URL": "redis://h:6379/2"})
+    assert e.value.name == "BROKER_URL"
+
+
+@pytest.mark.parametrize("env, name, words", [
+    ({"SCHEDULER_MIN_INTERVAL": "abc"}, "SCHEDULER_MIN_INTERVAL", "duration"),
+    ({"SCHEDULER_MIN_INTERVAL": "3h"}, "SCHEDULER_MIN_INTERVAL", "SCHEDULER_MAX_INTERVAL"),
+    ({"SCHEDULER_BATCH_SIZE": "0"}, "SCHEDULER_BATCH_SIZE", "at least 1"),
+    ({"MAX_RETRIES": "three"}, "MAX_RETRIES", "whole number"),
+    ({"BROKER_URL": "kafka://h:9092"}, "BROKER_URL", "unknown URL scheme"),
+    ({"DATABASE_URL": "postgres://h/db"}, "DATABASE_URL", "unknown URL scheme"),
+    ({"DATABASE_URL": "mysql://root@h:3306"}, "DATABASE_URL", "name the database"),
+    ({"LOG_LEVEL": "LOUD"}, "LOG_LEVEL", "DEBUG"),
+])
+def test_bad_values_name_the_variable(env, name, words):
+    with pytest.raises(SettingsError) as e:
+        load_settings(env)
+    assert e.value.name == name
+    assert words in str(e.value)
+
+
+@pytest.mark.parametrize("argv", [["-m", "lib.cli", "settings"], ["-m", "dramatiq", "actors", "--processes", "1"]])
+def test_a_bad_setting_stops_start_up_with_one_line(argv, tmp_path):
+    env = {"PATH": "/usr/bin:/bin", "DATA_DIR": str(tmp_path), "SCHEDULER_MIN_INTERVAL": "abc"}
+    result = subprocess.run([sys.executable, *argv], env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0
+    lines = [line for line in result.stderr.splitlines() if "SCHEDULER_MIN_INTERVAL" in line]
+    assert lines == ["animetop: bad setting SCHEDULER_MIN_INTERVAL: expected a duration like 90s, 5m, 2h or 1d; "
+                     "got 'abc'"]
+
+
+def test_every_setting_is_documented_in_the_readme():
+    from pathlib import Path
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    missing = [spec.name for spec in SPECS if f"`{spec.name}`" not in readme]
+    assert not missing
+
+
+def test_passwords_are_redacted():
+    assert redact_url("mysql://u:secret@h:3306/db") == "mysql://u:***@h:3306/db"
+    assert redact_url("redis://h:6379/1") == "redis://h:6379/1"
