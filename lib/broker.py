@@ -77,9 +77,9 @@ class _Consumer(_RedisConsumer):
         try:
             for rid in client.smembers(acks):
                 if client.hget(payloads, rid) == error.data:
+                    self.broker.reasons.record(rid.decode(), reason)
                     self.broker.do_nack(self.queue_name, rid.decode())
                     logger.error("dead-lettered message %s on %s: %s", rid.decode(), self.queue_name, reason)
-                    self.broker.reasons.record(rid.decode(), reason)
                     return
         except redis.ConnectionError as e:
             raise ConnectionClosed(e) from None

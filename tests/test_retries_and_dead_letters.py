@@ -3,15 +3,14 @@
 import dramatiq
 import redis
 
-from lib.cli import main as cli
 from lib.deadletters import DeadLetters
 from lib.errors import BadMessage
 from lib.redis_state import state_redis
 
-from .helpers import wait_for
+from .helpers import run_cli, wait_for
 
 
-def test_failing_message_is_retried_then_dead_lettered_then_requeued(broker, settings, start_worker, capsys):
+def test_failing_message_is_retried_then_dead_lettered_then_requeued(broker, settings, env, start_worker):
     r = state_redis(settings)
 
     @dramatiq.actor(broker=broker, queue_name="work")
@@ -30,11 +29,13 @@ def test_failing_message_is_retried_then_dead_lettered_then_requeued(broker, set
     assert dead[0].reason == "RuntimeError: boom 7"
     assert dead[0].actor == "flaky" and dead[0].message.args == (7,)
 
-    assert cli(["deadletters", "list", "--queue", "work"]) == 0
-    assert "RuntimeError: boom 7" in capsys.readouterr().out
+    result = run_cli(env, "deadletters", "list", "--queue", "work")
+    assert result.returncode == 0, result.stderr
+    assert "RuntimeError: boom 7" in result.stdout
 
     r.set("healed", 1)
-    assert cli(["deadletters", "requeue", message.message_id]) == 0
+    result = run_cli(env, "deadletters", "requeue", message.message_id)
+    assert result.returncode == 0, result.stderr
     wait_for(lambda: r.get("succeeded") == b"1", what="the requeued message to succeed")
     assert letters.list("work") == []
     # retries were reset: it ran once more, not refused as exhausted
@@ -72,7 +73,7 @@ def test_per_actor_retry_override(broker, settings, start_worker):
     assert r.get("calls") == b"2"
 
 
-def test_purge(broker, settings, start_worker, capsys):
+def test_purge(broker, settings, env, start_worker):
     @dramatiq.actor(broker=broker, queue_name="work", max_retries=0)
     def fails() -> None:
         raise RuntimeError("x")
@@ -82,6 +83,6 @@ def test_purge(broker, settings, start_worker, capsys):
     start_worker(broker)
     letters = DeadLetters.for_broker(broker, broker.reasons)
     wait_for(lambda: len(letters.list("work")) == 3, what="3 dead letters")
-    assert cli(["deadletters", "purge"]) == 0
-    assert "3 dead letter(s) purged" in capsys.readouterr().out
+    result = run_cli(env, "deadletters", "purge", "--queue", "work")
+    assert "3 dead letter(s) purged" in result.stdout, result.stderr
     assert letters.list() == []

@@ -18,12 +18,15 @@ def describe(exception: BaseException | None) -> str:
 
 
 class DeadLetterReasons(Middleware):
-    """On every nack (a message going to the dead-letter queue), log and store the reason."""
+    """On every nack (a message going to the dead-letter queue), log and store the reason.
+
+    Stored before the nack, so whoever sees the dead letter also sees why.
+    """
 
     def __init__(self, reasons: ReasonStore) -> None:
         self.reasons = reasons
 
-    def after_nack(self, broker, message):
+    def before_nack(self, broker, message):
         reason = describe(getattr(message, "_exception", None))
         logger.error("dead-lettered message %s (%s on %s): %s", message.message_id, message.actor_name,
                      message.queue_name, reason)
