@@ -165,7 +165,7 @@ def cmd_run(args) -> int:
     settings = _settings()
     configure_logging(settings.log_level)
     ensure_redis_server(settings)
-    return run_process_type(args.process_type, settings)
+    return run_process_type(args.process_type, settings, args.actors)
 
 
 @command("redis")
@@ -211,6 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="run a process type of the Procfile, restarting it if it dies")
     p.add_argument("process_type", choices=["worker", "crawler", "scheduler"])
+    p.add_argument("--actors", default="actors", help="module that declares the actors (default: actors)")
 
     p = sub.add_parser("redis", help="the embedded redis-server (when REDIS_URL is unset)")
     p.add_argument("action", choices=["start", "stop", "status"])

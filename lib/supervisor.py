@@ -34,21 +34,21 @@ def _bin(name: str) -> str:
     return str(candidate) if candidate.exists() else name
 
 
-def command_for(process_type: str, settings: Settings) -> list[str]:
-    """The Dramatiq/periodiq command line of a process type."""
+def command_for(process_type: str, settings: Settings, actors: str = "actors") -> list[str]:
+    """The Dramatiq/periodiq command line of a process type (``actors``: the module declaring them)."""
     from .queues import CRAWLER_QUEUES, WORKER_QUEUES
 
     shutdown_ms = str(int(settings.worker_shutdown_timeout * 1000))
     if process_type == "worker":
-        return [_bin("dramatiq"), "actors", "--queues", *WORKER_QUEUES,
+        return [_bin("dramatiq"), actors, "--queues", *WORKER_QUEUES,
                 "--processes", str(settings.worker_processes), "--threads", str(settings.worker_threads),
                 "--worker-shutdown-timeout", shutdown_ms]
     if process_type == "crawler":
-        return [_bin("dramatiq"), "actors", "--queues", *CRAWLER_QUEUES,
+        return [_bin("dramatiq"), actors, "--queues", *CRAWLER_QUEUES,
                 "--processes", str(settings.crawler_processes), "--threads", str(settings.crawler_threads),
                 "--worker-shutdown-timeout", shutdown_ms]
     if process_type == "scheduler":
-        return [_bin("periodiq"), "actors"]
+        return [_bin("periodiq"), actors]
     raise ValueError(f"unknown process type {process_type!r}; expected one of {', '.join(PROCESS_TYPES)}")
 
 
@@ -122,7 +122,7 @@ class Supervisor:
                     return self.child.wait()
 
 
-def run_process_type(process_type: str, settings: Settings) -> int:
-    command = command_for(process_type, settings)
+def run_process_type(process_type: str, settings: Settings, actors: str = "actors") -> int:
+    command = command_for(process_type, settings, actors)
     # Dramatiq's own shutdown timeout, plus time for the process to exit.
     return Supervisor(command, grace=settings.worker_shutdown_timeout + 15).run()
