@@ -50,7 +50,6 @@ def open_database(url: str) -> peewee.Database:
             password=unquote(parts.password or ""),
             charset=query.get("charset", "utf8mb4"),
             connect_timeout=10,
-            autocommit=True,
         )
     raise ValueError(f"unsupported database URL scheme {parts.scheme!r}")
 

@@ -1,0 +1,46 @@
+"""Shared by the benchmarks: timing, a Redis to run against, result lines."""
+
+from __future__ import annotations
+
+import os
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable
+
+from lib.settings import load_settings, use_settings
+
+
+def best_of(fn: Callable[[], object], repeat: int = 5) -> float:
+    """Fastest of ``repeat`` runs, in seconds (the least disturbed by the rest of the machine)."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def report(name: str, value: float, floor: float, unit: str = "s") -> None:
+    ratio = value / floor if floor else float("inf")
+    print(f"  {name:52} {value:12.6f} {unit:4}  floor {floor:12.6f}  ratio {ratio:6.2f}x")
+
+
+@contextmanager
+def bench_settings(tmp: Path):
+    """Settings on BENCH_REDIS_URL (default local Redis, databases 12/13), or the embedded Redis."""
+    base = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379")
+    env = {"DATA_DIR": str(tmp), "LOG_LEVEL": "WARNING", "DATABASE_URL": f"sqlite:///{tmp / 'bench.sqlite3'}"}
+    import redis
+
+    try:
+        redis.Redis.from_url(base, socket_connect_timeout=1).ping()
+        env.update(REDIS_URL=f"{base}/12", BROKER_URL=f"{base}/13")
+    except redis.ConnectionError:
+        pass  # embedded Redis under tmp
+    settings = load_settings(env)
+    use_settings(settings)
+    try:
+        yield settings
+    finally:
+        use_settings(None)
