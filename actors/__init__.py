@@ -9,5 +9,6 @@ from lib.app import setup
 broker = setup()
 
 from .maintenance import ping  # noqa: E402
+from .schedule import schedule_tick  # noqa: E402
 
-__all__ = ["broker", "ping"]
+__all__ = ["broker", "ping", "schedule_tick"]

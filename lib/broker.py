@@ -20,7 +20,8 @@ from urllib.parse import urlsplit
 from .deadletters import ReasonStore
 from .encoder import MsgpackEncoder
 from .middleware import (
-    ArgumentCheck, DatabaseConnections, DeadLetterReasons, Idempotency, LeaseKeeper, Locks, Retries,
+    ArgumentCheck, DatabaseConnections, DeadLetterReasons, Idempotency, InFlightRelease, LeaseKeeper, Locks,
+    Retries,
 )
 from .middleware.dead_letters import describe
 from .redis_state import connect, ensure_redis_server, state_redis
@@ -118,6 +119,7 @@ def build_middleware(settings: Settings, redis_client: Callable[[], redis.Redis]
             max_lock_waits=settings.lock_busy_max_waits,
         ),
         DeadLetterReasons(reasons),
+        InFlightRelease(redis_client),
         DatabaseConnections(),
         AsyncIO(),
     ]
@@ -159,3 +161,34 @@ def queue_depth(broker: Broker, queue_name: str) -> int:
     if isinstance(broker, RabbitmqBroker):
         return int(broker.get_queue_message_counts(queue_name)[0])
     raise TypeError(f"cannot measure queues of {type(broker).__name__}")
+
+
+def enqueue_many(broker: Broker, messages: list[dramatiq.Message]) -> None:
+    """Enqueue many messages at once: one pipelined round trip on the Redis broker.
+
+    The scheduler pushes up to a whole batch of crawl tasks per tick; one
+    round trip each would make the tick's cost a multiple of the floor.
+    """
+    if not isinstance(broker, RedisBroker):
+        for message in messages:
+            broker.enqueue(message)
+        return
+    from uuid import uuid4
+
+    from dramatiq.common import current_millis
+
+    dispatch = broker.scripts["dispatch"]
+    pipe = broker.client.pipeline(transaction=False)
+    sent = []
+    for message in messages:
+        broker.declare_queue(message.queue_name)
+        message = message.copy(options={"redis_message_id": str(uuid4())})
+        broker.emit_before("enqueue", message, None)
+        args = ["enqueue", current_millis(), message.queue_name, broker.broker_id, broker.heartbeat_timeout,
+                broker.dead_message_ttl, 0, broker._max_unpack_size(),
+                message.options["redis_message_id"], message.encode()]
+        dispatch(keys=[broker.namespace], args=args, client=pipe)
+        sent.append(message)
+    pipe.execute()
+    for message in sent:
+        broker.emit_after("enqueue", message, None)

@@ -154,6 +154,76 @@ def cmd_deadletters(args) -> int:
     return 2
 
 
+# -- IPs -----------------------------------------------------------------------
+
+def _catalogue():
+    from .db import bind_database
+    from .ip_catalogue import Catalogue
+    from .redis_state import state_redis
+    from .schedule import ScheduleStore
+
+    settings = _settings()
+    bind_database(settings.database_url_resolved)
+    return Catalogue(ScheduleStore(state_redis(settings)), settings)
+
+
+@command("ip")
+def cmd_ip(args) -> int:
+    from .ip_catalogue import CatalogueError
+
+    catalogue = _catalogue()
+    try:
+        if args.action == "add":
+            ip = catalogue.add(args.value, args.name, args.weight)
+            print(f"added IP {ip.id}: {ip.keyword!r} (weight {ip.weight}), due now")
+        elif args.action == "disable":
+            ip = catalogue.disable(_ip_id(args.value))
+            print(f"disabled IP {ip.id} ({ip.keyword!r}); removed from the schedule")
+        elif args.action == "enable":
+            ip = catalogue.enable(_ip_id(args.value))
+            print(f"enabled IP {ip.id} ({ip.keyword!r})")
+        elif args.action == "import":
+            added, problems = catalogue.import_file(args.value)
+            for problem in problems:
+                print(f"skipped {problem}", file=sys.stderr)
+            print(f"{added} IP(s) added, {len(problems)} skipped")
+        elif args.action == "list":
+            _print_ips(catalogue, args.format)
+    except CatalogueError as e:
+        print(f"animetop ip {args.action}: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _ip_id(value: str | None) -> int:
+    from .ip_catalogue import CatalogueError
+
+    try:
+        return int(value or "")
+    except ValueError:
+        raise CatalogueError(f"expected an IP id (a number); got {value!r}") from None
+
+
+def _print_ips(catalogue, fmt: str) -> None:
+    rows = []
+    for ip in catalogue.list():
+        next_at = catalogue.schedule.time_of(ip.id)
+        rows.append({
+            "id": ip.id, "keyword": ip.keyword, "name": ip.display_name, "active": ip.active,
+            "weight": ip.weight,
+            "last_crawled_at": ip.last_crawled_at.isoformat() + "Z" if ip.last_crawled_at else None,
+            "next_crawl_at": datetime.fromtimestamp(next_at, timezone.utc).isoformat() if next_at else None,
+        })
+    if fmt == "json":
+        print(json.dumps(rows, ensure_ascii=False, indent=2))
+        return
+    print(f"{'ID':>6}  {'ACTIVE':6}  {'WEIGHT':>6}  {'NEXT CRAWL (UTC)':19}  KEYWORD")
+    for r in rows:
+        nxt = r["next_crawl_at"][:19].replace("T", " ") if r["next_crawl_at"] else "-"
+        print(f"{r['id']:>6}  {'yes' if r['active'] else 'no':6}  {r['weight']:>6.2f}  {nxt:19}  {r['keyword']}")
+    print(f"{len(rows)} IP(s)")
+
+
 # -- processes ---------------------------------------------------------------
 
 @command("run")
@@ -207,6 +277,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("ids", nargs="*", help="dead letter IDs (the ID column or the message id)")
     p.add_argument("--queue", help="only this queue")
     p.add_argument("--all", action="store_true", help="requeue: every dead letter (of --queue)")
+    p.add_argument("--format", choices=["table", "json"], default="table")
+
+    p = sub.add_parser("ip", help="manage the IPs (franchises) being tracked")
+    p.add_argument("action", choices=["add", "list", "disable", "enable", "import"])
+    p.add_argument("value", nargs="?", help="add: KEYWORD; disable/enable: ID; import: FILE")
+    p.add_argument("--name", help="add: display name (default: the keyword)")
+    p.add_argument("--weight", type=float, default=1.0, help="add: initial weight (default 1.0)")
     p.add_argument("--format", choices=["table", "json"], default="table")
 
     p = sub.add_parser("run", help="run a process type of the Procfile, restarting it if it dies")

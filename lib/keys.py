@@ -10,6 +10,15 @@ PREFIX = "animetop"
 SCHEDULE_PENDING = f"{PREFIX}:schedule:pending"
 TASKS_PENDING = f"{PREFIX}:queue:tasks:pending"
 TASKS_STARTED = f"{PREFIX}:queue:tasks:started"
+#: ETA (Unix seconds) of the self-scheduled tick already on its way, so tick chains never multiply.
+SCHEDULE_NEXT_TICK = f"{PREFIX}:schedule:next_tick"
+#: When stale in-flight markers were last swept.
+JANITOR_LAST_SWEEP = f"{PREFIX}:schedule:janitor_last_sweep"
+
+
+def in_flight_member(ip_id: int) -> str:
+    """Member of TASKS_PENDING for an IP with a crawl on its way (seed 000 §5.5)."""
+    return f"ip:{ip_id}"
 
 
 def item_state(ip_id: int, source_id: str) -> str:

@@ -126,6 +126,8 @@ SPECS: tuple[Spec, ...] = (
     Spec("SCHEDULER_BATCH_SIZE", "50", _positive_int, "Due IPs pushed per batch."),
     Spec("SCHEDULER_BACKPRESSURE_THRESHOLD", "25", _positive_int,
          "Crawl-queue depth above which the scheduler stops pushing."),
+    Spec("SCHEDULER_STARTUP_SPREAD", "10m", parse_duration,
+         "Window over which overdue IPs are spread when the schedule is rebuilt from the database."),
     Spec("JANITOR_INTERVAL", "5m", parse_duration, "How often stale in-flight markers are swept."),
     Spec("JANITOR_TIMEOUT", "10m", parse_duration, "Age after which an in-flight marker counts as stuck."),
     Spec("ANALYZER_ITEM_TTL_AVAILABLE", "24h", parse_duration, "Lifetime of an on-sale item's state."),

@@ -1,0 +1,21 @@
+import peewee
+
+from .base import BaseModel
+
+#: Longest keyword accepted; Mercari's own search box takes well under this.
+KEYWORD_MAX_LENGTH = 200
+
+
+class IpMetadata(BaseModel):
+    """An IP (franchise) whose market heat is tracked; seed 000 §1.1 ``ip_metadata``."""
+
+    keyword = peewee.CharField(max_length=KEYWORD_MAX_LENGTH, unique=True)
+    display_name = peewee.CharField(max_length=KEYWORD_MAX_LENGTH)
+    active = peewee.BooleanField(default=True, index=True)
+    weight = peewee.DoubleField(default=1.0)
+    last_crawled_at = peewee.DateTimeField(null=True)
+    created_at = peewee.DateTimeField()
+    updated_at = peewee.DateTimeField()
+
+    class Meta:
+        table_name = "ip_metadata"

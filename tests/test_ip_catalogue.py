@@ -1,0 +1,71 @@
+"""The IP catalogue from the command line, on both databases."""
+
+import json
+
+import pytest
+
+from lib.ip_catalogue import Catalogue, CatalogueError
+from lib.redis_state import state_redis
+from lib.schedule import ScheduleStore
+from models import IpMetadata
+
+from .helpers import run_cli
+
+TRICKY = ["鬼滅の刃", "ONE PIECE ワンピース", "Re:ゼロ", "it's 100% \"real\"; DROP TABLE ip_metadata; --", "ｳﾏ娘 ⭐"]
+
+
+@pytest.fixture
+def cli_env(env, database_url):
+    return {**env, "DATABASE_URL": database_url}
+
+
+def test_add_list_disable_enable_round_trip_keywords_unchanged(cli_env, settings, database_url):
+    assert run_cli(cli_env, "db", "init").returncode == 0
+    for keyword in TRICKY:
+        result = run_cli(cli_env, "ip", "add", keyword, "--weight", "2")
+        assert result.returncode == 0, result.stderr
+    listed = json.loads(run_cli(cli_env, "ip", "list", "--format", "json").stdout)
+    assert [r["keyword"] for r in listed] == TRICKY
+    assert all(r["active"] and r["next_crawl_at"] for r in listed)
+
+    schedule = ScheduleStore(state_redis(settings))
+    first = listed[0]["id"]
+    assert run_cli(cli_env, "ip", "disable", str(first)).returncode == 0
+    assert schedule.time_of(first) is None
+    listed = json.loads(run_cli(cli_env, "ip", "list", "--format", "json").stdout)
+    assert listed[0]["active"] is False
+    assert run_cli(cli_env, "ip", "enable", str(first)).returncode == 0
+    assert schedule.time_of(first) is not None
+
+
+@pytest.mark.parametrize("keyword, message", [
+    ("", "empty"), ("   ", "empty"), ("x" * 201, "at most 200"), ("a\tb", "control characters"),
+])
+def test_bad_keywords_are_refused_clearly(cli_env, keyword, message):
+    assert run_cli(cli_env, "db", "init").returncode == 0
+    result = run_cli(cli_env, "ip", "add", keyword)
+    assert result.returncode == 1
+    assert message in result.stderr
+
+
+def test_duplicate_and_unknown_ids(db, settings):
+    catalogue = Catalogue(ScheduleStore(state_redis(settings)), settings)
+    catalogue.add("呪術廻戦")
+    with pytest.raises(CatalogueError, match="exists already"):
+        catalogue.add("呪術廻戦")
+    with pytest.raises(CatalogueError, match="no IP with id 999"):
+        catalogue.disable(999)
+
+
+def test_import_lines_and_csv(db, settings, tmp_path):
+    catalogue = Catalogue(ScheduleStore(state_redis(settings)), settings)
+    lines = tmp_path / "ips.txt"
+    lines.write_text("鬼滅の刃\n# a comment\n\n呪術廻戦\n鬼滅の刃\n", encoding="utf-8")
+    added, problems = catalogue.import_file(lines)
+    assert added == 2 and len(problems) == 1 and "exists already" in problems[0]
+    table = tmp_path / "ips.csv"
+    table.write_text("keyword,name,weight\nチェンソーマン,Chainsaw Man,1.5\nぼっち・ざ・ろっく!,,abc\n", encoding="utf-8")
+    added, problems = catalogue.import_file(table)
+    assert added == 1 and "weight" in problems[0]
+    ip = IpMetadata.get(IpMetadata.keyword == "チェンソーマン")
+    assert (ip.display_name, ip.weight) == ("Chainsaw Man", 1.5)
