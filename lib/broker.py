@@ -13,7 +13,6 @@ from dramatiq.brokers.rabbitmq import RabbitmqBroker
 from dramatiq.brokers.redis import RedisBroker, _RedisConsumer
 from dramatiq.errors import ConnectionClosed, DecodeError
 from dramatiq.middleware import AgeLimit, Callbacks, CurrentMessage, Pipelines, ShutdownNotifications, TimeLimit
-from dramatiq.middleware.asyncio import AsyncIO
 from periodiq import PeriodiqMiddleware
 from urllib.parse import urlsplit
 
@@ -24,6 +23,7 @@ from .middleware import (
     Retries,
 )
 from .middleware.dead_letters import describe
+from .middleware.event_loop import AsyncIO
 from .redis_state import connect, ensure_redis_server, state_redis
 from .settings import Settings
 

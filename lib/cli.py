@@ -235,6 +235,11 @@ def cmd_run(args) -> int:
     settings = _settings()
     configure_logging(settings.log_level)
     ensure_redis_server(settings)
+    if args.process_type == "scheduler":
+        # periodiq's first tick may be up to a minute away: tick once now, so a restart resumes at once.
+        from .schedule_tick import tick_message
+
+        _broker().enqueue(tick_message())
     return run_process_type(args.process_type, settings, args.actors)
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import redis
 from dramatiq import Broker, Message
+from periodiq import cron
 
 from . import keys
 from .broker import enqueue_many, queue_depth
@@ -28,6 +29,14 @@ logger = logging.getLogger(__name__)
 
 CRAWL_ACTOR = "crawl_ip"
 TICK_ACTOR = "schedule_tick"
+
+#: How the tick actor is declared. Fired every minute by periodiq; the lock lets one tick run at a time
+#: across all processes (busy: one is running, skip), and the idempotency middleware keys periodic
+#: messages by their tick time, so two periodiq processes sending the same minute's tick run it once.
+TICK_ACTOR_OPTIONS = dict(
+    actor_name=TICK_ACTOR, queue_name=SCHEDULER, periodic=cron("* * * * *"),
+    lock_key=TICK_ACTOR, on_lock_busy="skip", max_retries=2, time_limit=120_000,
+)
 
 #: periodiq's tick period: a follow-up is only needed for IPs due sooner than this.
 PERIODIC_PERIOD = 60.0

@@ -2,7 +2,7 @@
 
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import dramatiq
 import peewee
@@ -257,3 +257,25 @@ def test_crawls_go_out_within_seconds_of_their_due_time(db, settings, broker, st
     start_worker(broker, threads=2)
     started = float(wait_for(lambda: r.get("crawl_started_at"), timeout=30, what="the crawl"))
     assert due_at <= started <= due_at + 5
+
+
+def test_two_periodiq_processes_sending_the_same_minute_run_one_tick(db, settings, broker, start_worker):
+    """periodiq has no guard against a second scheduler process: the tick actor's own options are."""
+    from lib.schedule_tick import TICK_ACTOR_OPTIONS
+
+    r = state_redis(settings)
+
+    @dramatiq.actor(broker=broker, **TICK_ACTOR_OPTIONS)
+    def schedule_tick() -> None:
+        r.incr("ticks")
+        time.sleep(0.3)
+
+    start_worker(broker, threads=4)
+    now = datetime.now(timezone.utc).replace(microsecond=0)
+    # periodiq skips ticks older than its skip delay: two recent, distinct tick times
+    for minute in ((now - timedelta(seconds=2)).isoformat(), now.isoformat()):
+        for _ in range(2):  # what two periodiq processes send
+            schedule_tick.send_with_options(scheduled_at=minute)
+        broker.join("scheduler", timeout=20_000)
+        time.sleep(0.5)
+    assert r.get("ticks") == b"2"  # one per minute
