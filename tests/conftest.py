@@ -146,8 +146,12 @@ def broker(settings):
 def start_worker():
     """Start real in-process Dramatiq workers; they are stopped at the end of the test."""
     workers = []
+    booted = set()
 
     def start(broker, *, threads: int = 2, queues=None) -> dramatiq.Worker:
+        if id(broker) not in booted:  # what the dramatiq CLI does in each worker process (starts TimeLimit)
+            broker.emit_after("process_boot")
+            booted.add(id(broker))
         worker = dramatiq.Worker(broker, worker_threads=threads, worker_timeout=100, queues=queues)
         worker.start()
         workers.append(worker)

@@ -86,3 +86,23 @@ def test_purge(broker, settings, env, start_worker):
     result = run_cli(env, "deadletters", "purge", "--queue", "work")
     assert "3 dead letter(s) purged" in result.stdout, result.stderr
     assert letters.list() == []
+
+
+def test_time_limit_per_actor(broker, settings, start_worker):
+    import time
+
+    r = state_redis(settings)
+
+    @dramatiq.actor(broker=broker, queue_name="work", time_limit=300, max_retries=0)
+    def too_slow() -> None:
+        r.incr("started")
+        for _ in range(100):
+            time.sleep(0.05)
+        r.incr("finished")
+
+    too_slow.send()
+    start_worker(broker)
+    letters = DeadLetters.for_broker(broker, broker.reasons)
+    dead = wait_for(lambda: letters.list("work"), timeout=20, what="the timed-out message dead-lettered")
+    assert "TimeLimitExceeded" in dead[0].reason
+    assert r.get("started") == b"1" and r.get("finished") is None
