@@ -9,6 +9,7 @@ from lib.app import setup
 broker = setup()
 
 from .maintenance import ping  # noqa: E402
+from .pipeline import process_result  # noqa: E402
 from .schedule import schedule_tick  # noqa: E402
 
-__all__ = ["broker", "ping", "schedule_tick"]
+__all__ = ["broker", "ping", "process_result", "schedule_tick"]

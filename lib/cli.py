@@ -171,6 +171,8 @@ def _catalogue():
 def cmd_ip(args) -> int:
     from .ip_catalogue import CatalogueError
 
+    if args.action == "show":
+        return _show_ip(args)
     catalogue = _catalogue()
     try:
         if args.action == "add":
@@ -189,6 +191,8 @@ def cmd_ip(args) -> int:
             print(f"{added} IP(s) added, {len(problems)} skipped")
         elif args.action == "list":
             _print_ips(catalogue, args.format)
+        elif args.action == "show":
+            return _show_ip(args)
     except CatalogueError as e:
         print(f"animetop ip {args.action}: {e}", file=sys.stderr)
         return 1
@@ -222,6 +226,67 @@ def _print_ips(catalogue, fmt: str) -> None:
         nxt = r["next_crawl_at"][:19].replace("T", " ") if r["next_crawl_at"] else "-"
         print(f"{r['id']:>6}  {'yes' if r['active'] else 'no':6}  {r['weight']:>6.2f}  {nxt:19}  {r['keyword']}")
     print(f"{len(rows)} IP(s)")
+
+
+# -- read side -----------------------------------------------------------------
+
+def _read_side():
+    from .db import bind_database
+    from .read_side import ReadSide
+    from .redis_state import state_redis
+
+    settings = _settings()
+    bind_database(settings.database_url_resolved)
+    try:
+        client = state_redis(settings)
+    except Exception as e:  # the database answers on its own
+        print(f"animetop: Redis unavailable ({e}); reading the database", file=sys.stderr)
+        client = None
+    return ReadSide(settings, client)
+
+
+@command("leaderboard")
+def cmd_leaderboard(args) -> int:
+    rows = _read_side().leaderboard(args.by, args.hours, args.limit)
+    columns = ["rank", "ip_id", "keyword", "inflow", "outflow", "liquidity"]
+    if args.format == "json":
+        print(json.dumps(rows, ensure_ascii=False, indent=2))
+    elif args.format == "csv":
+        import csv
+
+        writer = csv.DictWriter(sys.stdout, fieldnames=columns, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    else:
+        print(f"top {len(rows)} by {args.by}, last {args.hours} h")
+        print(f"{'#':>3}  {'IP':>5}  {'INFLOW':>7}  {'OUTFLOW':>7}  {'LIQUIDITY':>9}  KEYWORD")
+        for r in rows:
+            liq = f"{r['liquidity']:.2f}" if r["liquidity"] is not None else "-"
+            print(f"{r['rank']:>3}  {r['ip_id']:>5}  {r['inflow']:>7}  {r['outflow']:>7}  {liq:>9}  {r['keyword']}")
+    return 0
+
+
+def _show_ip(args) -> int:
+    try:
+        detail = _read_side().ip_detail(_ip_id(args.value), args.hours)
+    except LookupError as e:
+        print(f"animetop ip show: {e}", file=sys.stderr)
+        return 1
+    if args.format == "json":
+        print(json.dumps(detail, ensure_ascii=False, indent=2))
+        return 0
+    print(f"IP {detail['ip_id']}: {detail['keyword']} ({'active' if detail['active'] else 'disabled'}, "
+          f"weight {detail['weight']}), last {detail['hours']} h in {detail['timezone']}")
+    print(f"{'HOUR':25}  {'IN':>5}  {'OUT':>5}  {'LIQ':>6}  {'AVG SOLD':>9}  {'MIN':>8}  {'MAX':>8}")
+    for s in detail["series"]:
+        def yen(v):
+            return f"{v:,.0f}" if v is not None else "-"
+        liq = f"{s['liquidity']:.2f}" if s["liquidity"] is not None else "-"
+        print(f"{s['hour']:25}  {s['inflow']:>5}  {s['outflow']:>5}  {liq:>6}  {yen(s['avg_price']):>9}  "
+              f"{yen(s['min_price']):>8}  {yen(s['max_price']):>8}")
+    for a in detail["alerts"]:
+        print(f"alert {a['rule']} at {a['hour']}: {a['message']}")
+    return 0
 
 
 # -- processes ---------------------------------------------------------------
@@ -285,11 +350,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["table", "json"], default="table")
 
     p = sub.add_parser("ip", help="manage the IPs (franchises) being tracked")
-    p.add_argument("action", choices=["add", "list", "disable", "enable", "import"])
-    p.add_argument("value", nargs="?", help="add: KEYWORD; disable/enable: ID; import: FILE")
+    p.add_argument("action", choices=["add", "list", "show", "disable", "enable", "import"])
+    p.add_argument("value", nargs="?", help="add: KEYWORD; show/disable/enable: ID; import: FILE")
+    p.add_argument("--hours", type=int, default=24, help="show: hours of history (default 24)")
     p.add_argument("--name", help="add: display name (default: the keyword)")
     p.add_argument("--weight", type=float, default=1.0, help="add: initial weight (default 1.0)")
     p.add_argument("--format", choices=["table", "json"], default="table")
+
+    p = sub.add_parser("leaderboard", help="IPs ranked by market flow")
+    p.add_argument("--by", choices=["inflow", "outflow", "liquidity"], default="outflow")
+    p.add_argument("--hours", type=int, default=24)
+    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--format", choices=["table", "json", "csv"], default="table")
 
     p = sub.add_parser("run", help="run a process type of the Procfile, restarting it if it dies")
     p.add_argument("process_type", choices=["worker", "crawler", "scheduler"])

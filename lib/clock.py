@@ -15,7 +15,7 @@ class Clock:
 
     def utcnow(self) -> datetime:
         """Naive UTC datetime, as stored in the database."""
-        return datetime.fromtimestamp(self.now(), timezone.utc).replace(tzinfo=None)
+        return naive_utc(self.now())
 
 
 class FrozenClock(Clock):
@@ -49,6 +49,11 @@ def set_clock(clock: Clock | None) -> None:
     """Install a clock for the process (None restores the system clock)."""
     global _clock
     _clock = clock or Clock()
+
+
+def naive_utc(ts: float) -> datetime:
+    """Unix seconds as the naive-UTC datetime the database stores."""
+    return datetime.fromtimestamp(ts, timezone.utc).replace(tzinfo=None)
 
 
 def to_timestamp(value: datetime | None) -> float | None:

@@ -69,3 +69,8 @@ def create_tables() -> list[str]:
 
     database.create_tables(ALL_MODELS, safe=True)
     return [model._meta.table_name for model in ALL_MODELS]
+
+
+def is_mysql() -> bool:
+    """Whether the bound database is MySQL/MariaDB (upserts are spelled differently there)."""
+    return isinstance(database.obj, peewee.MySQLDatabase)

@@ -16,7 +16,7 @@ import peewee
 from models import CollectorExecutionState
 
 from .clock import Clock, get_clock
-from .db import database
+from .db import database, is_mysql
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ class ExecutionState:
                     (model.insert(collector_name=name, param_key=str(param), last_execution_time=at,
                                   created_at=now, updated_at=now, execution_count=1)
                      .on_conflict(
-                         conflict_target=None if _is_mysql() else [model.collector_name, model.param_key],
+                         conflict_target=None if is_mysql() else [model.collector_name, model.param_key],
                          update={model.last_execution_time: at, model.updated_at: now,
                                  model.execution_count: model.execution_count + 1})
                      .execute())
@@ -91,6 +91,3 @@ class ExecutionState:
     def should_run_now(self, name: str, param: str | int, interval: float) -> bool:
         return self.next_run_time(name, param, interval) <= self.clock.now()
 
-
-def _is_mysql() -> bool:
-    return isinstance(database.obj, peewee.MySQLDatabase)

@@ -29,6 +29,9 @@ def leaderboard(kind: str, hours: int) -> str:
     return f"{PREFIX}:leaderboard:{kind}:{hours}"
 
 
+LEADERBOARD_PATTERN = f"{PREFIX}:leaderboard:*"
+
+
 def ip_cache(ip_id: int, name: str) -> str:
     return f"{PREFIX}:ip:{ip_id}:{name}"
 

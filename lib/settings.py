@@ -63,6 +63,26 @@ def _non_negative_int(raw: str) -> int:
     return value
 
 
+def _positive_float(raw: str) -> float:
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        raise ValueError(f"expected a number; got {raw!r}") from None
+    if not value > 0:
+        raise ValueError(f"must be above 0; got {raw!r}")
+    return value
+
+
+def _timezone(raw: str) -> str:
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        ZoneInfo(raw.strip())
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"unknown time zone {raw!r}; expected a name like Asia/Tokyo or UTC") from None
+    return raw.strip()
+
+
 def _log_level(raw: str) -> str:
     level = raw.strip().upper()
     if level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
@@ -132,6 +152,18 @@ SPECS: tuple[Spec, ...] = (
     Spec("JANITOR_TIMEOUT", "10m", parse_duration, "Age after which an in-flight marker counts as stuck."),
     Spec("ANALYZER_ITEM_TTL_AVAILABLE", "24h", parse_duration, "Lifetime of an on-sale item's state."),
     Spec("ANALYZER_ITEM_TTL_SOLD", "48h", parse_duration, "Lifetime of a sold item's state."),
+    Spec("WEIGHT_MIN", "0.25", _positive_float, "Lowest weight an IP can drift to (longest interval)."),
+    Spec("WEIGHT_MAX", "4.0", _positive_float, "Highest weight an IP can reach (shortest interval)."),
+    Spec("DISPLAY_TZ", "Asia/Tokyo", _timezone, "Time zone hours are shown in (they are stored in UTC)."),
+    Spec("CACHE_TTL", "10m", parse_duration, "Lifetime of leaderboard and IP-detail caches."),
+    # alert rules
+    Spec("ALERT_OUTFLOW_SURGE_FACTOR", "3", _positive_float,
+         "Outflow surge: the hour's outflow at least this many times the trailing 24 h hourly mean…"),
+    Spec("ALERT_OUTFLOW_MIN", "20", _positive_int, "…and at least this outflow (also the hot-liquidity minimum)."),
+    Spec("ALERT_LIQUIDITY_MIN", "1.5", _positive_float, "Hot liquidity: outflow/inflow at least this."),
+    Spec("ALERT_PRICE_MOVE", "0.2", _positive_float,
+         "Sold-price move: the hour's average sold price this far (fraction) from the trailing 7-day average…"),
+    Spec("ALERT_PRICE_MIN_SAMPLES", "10", _positive_int, "…with at least this many sold prices on both sides."),
     # reliability
     Spec("MAX_RETRIES", "3", _non_negative_int, "Retries of a failed message before it is dead-lettered."),
     Spec("RETRY_MIN_BACKOFF", "5s", parse_duration, "First retry delay; doubles on each retry."),
@@ -254,6 +286,8 @@ def _check_relations(v: dict[str, Any]) -> None:
     if not v["SCHEDULER_MIN_INTERVAL"] <= v["SCHEDULER_BASE_INTERVAL"] <= v["SCHEDULER_MAX_INTERVAL"]:
         raise SettingsError(
             "SCHEDULER_BASE_INTERVAL", "must lie between SCHEDULER_MIN_INTERVAL and SCHEDULER_MAX_INTERVAL")
+    if v["WEIGHT_MIN"] > v["WEIGHT_MAX"]:
+        raise SettingsError("WEIGHT_MIN", "must not be above WEIGHT_MAX")
     if v["RETRY_MIN_BACKOFF"] > v["RETRY_MAX_BACKOFF"]:
         raise SettingsError("RETRY_MIN_BACKOFF", "must not be longer than RETRY_MAX_BACKOFF")
     if v["BROKER_MAINTENANCE_CHANCE"] > 1_000_000:

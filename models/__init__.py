@@ -3,8 +3,12 @@
 from .base import BaseModel
 from .execution_state import CollectorExecutionState
 from .ip import IpMetadata
+from .market import AppliedResult, IpAlert, IpStatsHourly, ItemSnapshot
 
 #: Every table ``animetop db init`` creates, in dependency order.
-ALL_MODELS: list[type[BaseModel]] = [IpMetadata, CollectorExecutionState]
+ALL_MODELS: list[type[BaseModel]] = [
+    IpMetadata, CollectorExecutionState, ItemSnapshot, IpStatsHourly, IpAlert, AppliedResult,
+]
 
-__all__ = ["ALL_MODELS", "BaseModel", "CollectorExecutionState", "IpMetadata"]
+__all__ = ["ALL_MODELS", "AppliedResult", "BaseModel", "CollectorExecutionState", "IpAlert", "IpMetadata",
+           "IpStatsHourly", "ItemSnapshot"]

@@ -1,0 +1,14 @@
+"""process_result: applies one crawl result (logic in ``lib.result_processor``)."""
+
+import dramatiq
+
+from lib.redis_state import state_redis
+from lib.result_processor import PROCESS_RESULT_OPTIONS, CrawlResult, ResultProcessor
+from lib.settings import get_settings
+
+
+@dramatiq.actor(**PROCESS_RESULT_OPTIONS)
+def process_result(ip_id: int, task_id: str, crawled_at: float, items: list, pages_crawled: int = 0,
+                   errors: dict | None = None, duration: float = 0.0) -> None:
+    result = CrawlResult.parse(ip_id, task_id, crawled_at, items, pages_crawled, errors)
+    ResultProcessor(get_settings(), state_redis()).apply(result)

@@ -1,0 +1,73 @@
+import peewee
+
+from .base import BaseModel
+
+
+class ItemSnapshot(BaseModel):
+    """Latest known state of one listing of one IP (seed 000 ``item_snapshots``). Times are Unix seconds."""
+
+    ip_id = peewee.IntegerField()
+    source_id = peewee.CharField(max_length=64)
+    title = peewee.CharField(max_length=500, default="")
+    price = peewee.IntegerField(null=True)  # yen; None for listings without a price
+    status = peewee.CharField(max_length=16)  # on_sale | sold
+    image_url = peewee.CharField(max_length=500, default="")
+    item_url = peewee.CharField(max_length=500, default="")
+    first_seen = peewee.DoubleField()
+    last_seen = peewee.DoubleField()
+    created = peewee.DoubleField(null=True)
+    updated = peewee.DoubleField(null=True)
+
+    class Meta:
+        table_name = "item_snapshots"
+        indexes = ((("ip_id", "source_id"), True),)
+
+
+class IpStatsHourly(BaseModel):
+    """Market flow of one IP in one UTC hour (seed 000 §4.3)."""
+
+    ip_id = peewee.IntegerField()
+    hour_bucket = peewee.DateTimeField()  # naive UTC, minute 0
+    inflow = peewee.IntegerField(default=0)
+    outflow = peewee.IntegerField(default=0)
+    liquidity_index = peewee.DecimalField(max_digits=8, decimal_places=4, null=True)  # outflow/inflow
+    avg_price = peewee.DecimalField(max_digits=10, decimal_places=2, null=True)  # of items sold this hour
+    min_price = peewee.DecimalField(max_digits=10, decimal_places=2, null=True)
+    max_price = peewee.DecimalField(max_digits=10, decimal_places=2, null=True)
+    sample_count = peewee.IntegerField(default=0)  # sold items with a price
+
+    class Meta:
+        table_name = "ip_stats_hourly"
+        indexes = ((("ip_id", "hour_bucket"), True), (("hour_bucket",), False))
+
+
+class IpAlert(BaseModel):
+    """A market alert; at most one per IP, rule and hour."""
+
+    ip_id = peewee.IntegerField()
+    rule = peewee.CharField(max_length=40)
+    hour_bucket = peewee.DateTimeField()
+    value = peewee.DoubleField()
+    threshold = peewee.DoubleField()
+    message = peewee.CharField(max_length=500)
+    details = peewee.TextField(default="{}")  # JSON
+    created_at = peewee.DateTimeField()
+
+    class Meta:
+        table_name = "ip_alerts"
+        indexes = ((("ip_id", "rule", "hour_bucket"), True), (("created_at",), False))
+
+
+class AppliedResult(BaseModel):
+    """Ledger of crawl results whose effect is in the database, written in the same transaction."""
+
+    task_id = peewee.CharField(max_length=100, primary_key=True)
+    ip_id = peewee.IntegerField(index=True)
+    crawled_at = peewee.DoubleField()
+    applied_at = peewee.DoubleField()
+    items = peewee.IntegerField()
+    inflow = peewee.IntegerField()
+    outflow = peewee.IntegerField()
+
+    class Meta:
+        table_name = "applied_results"
