@@ -116,7 +116,7 @@ def evaluate_alerts(row: IpStatsHourly, settings: Settings) -> list[AlertFinding
         n = int(week["n"] or 0)
         if n >= settings.alert_price_min_samples:
             average = float(week["total"]) / n
-            change = float(row.avg_price) / average - 1
+            change = round(float(row.avg_price) / average - 1, 9)  # 1200/1000 - 1 is 0.1999… in floats
             if abs(change) >= settings.alert_price_move:
                 findings.append(AlertFinding(
                     SOLD_PRICE_MOVE, change, settings.alert_price_move,

@@ -24,3 +24,82 @@ def run_cli(env: dict, *args: str, timeout: float = 60):
     full_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **env}
     return subprocess.run([sys.executable, "-m", "lib.cli", *args], env=full_env, capture_output=True, text=True,
                           timeout=timeout, cwd=Path(__file__).parent.parent)
+
+
+class TcpProxy:
+    """A loopback TCP forwarder the tests can cut and restore, to stand for a server going down."""
+
+    def __init__(self, target_host: str, target_port: int) -> None:
+        import socket
+        import threading
+
+        self.target = (target_host, target_port)
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(64)
+        self.port = self.listener.getsockname()[1]
+        self.up = True
+        self.connections: list = []
+        self._lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import socket
+        import threading
+
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            if not self.up:
+                client.close()
+                continue
+            try:
+                upstream = socket.create_connection(self.target, timeout=5)
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self.connections += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(src, dst) -> None:
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                try:
+                    s.close()
+                except OSError:
+                    pass
+
+    def cut(self) -> None:
+        """Refuse new connections and drop the open ones: the server is 'down'."""
+        import socket
+
+        self.up = False
+        with self._lock:
+            for s in self.connections:
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                    s.close()
+                except OSError:
+                    pass
+            self.connections.clear()
+
+    def restore(self) -> None:
+        self.up = True
+
+    def close(self) -> None:
+        self.cut()
+        self.listener.close()

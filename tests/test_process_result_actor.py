@@ -1,0 +1,106 @@
+"""process_result through real workers: concurrency, duplicates, bad input, a database outage."""
+
+import threading
+import time
+from urllib.parse import urlsplit
+
+import dramatiq
+import pytest
+
+from lib.clock import naive_utc
+from lib.db import bind_database, create_tables, database
+from lib.deadletters import DeadLetters
+from lib.ip_catalogue import Catalogue
+from lib.redis_state import state_redis
+from lib.result_processor import PROCESS_RESULT_OPTIONS, CrawlResult, ResultProcessor
+from lib.schedule import ScheduleStore
+from models import AppliedResult, IpStatsHourly
+
+from .conftest import MYSQL_URL, need
+from .helpers import TcpProxy, wait_for
+
+T0 = time.time() - time.time() % 3600
+
+
+def declare(broker, settings):
+    @dramatiq.actor(broker=broker, **PROCESS_RESULT_OPTIONS)
+    def process_result(ip_id: int, task_id: str, crawled_at: float, items: list, pages_crawled: int = 0,
+                       errors: dict | None = None, duration: float = 0.0) -> None:
+        result = CrawlResult.parse(ip_id, task_id, crawled_at, items, pages_crawled, errors)
+        ResultProcessor(settings, state_redis(settings)).apply(result)
+    return process_result
+
+
+def items(n_sold, n_new):
+    base = [{"source_id": f"s{i}", "status": "sold" if i < n_sold else "on_sale", "price": 1000 + i}
+            for i in range(20)]
+    return base + [{"source_id": f"n{i}", "status": "on_sale", "price": 500} for i in range(n_new)]
+
+
+def test_results_of_one_ip_at_once_duplicates_and_bad_input(db, settings, broker, start_worker):
+    ip = Catalogue(ScheduleStore(state_redis(settings)), settings).add("葬送のフリーレン")
+    process_result = declare(broker, settings)
+    process_result.send(ip.id, "t1", T0 + 1, items(0, 0))  # baseline
+    start_worker(broker, threads=4)
+    wait_for(lambda: AppliedResult.select().count() == 1, what="the baseline")
+    # two different results of the same IP at once, each sent twice
+    for task, at, sold, new in (("t2", T0 + 60, 3, 2), ("t3", T0 + 120, 5, 4)):
+        for _ in range(2):
+            process_result.send(ip.id, task, at, items(sold, new))
+    process_result.send(ip.id, "t4", T0 + 130, [{"source_id": "x", "status": "??"}])  # malformed
+    wait_for(lambda: AppliedResult.select().count() == 3, timeout=30, what="t2 and t3 applied")
+    broker.join("pipeline", timeout=30_000)
+    row = IpStatsHourly.get(IpStatsHourly.hour_bucket == naive_utc(T0))
+    assert (row.inflow, row.outflow) == (4, 5)  # n0..n3 new; s0..s4 sold — each counted once
+    letters = DeadLetters.for_broker(broker, broker.reasons)
+    dead = wait_for(lambda: letters.list("pipeline"), what="the malformed result dead-lettered")
+    assert "status must be one of" in dead[0].reason
+
+
+def test_database_down_then_back_applies_exactly_once(settings, broker, start_worker, tmp_path):
+    """MariaDB behind a proxy we cut for a few seconds mid-run; results wait, retry, apply once."""
+    need(MYSQL_URL, "MySQL/MariaDB")
+    import pymysql
+
+    parts = urlsplit(MYSQL_URL)
+    conn = pymysql.connect(host=parts.hostname, port=parts.port or 3306, user=parts.username or "root",
+                           password=parts.password or "")
+    with conn.cursor() as cur:
+        cur.execute("DROP DATABASE IF EXISTS animetop_outage")
+        cur.execute("CREATE DATABASE animetop_outage CHARACTER SET utf8mb4")
+    conn.close()
+    proxy = TcpProxy(parts.hostname, parts.port or 3306)
+    try:
+        bind_database(f"mysql://{parts.username or 'root'}@127.0.0.1:{proxy.port}/animetop_outage")
+        create_tables()
+        ip = Catalogue(ScheduleStore(state_redis(settings)), settings).add("薬屋のひとりごと")
+        process_result = declare(broker, settings)
+        process_result.send(ip.id, "b", T0 + 1, items(0, 0))
+        start_worker(broker, threads=2)
+        wait_for(lambda: AppliedResult.select().count() == 1, what="the baseline")
+        database.close()
+
+        proxy.cut()
+        for n in range(5):
+            process_result.send(ip.id, f"r{n}", T0 + 10 + n, items(n, n))
+        time.sleep(3)  # every attempt in this window fails: the database is unreachable
+        proxy.restore()
+
+        wait_for(lambda: _count_applied() == 6, timeout=60, what="every result applied after the outage")
+        broker.join("pipeline", timeout=30_000)
+        row = IpStatsHourly.get(IpStatsHourly.hour_bucket == naive_utc(T0))
+        # sold: s0..s3 once each (4); new: n0..n3 once each (4)
+        assert (row.inflow, row.outflow) == (4, 4)
+        assert DeadLetters.for_broker(broker, broker.reasons).list("pipeline") == []
+    finally:
+        if not database.is_closed():
+            database.close()
+        proxy.close()
+
+
+def _count_applied() -> int:
+    try:
+        return AppliedResult.select().count()
+    except Exception:
+        database.close()
+        return -1
