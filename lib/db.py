@@ -74,3 +74,11 @@ def create_tables() -> list[str]:
 def is_mysql() -> bool:
     """Whether the bound database is MySQL/MariaDB (upserts are spelled differently there)."""
     return isinstance(database.obj, peewee.MySQLDatabase)
+
+
+def on_conflict_update(query, conflict_target: list, *, preserve: list | None = None, update: dict | None = None):
+    """An insert that updates the existing row instead: ON CONFLICT (…) DO UPDATE on SQLite,
+    ON DUPLICATE KEY UPDATE on MySQL (which takes no conflict target)."""
+    if is_mysql():
+        return query.on_conflict(preserve=preserve, update=update)
+    return query.on_conflict(conflict_target=conflict_target, preserve=preserve, update=update)

@@ -16,7 +16,7 @@ import peewee
 from models import CollectorExecutionState
 
 from .clock import Clock, get_clock
-from .db import database, is_mysql
+from .db import database, on_conflict_update
 
 logger = logging.getLogger(__name__)
 
@@ -63,13 +63,13 @@ class ExecutionState:
         for attempt in range(1, WRITE_ATTEMPTS + 1):
             try:
                 with database.atomic():
-                    (model.insert(collector_name=name, param_key=str(param), last_execution_time=at,
-                                  created_at=now, updated_at=now, execution_count=1)
-                     .on_conflict(
-                         conflict_target=None if is_mysql() else [model.collector_name, model.param_key],
-                         update={model.last_execution_time: at, model.updated_at: now,
-                                 model.execution_count: model.execution_count + 1})
-                     .execute())
+                    on_conflict_update(
+                        model.insert(collector_name=name, param_key=str(param), last_execution_time=at,
+                                     created_at=now, updated_at=now, execution_count=1),
+                        [model.collector_name, model.param_key],
+                        update={model.last_execution_time: at, model.updated_at: now,
+                                model.execution_count: model.execution_count + 1},
+                    ).execute()
                 return True
             except peewee.DatabaseError as e:
                 if attempt == WRITE_ATTEMPTS:

@@ -26,7 +26,7 @@ import redis
 from models import AppliedResult, IpMetadata, ItemSnapshot
 
 from .clock import Clock, get_clock, naive_utc, to_timestamp
-from .db import database, is_mysql
+from .db import database, on_conflict_update
 from .errors import BadMessage
 from .execution_state import ExecutionState
 from .item_state import SOLD, Change, CrawlItem, ItemState, ItemStateStore, decide
@@ -165,13 +165,8 @@ class ResultProcessor:
         preserve = [ItemSnapshot.title, ItemSnapshot.price, ItemSnapshot.status, ItemSnapshot.image_url,
                     ItemSnapshot.item_url, ItemSnapshot.last_seen, ItemSnapshot.created, ItemSnapshot.updated]
         for start in range(0, len(rows), 200):
-            query = ItemSnapshot.insert_many(rows[start:start + 200])
-            if is_mysql():
-                query = query.on_conflict(preserve=preserve)
-            else:
-                query = query.on_conflict(conflict_target=[ItemSnapshot.ip_id, ItemSnapshot.source_id],
-                                          preserve=preserve)
-            query.execute()
+            on_conflict_update(ItemSnapshot.insert_many(rows[start:start + 200]),
+                               [ItemSnapshot.ip_id, ItemSnapshot.source_id], preserve=preserve).execute()
 
     # -- steps 3-4 -------------------------------------------------------------
     def apply_states(self, result: CrawlResult, changes: list[Change]) -> None:

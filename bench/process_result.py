@@ -1,0 +1,100 @@
+"""A 1,000-item crawl result end to end (state machine + database writes), against the floor measured in the
+same run: the same Redis commands pipelined raw plus one bulk upsert of the same snapshot rows. For contrast,
+a naive version with one round trip per item."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+from lib import keys
+from lib.clock import FrozenClock
+from lib.db import bind_database, create_tables, database, on_conflict_update
+from lib.ip_catalogue import Catalogue
+from lib.redis_state import state_redis
+from lib.result_processor import CrawlResult, ResultProcessor
+from lib.schedule import ScheduleStore
+from models import ItemSnapshot
+
+from .common import bench_settings, report
+
+T0 = 1_800_000_000.0
+UNIQUE = [ItemSnapshot.ip_id, ItemSnapshot.source_id]
+PRESERVE = [ItemSnapshot.price, ItemSnapshot.status, ItemSnapshot.last_seen]
+
+
+def items(n: int, round_: int) -> list[dict]:
+    # each round: a tenth of the listings sell, a tenth are new
+    return [{"source_id": f"m{i + round_ * n // 10}", "title": f"呪術廻戦 {i}", "price": 1000 + i,
+             "status": "sold" if i < n // 10 else "on_sale", "image_url": "", "item_url": ""} for i in range(n)]
+
+
+def floor_once(r, ip_id: int, rows: list[dict], at: float) -> None:
+    pipe = r.pipeline(transaction=False)
+    for row in rows:
+        pipe.hgetall(keys.item_state(ip_id, row["source_id"]))
+    pipe.execute()
+    pipe = r.pipeline(transaction=False)
+    for row in rows:
+        key = keys.item_state(ip_id, row["source_id"])
+        pipe.hset(key, mapping={"status": row["status"], "price": row["price"], "first_seen": at, "last_seen": at})
+        pipe.pexpire(key, 86_400_000)
+    pipe.execute()
+    snapshot_rows = [{"ip_id": ip_id, "source_id": x["source_id"], "title": x["title"], "price": x["price"],
+                      "status": x["status"], "first_seen": at, "last_seen": at} for x in rows]
+    with database.atomic():
+        for start in range(0, len(snapshot_rows), 200):
+            on_conflict_update(ItemSnapshot.insert_many(snapshot_rows[start:start + 200]), UNIQUE,
+                               preserve=PRESERVE).execute()
+
+
+def naive_once(r, ip_id: int, rows: list[dict], at: float) -> None:
+    for row in rows:
+        key = keys.item_state(ip_id, row["source_id"])
+        r.hgetall(key)
+        r.hset(key, mapping={"status": row["status"], "price": row["price"], "first_seen": at, "last_seen": at})
+        r.pexpire(key, 86_400_000)
+        on_conflict_update(
+            ItemSnapshot.insert(ip_id=ip_id, source_id=row["source_id"], title=row["title"], price=row["price"],
+                                status=row["status"], first_seen=at, last_seen=at),
+            UNIQUE, preserve=PRESERVE).execute()
+
+
+def run(n: int = 1000, rounds: int = 5) -> None:
+    print(f"process_result: {n:,}-item results (floor: raw pipelined Redis + one bulk upsert)")
+    with tempfile.TemporaryDirectory() as tmp, bench_settings(Path(tmp)) as settings:
+        bind_database(settings.database_url_resolved)
+        create_tables()
+        r = state_redis(settings)
+        r.flushdb()
+        clock = FrozenClock(T0)
+        catalogue = Catalogue(ScheduleStore(r), settings, clock)
+        proc = ResultProcessor(settings, r, clock)
+        ips = [catalogue.add(f"bench {k}") for k in range(3)]
+        proc.apply(CrawlResult.parse(ips[0].id, "warm", T0, items(n, 0)))  # baseline
+        full, floor, naive = [], [], []
+        for k in range(1, rounds + 1):
+            at = T0 + 60 * k
+            result = CrawlResult.parse(ips[0].id, f"t{k}", at, items(n, k))
+            start = time.perf_counter()
+            proc.apply(result)
+            full.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            floor_once(r, ips[1].id, items(n, k), at)
+            floor.append(time.perf_counter() - start)
+        for k in range(1, 3):
+            start = time.perf_counter()
+            naive_once(r, ips[2].id, items(n, k), T0 + 60 * k)
+            naive.append(time.perf_counter() - start)
+        report("process_result end to end (s)", min(full), min(floor))
+        report("naive, one round trip per item (s)", min(naive), min(floor))
+        database.close()
+
+
+def main() -> None:
+    run()
+
+
+if __name__ == "__main__":
+    main()
