@@ -10,6 +10,7 @@ broker = setup()
 
 from .maintenance import ping  # noqa: E402
 from .pipeline import process_result  # noqa: E402
+from .pool import fill_all_pools, fill_pool, mark_used  # noqa: E402
 from .schedule import schedule_tick  # noqa: E402
 
-__all__ = ["broker", "ping", "process_result", "schedule_tick"]
+__all__ = ["broker", "fill_all_pools", "fill_pool", "mark_used", "ping", "process_result", "schedule_tick"]

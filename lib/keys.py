@@ -51,3 +51,23 @@ LOCK_PATTERN = f"{PREFIX}:lock:*"
 
 def dead_letter_reason(message_id: str) -> str:
     return f"{PREFIX}:deadletter:reason:{message_id}"
+
+
+# title/content pools (seed 002's names, kept so other consumers of the pools find them)
+def pool(kind: str, group_id: int) -> str:
+    return f"{kind}:pool:{group_id}"
+
+
+def pool_filling(kind: str, group_id: int) -> str:
+    """The fill lock of a pool."""
+    return f"{kind}:pool:{group_id}:filling"
+
+
+def pool_handed(kind: str, group_id: int) -> str:
+    """Ids popped from a pool whose rows are not yet marked used."""
+    return f"{kind}:pool:{group_id}:handed"
+
+
+def pool_fill_requested(kind: str, group_id: int) -> str:
+    """Set while a consumer-triggered fill is on its way, so consumers request one fill, not thousands."""
+    return f"{kind}:pool:{group_id}:fill_requested"

@@ -156,6 +156,11 @@ SPECS: tuple[Spec, ...] = (
     Spec("WEIGHT_MAX", "4.0", _positive_float, "Highest weight an IP can reach (shortest interval)."),
     Spec("DISPLAY_TZ", "Asia/Tokyo", _timezone, "Time zone hours are shown in (they are stored in UTC)."),
     Spec("CACHE_TTL", "10m", parse_duration, "Lifetime of leaderboard and IP-detail caches."),
+    # title/content pools (seed 002)
+    Spec("POOL_SIZE", "5000", _positive_int, "Rows a title/content pool is filled up to."),
+    Spec("POOL_THRESHOLD", "1000", _positive_int, "A pool shorter than this is refilled."),
+    Spec("POOL_MARK_USED_INTERVAL", "500ms", parse_duration,
+         "How often a consumer sends the ids it handed out to be marked used (one batched message)."),
     # alert rules
     Spec("ALERT_OUTFLOW_SURGE_FACTOR", "3", _positive_float,
          "Outflow surge: the hour's outflow at least this many times the trailing 24 h hourly mean…"),
@@ -288,6 +293,8 @@ def _check_relations(v: dict[str, Any]) -> None:
             "SCHEDULER_BASE_INTERVAL", "must lie between SCHEDULER_MIN_INTERVAL and SCHEDULER_MAX_INTERVAL")
     if v["WEIGHT_MIN"] > v["WEIGHT_MAX"]:
         raise SettingsError("WEIGHT_MIN", "must not be above WEIGHT_MAX")
+    if v["POOL_THRESHOLD"] > v["POOL_SIZE"]:
+        raise SettingsError("POOL_THRESHOLD", "must not be above POOL_SIZE")
     if v["RETRY_MIN_BACKOFF"] > v["RETRY_MAX_BACKOFF"]:
         raise SettingsError("RETRY_MIN_BACKOFF", "must not be longer than RETRY_MAX_BACKOFF")
     if v["BROKER_MAINTENANCE_CHANCE"] > 1_000_000:

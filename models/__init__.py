@@ -4,11 +4,12 @@ from .base import BaseModel
 from .execution_state import CollectorExecutionState
 from .ip import IpMetadata
 from .market import AppliedResult, IpAlert, IpStatsHourly, ItemSnapshot
+from .pool import Content, Title
 
 #: Every table ``animetop db init`` creates, in dependency order.
 ALL_MODELS: list[type[BaseModel]] = [
-    IpMetadata, CollectorExecutionState, ItemSnapshot, IpStatsHourly, IpAlert, AppliedResult,
+    IpMetadata, CollectorExecutionState, ItemSnapshot, IpStatsHourly, IpAlert, AppliedResult, Title, Content,
 ]
 
-__all__ = ["ALL_MODELS", "AppliedResult", "BaseModel", "CollectorExecutionState", "IpAlert", "IpMetadata",
-           "IpStatsHourly", "ItemSnapshot"]
+__all__ = ["ALL_MODELS", "AppliedResult", "BaseModel", "CollectorExecutionState", "Content", "IpAlert",
+           "IpMetadata", "IpStatsHourly", "ItemSnapshot", "Title"]

@@ -1,0 +1,30 @@
+"""Title/content pools: fill_pool, mark_used and the periodic fill (logic in ``lib.pool``)."""
+
+import dramatiq
+from periodiq import cron
+
+from lib.pool import FILL_ACTOR, KINDS, MARK_USED_ACTOR, PoolFiller, active_groups, mark_used as mark_rows_used
+from lib.pool import model_of
+from lib.queues import POOL
+from lib.redis_state import state_redis
+from lib.settings import get_settings
+
+
+@dramatiq.actor(actor_name=FILL_ACTOR, queue_name=POOL, max_retries=3)
+def fill_pool(kind: str, group_id: int) -> None:
+    """Top up one pool (its own fill lock keeps two fillers from both filling)."""
+    PoolFiller(state_redis(), get_settings()).fill(kind, group_id)
+
+
+@dramatiq.actor(actor_name=MARK_USED_ACTOR, queue_name=POOL, max_retries=10)
+def mark_used(kind: str, group_id: int, ids: list) -> None:
+    """Mark a consumer's handed-out rows used, in one statement per 500 ids."""
+    mark_rows_used(model_of(kind), [int(i) for i in ids])
+
+
+@dramatiq.actor(queue_name=POOL, periodic=cron("* * * * *"), max_retries=0)
+def fill_all_pools() -> None:
+    """Every minute (and at scheduler start): a fill for every kind and active group."""
+    for kind in KINDS:
+        for group_id in active_groups(kind):
+            fill_pool.send(kind, group_id)

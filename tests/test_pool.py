@@ -1,0 +1,173 @@
+"""Title/content pools on real Redis and both databases: every row handed out exactly once."""
+
+import threading
+import time
+
+import pytest
+import redis as redis_lib
+
+from lib import keys
+from lib.embedded_redis import EmbeddedRedis
+from lib.pool import (AVAILABLE, PoolConsumer, PoolEmpty, PoolError, PoolFiller, load_rows, mark_used,
+                      model_of)
+from lib.redis_state import connect, state_redis
+from lib.settings import load_settings
+from models import Content, Title
+from models.pool import QUEUED, USED
+
+from .helpers import run_cli, wait_for
+
+
+def consumer(settings, client_factory, *, fill=None):
+    sent = []
+
+    def send_mark_used(kind, group_id, ids):
+        mark_used(model_of(kind), ids)  # what the mark_used actor does
+        sent.append(len(ids))
+
+    return PoolConsumer(client_factory, settings, send_mark_used=send_mark_used, request_fill=fill), sent
+
+
+def test_fill_takes_newest_batch_first_and_pops_fifo(db, settings):
+    load_rows("titles", 1, batch_id=1, texts=[f"old {i}" for i in range(3)])
+    load_rows("titles", 1, batch_id=2, texts=[f"new {i}" for i in range(3)])
+    r = state_redis(settings)
+    result = PoolFiller(r, settings).fill("titles", 1)
+    assert result.pushed == 6
+    c, _ = consumer(settings, lambda: r)
+    assert [c.pop("titles", 1).text for _ in range(6)] == ["new 0", "new 1", "new 2", "old 0", "old 1", "old 2"]
+    c.close()
+    assert Title.select().where(Title.status == USED).count() == 6
+
+
+def test_refill_after_partial_consumption_pushes_no_duplicates(db, env):
+    settings = load_settings({**env, "POOL_SIZE": "10", "POOL_THRESHOLD": "8"})
+    load_rows("contents", 3, 1, [f"c{i}" for i in range(30)])
+    r = state_redis(settings)
+    filler = PoolFiller(r, settings)
+    assert filler.fill("contents", 3).pushed == 10
+    c, _ = consumer(settings, lambda: r)
+    got = [c.pop("contents", 3).id for _ in range(4)]
+    assert filler.fill("contents", 3).pushed == 4  # tops up to 10 with rows not already queued
+    queued = [int(x.split(b'"id": ')[1].split(b",")[0]) for x in r.lrange(keys.pool("contents", 3), 0, -1)]
+    assert len(queued) == len(set(queued)) == 10 and not set(queued) & set(got)
+    c.close()
+
+
+def test_two_fillers_racing_fill_once(db, settings):
+    load_rows("titles", 2, 1, [f"t{i}" for i in range(50)])
+    r = state_redis(settings)
+    results = []
+    start = threading.Barrier(2)
+
+    def fill():
+        start.wait()
+        results.append(PoolFiller(r, settings).fill("titles", 2))
+
+    threads = [threading.Thread(target=fill) for _ in range(2)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    assert sorted(x.pushed for x in results) == [0, 50]
+    assert r.llen(keys.pool("titles", 2)) == 50
+
+
+def test_unknown_kind_or_group(db, settings):
+    c, _ = consumer(settings, lambda: state_redis(settings))
+    with pytest.raises(PoolError, match="unknown pool kind 'titles; DROP TABLE titles'"):
+        c.pop("titles; DROP TABLE titles", 1)
+    with pytest.raises(PoolError, match="no titles group 99"):
+        c.pop("titles", 99)
+    c.close()
+
+
+def test_lost_pool_is_recovered(db, settings):
+    load_rows("titles", 4, 1, [f"t{i}" for i in range(20)])
+    r = state_redis(settings)
+    PoolFiller(r, settings).fill("titles", 4)
+    r.delete(keys.pool("titles", 4))  # Redis lost the list; the rows are still "queued" in the database
+    result = PoolFiller(r, settings).fill("titles", 4)
+    assert result.recovered == 20 and result.pushed == 20
+
+
+def test_eight_consumers_with_concurrent_fills_hand_out_every_row_once(db, env):
+    settings = load_settings({**env, "POOL_SIZE": "2000", "POOL_THRESHOLD": "400"})
+    total = 20_000
+    load_rows("titles", 7, 1, [f"row {i}" for i in range(total // 2)])
+    load_rows("titles", 7, 2, [f"row {i}" for i in range(total // 2, total)])
+    r = state_redis(settings)
+    filler = PoolFiller(r, settings)
+    stop = threading.Event()
+
+    def keep_filling():
+        while not stop.is_set():
+            filler.fill("titles", 7)
+            time.sleep(0.01)
+
+    fill_threads = [threading.Thread(target=keep_filling) for _ in range(2)]
+    [t.start() for t in fill_threads]
+    c, _ = consumer(settings, lambda: r)
+    got: list[list[int]] = [[] for _ in range(8)]
+
+    def consume(slot):
+        while True:
+            try:
+                got[slot].append(c.pop("titles", 7).id)
+            except PoolEmpty:
+                return
+
+    consumers = [threading.Thread(target=consume, args=(i,)) for i in range(8)]
+    [t.start() for t in consumers]
+    [t.join() for t in consumers]
+    stop.set()
+    [t.join() for t in fill_threads]
+    c.close()
+    handed = [i for ids in got for i in ids]
+    assert len(handed) == total and len(set(handed)) == total
+    assert Title.select().where(Title.status == USED).count() == total
+
+
+def test_redis_stopped_mid_run_falls_back_without_duplicates(db, env, tmp_path):
+    data = tmp_path / "r"
+    server = EmbeddedRedis(Path_short := __import__("pathlib").Path(__import__("tempfile").mkdtemp(dir="/tmp")))
+    server.ensure_running()
+    try:
+        settings = load_settings({**env, "POOL_SIZE": "300", "POOL_THRESHOLD": "100"})
+        r = connect(f"{server.url}?db=1")
+        load_rows("contents", 5, 1, [f"c{i}" for i in range(1000)])
+        PoolFiller(r, settings).fill("contents", 5)
+        c, _ = consumer(settings, lambda: r)
+        handed = [c.pop("contents", 5).id for _ in range(150)]
+        queued_in_redis = 150  # still in the list when Redis goes away
+        server.stop()
+        while True:
+            try:
+                handed.append(c.pop("contents", 5).id)
+            except PoolEmpty:
+                break
+        c.close()
+        assert len(handed) == len(set(handed))  # never twice
+        assert len(handed) == 1000 - queued_in_redis  # the rest waits, queued, in Redis's AOF
+        assert Content.select().where(Content.status == QUEUED).count() == queued_in_redis
+    finally:
+        server.stop()
+
+
+def test_pool_load_cli(cli_env_pool):
+    env, tmp = cli_env_pool
+    lines = tmp / "titles.txt"
+    lines.write_text("鬼滅の刃 新刊\n呪術廻戦 最新話\n", encoding="utf-8")
+    result = run_cli(env, "pool", "load", "titles", str(lines), "--group", "1", "--batch", "3")
+    assert result.returncode == 0, result.stderr
+    assert "2 titles loaded" in result.stdout
+    jl = tmp / "c.jsonl"
+    jl.write_text('{"text": "本文 1"}\n{"text": "本文 2"}\n{"text": "本文 3"}\n', encoding="utf-8")
+    assert "3 contents loaded" in run_cli(env, "pool", "load", "contents", str(jl), "--group", "2",
+                                          "--batch", "1").stdout
+    assert "unknown pool kind" in run_cli(env, "pool", "load", "users", str(jl), "--group", "1", "--batch", "1").stderr
+
+
+@pytest.fixture
+def cli_env_pool(env, database_url, tmp_path):
+    env = {**env, "DATABASE_URL": database_url}
+    assert run_cli(env, "db", "init").returncode == 0
+    return env, tmp_path
