@@ -82,3 +82,12 @@ def on_conflict_update(query, conflict_target: list, *, preserve: list | None = 
     if is_mysql():
         return query.on_conflict(preserve=preserve, update=update)
     return query.on_conflict(conflict_target=conflict_target, preserve=preserve, update=update)
+
+
+def write_transaction():
+    """A transaction that will write. On SQLite it takes the write lock up front (BEGIN IMMEDIATE): a
+    deferred transaction that reads first and then writes gets "database is locked" at once, without
+    waiting, when another writer got there in between."""
+    if isinstance(database.obj, peewee.SqliteDatabase):
+        return database.atomic("IMMEDIATE")
+    return database.atomic()

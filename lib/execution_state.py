@@ -16,7 +16,7 @@ import peewee
 from models import CollectorExecutionState
 
 from .clock import Clock, get_clock
-from .db import database, on_conflict_update
+from .db import on_conflict_update, write_transaction
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ class ExecutionState:
         model = CollectorExecutionState
         for attempt in range(1, WRITE_ATTEMPTS + 1):
             try:
-                with database.atomic():
+                with write_transaction():
                     on_conflict_update(
                         model.insert(collector_name=name, param_key=str(param), last_execution_time=at,
                                      created_at=now, updated_at=now, execution_count=1),

@@ -15,6 +15,7 @@ import json
 import logging
 import random
 import threading
+import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -26,7 +27,7 @@ from models.pool import AVAILABLE, QUEUED, USED, PoolRow
 
 from . import keys
 from .clock import Clock, get_clock
-from .db import database
+from .db import database, write_transaction
 from .execution_state import ExecutionState
 from .settings import Settings
 
@@ -38,6 +39,10 @@ FILL_JOB = "fill_pool"
 FILL_ACTOR = "fill_pool"
 MARK_USED_ACTOR = "mark_used"
 FILL_LOCK_SECONDS = 60
+#: How long a consumer waits for rows a filler has claimed but not yet pushed before it says PoolEmpty.
+QUEUED_WAIT = 3.0
+#: After Redis failed, how long a consumer goes straight to the database before trying Redis again.
+REDIS_RETRY_AFTER = 5.0
 #: Largest number of values in one LPUSH.
 PUSH_CHUNK = 1000
 
@@ -84,7 +89,7 @@ def load_rows(kind: str, group_id: int, batch_id: int, texts: list[str], clock: 
     now = (clock or get_clock()).utcnow()
     rows = [{"group_id": group_id, "batch_id": batch_id, "text": t, "status": AVAILABLE, "created_at": now,
              "updated_at": now} for t in texts]
-    with database.atomic():
+    with write_transaction():
         for start in range(0, len(rows), 500):
             model.insert_many(rows[start:start + 500]).execute()
     return len(rows)
@@ -142,7 +147,7 @@ class PoolFiller:
 
     def _claim(self, model: type[PoolRow], group_id: int, need: int) -> list[Item]:
         """Mark up to ``need`` available rows queued, newest batch first; returns exactly those claimed."""
-        with database.atomic():
+        with write_transaction():
             rows = list(model.select(model.id, model.text)
                         .where((model.group_id == group_id) & (model.status == AVAILABLE))
                         .order_by(model.batch_id.desc(), model.id.asc()).limit(need))
@@ -223,6 +228,7 @@ class PoolConsumer:
         self._stop = threading.Event()
         self._known_groups: set[tuple[str, int]] = set()
         self._pop_script = None
+        self._redis_down_until = 0.0
         self._flusher = threading.Thread(target=self._flush_loop, name="pool-mark-used", daemon=True)
         self._flusher.start()
 
@@ -231,21 +237,43 @@ class PoolConsumer:
             check_group(kind, group_id)
             self._known_groups.add((kind, group_id))
         model = model_of(kind)
-        try:
-            client = self._client()
-            if self._pop_script is None:
-                self._pop_script = client.register_script(_POP)
-            raw, length = self._pop_script(keys=[keys.pool(kind, group_id), keys.pool_handed(kind, group_id)])
-            if int(length) < self.settings.pool_threshold:
-                self._ask_for_fill(client, kind, group_id)
-            if raw is not None:
-                data = json.loads(raw)
-                with self._mutex:
-                    self._pending.setdefault((kind, group_id), []).append(int(data["id"]))
-                return Item(int(data["id"]), data["text"])
-        except redis.RedisError as e:
-            logger.warning("pool %s unreachable (%s): claiming from the database", keys.pool(kind, group_id), e)
-        return self._claim_from_database(model, group_id)
+        deadline = time.monotonic() + QUEUED_WAIT
+        while True:
+            redis_up = time.monotonic() >= self._redis_down_until
+            if redis_up:
+                try:
+                    item = self._pop_from_redis(kind, group_id)
+                    if item is not None:
+                        return item
+                except redis.RedisError as e:
+                    redis_up = False
+                    # don't pay a connection timeout on every pop while Redis is down
+                    self._redis_down_until = time.monotonic() + REDIS_RETRY_AFTER
+                    logger.warning("pool %s unreachable (%s): claiming from the database for %.0fs",
+                                   keys.pool(kind, group_id), e, REDIS_RETRY_AFTER)
+            try:
+                return self._claim_from_database(model, group_id)
+            except PoolEmpty:
+                # Rows a filler has just claimed are on their way to the pool: wait for them a little.
+                in_transit = redis_up and model.select().where(
+                    (model.group_id == group_id) & (model.status == QUEUED)).exists()
+                if not in_transit or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
+
+    def _pop_from_redis(self, kind: str, group_id: int) -> Item | None:
+        client = self._client()
+        if self._pop_script is None:
+            self._pop_script = client.register_script(_POP)
+        raw, length = self._pop_script(keys=[keys.pool(kind, group_id), keys.pool_handed(kind, group_id)])
+        if int(length) < self.settings.pool_threshold:
+            self._ask_for_fill(client, kind, group_id)
+        if raw is None:
+            return None
+        data = json.loads(raw)
+        with self._mutex:
+            self._pending.setdefault((kind, group_id), []).append(int(data["id"]))
+        return Item(int(data["id"]), data["text"])
 
     def _ask_for_fill(self, client: redis.Redis, kind: str, group_id: int) -> None:
         if self.request_fill is not None and client.set(keys.pool_fill_requested(kind, group_id), 1, nx=True, ex=10):

@@ -26,7 +26,7 @@ import redis
 from models import AppliedResult, IpMetadata, ItemSnapshot
 
 from .clock import Clock, get_clock, naive_utc, to_timestamp
-from .db import database, on_conflict_update
+from .db import on_conflict_update, write_transaction
 from .errors import BadMessage
 from .execution_state import ExecutionState
 from .item_state import SOLD, Change, CrawlItem, ItemState, ItemStateStore, decide
@@ -124,7 +124,7 @@ class ResultProcessor:
     # -- step 2 ----------------------------------------------------------------
     def persist(self, result: CrawlResult, ip: IpMetadata, changes: list[Change], baseline: bool) -> Outcome:
         outcome = Outcome(task_id=result.task_id, applied=True, baseline=baseline)
-        with database.atomic():
+        with write_transaction():
             if AppliedResult.get_or_none(AppliedResult.task_id == result.task_id) is not None:
                 outcome.applied = False
                 return outcome

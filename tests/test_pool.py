@@ -1,7 +1,9 @@
 """Title/content pools on real Redis and both databases: every row handed out exactly once."""
 
+import tempfile
 import threading
 import time
+from pathlib import Path
 
 import pytest
 import redis as redis_lib
@@ -97,10 +99,14 @@ def test_eight_consumers_with_concurrent_fills_hand_out_every_row_once(db, env):
     r = state_redis(settings)
     filler = PoolFiller(r, settings)
     stop = threading.Event()
+    fills, fill_errors = [], []
 
     def keep_filling():
         while not stop.is_set():
-            filler.fill("titles", 7)
+            try:
+                fills.append(filler.fill("titles", 7).pushed)
+            except Exception as e:  # a filler must never crash: the test fails below
+                fill_errors.append(e)
             time.sleep(0.01)
 
     fill_threads = [threading.Thread(target=keep_filling) for _ in range(2)]
@@ -122,13 +128,14 @@ def test_eight_consumers_with_concurrent_fills_hand_out_every_row_once(db, env):
     [t.join() for t in fill_threads]
     c.close()
     handed = [i for ids in got for i in ids]
+    assert fill_errors == []
+    assert sum(fills) > 2000  # the fillers really ran alongside
     assert len(handed) == total and len(set(handed)) == total
     assert Title.select().where(Title.status == USED).count() == total
 
 
 def test_redis_stopped_mid_run_falls_back_without_duplicates(db, env, tmp_path):
-    data = tmp_path / "r"
-    server = EmbeddedRedis(Path_short := __import__("pathlib").Path(__import__("tempfile").mkdtemp(dir="/tmp")))
+    server = EmbeddedRedis(Path(tempfile.mkdtemp(dir="/tmp")))  # short path: unix socket length limit
     server.ensure_running()
     try:
         settings = load_settings({**env, "POOL_SIZE": "300", "POOL_THRESHOLD": "100"})
