@@ -27,7 +27,7 @@ from models.pool import AVAILABLE, QUEUED, USED, PoolRow
 
 from . import keys
 from .clock import Clock, get_clock
-from .db import database, write_transaction
+from .db import database, is_mysql, write_transaction
 from .execution_state import ExecutionState
 from .settings import Settings
 
@@ -43,6 +43,8 @@ FILL_LOCK_SECONDS = 60
 QUEUED_WAIT = 3.0
 #: After Redis failed, how long a consumer goes straight to the database before trying Redis again.
 REDIS_RETRY_AFTER = 5.0
+#: Ids per IN (…) list: well under SQLite's 32,766 bound variables.
+ID_CHUNK = 2000
 #: Largest number of values in one LPUSH.
 PUSH_CHUNK = 1000
 
@@ -146,21 +148,21 @@ class PoolFiller:
         return result
 
     def _claim(self, model: type[PoolRow], group_id: int, need: int) -> list[Item]:
-        """Mark up to ``need`` available rows queued, newest batch first; returns exactly those claimed."""
+        """Mark up to ``need`` available rows queued, newest batch first, and return them.
+
+        The rows are locked while claimed (SELECT … FOR UPDATE on MySQL; SQLite's write transaction locks
+        the whole database), so a database-fallback consumer cannot take one in between.
+        """
         with write_transaction():
-            rows = list(model.select(model.id, model.text)
-                        .where((model.group_id == group_id) & (model.status == AVAILABLE))
-                        .order_by(model.batch_id.desc(), model.id.asc()).limit(need))
+            query = (model.select(model.id, model.text)
+                     .where((model.group_id == group_id) & (model.status == AVAILABLE))
+                     .order_by(model.batch_id.desc(), model.id.asc()).limit(need))
+            rows = list(query.for_update() if is_mysql() else query)
             ids = [r.id for r in rows]
-            for start in range(0, len(ids), 500):
-                model.update(status=QUEUED, updated_at=self.clock.utcnow()) \
-                    .where(model.id.in_(ids[start:start + 500]) & (model.status == AVAILABLE)).execute()
-            # a database-fallback consumer may have taken some meanwhile: push only what we hold
-            claimed = set()
-            for start in range(0, len(ids), 500):
-                claimed |= {r.id for r in model.select(model.id).where(
-                    model.id.in_(ids[start:start + 500]) & (model.status == QUEUED))}
-        return [Item(r.id, r.text) for r in rows if r.id in claimed]
+            now = self.clock.utcnow()
+            for start in range(0, len(ids), ID_CHUNK):
+                model.update(status=QUEUED, updated_at=now).where(model.id.in_(ids[start:start + ID_CHUNK])).execute()
+        return [Item(r.id, r.text) for r in rows]
 
     def _reconcile(self, kind: str, group_id: int, model: type[PoolRow]) -> tuple[int, int]:
         """Under the fill lock: mark handed-out rows used, and make lost queued rows available again."""

@@ -1,0 +1,79 @@
+"""Filling a 5,000-row pool against the floor (one SELECT plus one pipelined LPUSH of the same rows, in the
+same run), and pops per second with 1 and 8 consumer threads."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from lib import keys
+from lib.db import bind_database, create_tables, database
+from lib.pool import PoolConsumer, PoolEmpty, PoolFiller, load_rows, mark_used, model_of
+from lib.redis_state import state_redis
+from lib.settings import load_settings, use_settings
+from models import Title
+from models.pool import AVAILABLE
+
+from .common import bench_settings, report
+
+
+def run(rows: int = 5000, repeat: int = 3) -> None:
+    print(f"fill_pool: {rows:,} rows (floor: one SELECT + one pipelined LPUSH)")
+    with tempfile.TemporaryDirectory() as tmp, bench_settings(Path(tmp)) as base:
+        settings = load_settings({"DATA_DIR": base.values["DATA_DIR"], "REDIS_URL": base.state_redis_url,
+                                  "BROKER_URL": base.broker_url_resolved,
+                                  "DATABASE_URL": base.database_url_resolved, "POOL_SIZE": str(rows),
+                                  "POOL_THRESHOLD": str(rows)})
+        use_settings(settings)
+        bind_database(settings.database_url_resolved)
+        create_tables()
+        r = state_redis(settings)
+        for group in range(1, 2 * repeat + 3):  # fresh groups: each fill and each floor reads unclaimed rows
+            load_rows("titles", group, 1, [f"タイトル {group}-{i}" for i in range(rows)])
+        fills, floors = [], []
+        for k in range(repeat):
+            start = time.perf_counter()
+            PoolFiller(r, settings).fill("titles", 2 * k + 1)
+            fills.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            picked = list(Title.select(Title.id, Title.text).where((Title.group_id == 2 * k + 2)
+                                                                   & (Title.status == AVAILABLE))
+                          .order_by(Title.batch_id.desc(), Title.id).limit(rows))
+            r.lpush("bench:floor", *[json.dumps({"id": p.id, "text": p.text}, ensure_ascii=False) for p in picked])
+            floors.append(time.perf_counter() - start)
+            r.delete("bench:floor")
+        report("fill 5,000 (s)", min(fills), min(floors))
+
+        for threads, group in ((1, 2 * repeat + 1), (8, 2 * repeat + 2)):
+            PoolFiller(r, settings).fill("titles", group)
+            consumer = PoolConsumer(lambda: r, settings, send_mark_used=lambda k, g, ids: mark_used(model_of(k), ids))
+            count = [0] * threads
+
+            def pop(slot: int) -> None:
+                for _ in range(rows // threads):
+                    try:
+                        consumer.pop("titles", group)
+                        count[slot] += 1
+                    except PoolEmpty:
+                        return
+
+            workers = [threading.Thread(target=pop, args=(i,)) for i in range(threads)]
+            start = time.perf_counter()
+            [w.start() for w in workers]
+            [w.join() for w in workers]
+            elapsed = time.perf_counter() - start
+            consumer.close()
+            print(f"  pops/s with {threads} thread(s): {sum(count) / elapsed:,.0f}")
+        database.close()
+        use_settings(None)
+
+
+def main() -> None:
+    run()
+
+
+if __name__ == "__main__":
+    main()
