@@ -46,7 +46,9 @@ def cmd_settings(args) -> int:
     settings = _settings()
     for spec in SPECS:
         value = settings.values[spec.name]
-        if isinstance(value, str) and "://" in value:
+        if "PASSWORD" in spec.name and value:
+            value = "***"
+        elif isinstance(value, str) and "://" in value:
             value = redact_url(value)
         print(f"{spec.name}={'' if value is None else value}")
     print(f"# state redis: {redact_url(settings.state_redis_url)}")
@@ -282,6 +284,73 @@ def _read_texts(path) -> list[str]:
     return [line for line in lines if line.strip()]
 
 
+# -- collection ----------------------------------------------------------------
+
+@command("collect")
+def cmd_collect(args) -> int:
+    from .collector import CollectError, add_task, find_task
+
+    if args.action == "run":
+        broker = _broker()  # configures the process: database, broker
+        from .collector import app_collector
+
+        try:
+            first = app_collector(_settings()).start(find_task(args.task))
+        except CollectError as e:
+            print(f"animetop collect run: {e}", file=sys.stderr)
+            return 1
+        if first is None:
+            print("nothing to collect: the source has no rows")
+            return 0
+        broker.get_actor("collect_batch").send(**first.as_kwargs())
+        print(f"run {first.run_id} of task {args.task}: first window at offset {first.offset} (down to {first.end})")
+        return 0
+    from .db import bind_database
+    from models import CollectionTask
+
+    bind_database(_settings().database_url_resolved)
+    try:
+        if args.action == "add":
+            task = add_task(args.task, args.source or args.task, batch_size=args.batch_size,
+                                 date_field=args.date_field, key_field=args.key_field, filter_days=args.filter_days,
+                                 max_expired_batches=args.max_expired, interval=args.interval)
+            print(f"added collection task {task.task_id} (id {task.id})")
+        elif args.action in ("enable", "disable"):
+            task = find_task(args.task)
+            CollectionTask.update(enabled=args.action == "enable").where(CollectionTask.id == task.id).execute()
+            print(f"{args.action}d collection task {task.task_id}")
+        elif args.action == "list":
+            print(f"{'ID':>4}  {'TASK':20} {'ON':3} {'BATCH':>5} {'LAST START':>10} {'RUN AT':>8} {'ROWS':>9}")
+            for t in CollectionTask.select().order_by(CollectionTask.id):
+                run = t.run_current_offset if t.run_id else "-"
+                print(f"{t.id:>4}  {t.task_id:20} {'yes' if t.enabled else 'no':3} {t.batch_size:>5} "
+                      f"{t.last_start_offset if t.last_start_offset is not None else '-':>10} {run:>8} "
+                      f"{t.rows_collected:>9}")
+    except CollectError as e:
+        print(f"animetop collect {args.action}: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+@command("fake-export-api")
+def cmd_fake_export_api(args) -> int:
+    import time
+
+    from .fake_export_api import FakeExportApi
+
+    api = FakeExportApi(args.port).start()
+    for spec in args.task:
+        name, _, rows = spec.partition(":")
+        api.add_task(name, int(rows or 1000), bad_every=args.bad_every)
+    print(f"fake export API on {api.url} (user demo / password demo); tasks: {', '.join(api.tasks) or 'none'}")
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        api.stop()
+    return 0
+
+
 # -- read side -----------------------------------------------------------------
 
 def _read_side():
@@ -419,6 +488,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", nargs="?", help="one text a line, CSV with a text column, or JSON lines")
     p.add_argument("--group", type=int)
     p.add_argument("--batch", type=int)
+
+    p = sub.add_parser("collect", help="incremental collection tasks from the export API")
+    p.add_argument("action", choices=["add", "list", "enable", "disable", "run"])
+    p.add_argument("task", nargs="?", help="the source's task id (or our numeric id)")
+    p.add_argument("--source", help="add: source name")
+    p.add_argument("--batch-size", type=int, default=100)
+    p.add_argument("--date-field", default="date")
+    p.add_argument("--key-field", help="add: a stable id field of the rows (default: hash of the row)")
+    p.add_argument("--filter-days", type=int, default=7)
+    p.add_argument("--max-expired", type=int, default=3, help="add: expired batches in a row that end a first run")
+    p.add_argument("--interval", type=int, default=3600, help="add: seconds between runs")
+
+    p = sub.add_parser("fake-export-api", help="serve a local fake of the export API (tests, demo)")
+    p.add_argument("--port", type=int, default=8765)
+    p.add_argument("--task", action="append", default=[], help="NAME:ROWS, repeatable (default rows 1000)")
+    p.add_argument("--bad-every", type=int, default=0, help="every Nth row malformed")
 
     p = sub.add_parser("leaderboard", help="IPs ranked by market flow")
     p.add_argument("--by", choices=["inflow", "outflow", "liquidity"], default="outflow")

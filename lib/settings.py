@@ -83,6 +83,13 @@ def _timezone(raw: str) -> str:
     return raw.strip()
 
 
+def _sink(raw: str) -> str:
+    value = raw.strip()
+    if value == "database" or (value.startswith("actor:") and len(value) > len("actor:")):
+        return value
+    raise ValueError(f"expected database or actor:NAME; got {raw!r}")
+
+
 def _log_level(raw: str) -> str:
     level = raw.strip().upper()
     if level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
@@ -161,6 +168,13 @@ SPECS: tuple[Spec, ...] = (
     Spec("POOL_THRESHOLD", "1000", _positive_int, "A pool shorter than this is refilled."),
     Spec("POOL_MARK_USED_INTERVAL", "500ms", parse_duration,
          "How often a consumer sends the ids it handed out to be marked used (one batched message)."),
+    # collection from an export API (seed 004)
+    Spec("COLLECT_API_URL", "http://127.0.0.1:8765", _url("http", "https"),
+         "Base URL of the export API (Octoparse OpenAPI or `animetop fake-export-api`)."),
+    Spec("COLLECT_API_USERNAME", "demo", str, "Export API user."),
+    Spec("COLLECT_API_PASSWORD", "demo", str, "Export API password."),
+    Spec("COLLECT_SINK", "database", _sink, "Where collected rows go: `database` (table collected_rows) or "
+         "`actor:NAME` (one message per batch to that actor)."),
     # alert rules
     Spec("ALERT_OUTFLOW_SURGE_FACTOR", "3", _positive_float,
          "Outflow surge: the hour's outflow at least this many times the trailing 24 h hourly mean…"),

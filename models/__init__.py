@@ -1,6 +1,7 @@
 """Database schema (Peewee models). Models hold schema, not business rules."""
 
 from .base import BaseModel
+from .collect import CollectedRow, CollectionTask
 from .execution_state import CollectorExecutionState
 from .ip import IpMetadata
 from .market import AppliedResult, IpAlert, IpStatsHourly, ItemSnapshot
@@ -9,7 +10,8 @@ from .pool import Content, Title
 #: Every table ``animetop db init`` creates, in dependency order.
 ALL_MODELS: list[type[BaseModel]] = [
     IpMetadata, CollectorExecutionState, ItemSnapshot, IpStatsHourly, IpAlert, AppliedResult, Title, Content,
+    CollectionTask, CollectedRow,
 ]
 
-__all__ = ["ALL_MODELS", "AppliedResult", "BaseModel", "CollectorExecutionState", "Content", "IpAlert",
+__all__ = ["ALL_MODELS", "AppliedResult", "BaseModel", "CollectedRow", "CollectionTask", "CollectorExecutionState", "Content", "IpAlert",
            "IpMetadata", "IpStatsHourly", "ItemSnapshot", "Title"]
