@@ -126,18 +126,18 @@ class DatabaseSink(Sink):
         self.clock = clock or get_clock()
 
     def write(self, task: CollectionTask, rows: list[dict]) -> int:
+        """Upsert the rows; returns how many distinct records were written (new or refreshed)."""
         if not rows:
             return 0
         now = self.clock.utcnow()
         records = {record_key(r, task.key_field): r for r in rows}
-        before = CollectedRow.select().where(CollectedRow.task == task.id).count()
         values = [{"task": task.id, "record_key": k, "data": json.dumps(r, ensure_ascii=False, default=str),
                    "collected_at": now} for k, r in records.items()]
         for start in range(0, len(values), 200):
             on_conflict_update(CollectedRow.insert_many(values[start:start + 200]),
                                [CollectedRow.task, CollectedRow.record_key],
                                preserve=[CollectedRow.data]).execute()
-        return CollectedRow.select().where(CollectedRow.task == task.id).count() - before
+        return len(records)
 
 
 class ActorSink(Sink):
