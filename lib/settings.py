@@ -83,6 +83,31 @@ def _timezone(raw: str) -> str:
     return raw.strip()
 
 
+def _bool(raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"expected true or false; got {raw!r}")
+
+
+def _regex(raw: str) -> str:
+    try:
+        re.compile(raw)
+    except re.error as e:
+        raise ValueError(f"not a regular expression: {e}") from None
+    return raw
+
+
+def _proxy_list(raw: str) -> tuple[str, ...]:
+    proxies = tuple(p.strip() for p in raw.split(",") if p.strip())
+    for proxy in proxies:
+        if urlsplit(proxy).scheme not in ("http", "https", "socks5"):
+            raise ValueError(f"proxy {proxy!r} must start with http://, https:// or socks5://")
+    return proxies
+
+
 def _sink(raw: str) -> str:
     value = raw.strip()
     if value == "database" or (value.startswith("actor:") and len(value) > len("actor:")):
@@ -163,6 +188,21 @@ SPECS: tuple[Spec, ...] = (
     Spec("WEIGHT_MAX", "4.0", _positive_float, "Highest weight an IP can reach (shortest interval)."),
     Spec("DISPLAY_TZ", "Asia/Tokyo", _timezone, "Time zone hours are shown in (they are stored in UTC)."),
     Spec("CACHE_TTL", "10m", parse_duration, "Lifetime of leaderboard and IP-detail caches."),
+    # crawler (seed 000 §3)
+    Spec("MERCARI_BASE_URL", "https://jp.mercari.com", _url("http", "https"),
+         "Site the crawler searches (the simulator's URL in tests and the demo)."),
+    Spec("MERCARI_API_PATTERN", r"/v2/entities:search", _regex,
+         "Regular expression of the search API's URL, whose responses the crawler captures."),
+    Spec("CHROMIUM_PATH", None, str, "Chromium binary; unset: found in the usual system paths."),
+    Spec("CHROMIUM_NO_SANDBOX", "false", _bool,
+         "Run Chromium without its sandbox. Needed when running as root (containers); see the README."),
+    Spec("PROXY_URLS", "", _proxy_list, "Comma-separated HTTP(S)/SOCKS5 proxies the crawler rotates through."),
+    Spec("PROXY_SWITCH_AFTER", "10", _positive_int, "Consecutive timeout/blocked/network failures before switching."),
+    Spec("PROXY_COOLDOWN", "30m", parse_duration, "Least time between two proxy switches."),
+    Spec("CRAWL_PAGE_TIMEOUT", "30s", parse_duration, "Time limit of one search page."),
+    Spec("CRAWL_MAX_PAGES", "2", _positive_int, "Browser pages open at once per crawler process."),
+    Spec("CRAWL_BROWSER_MAX_CRAWLS", "50", _positive_int, "Crawls before the browser is restarted (draining)."),
+    Spec("CRAWL_BLOCK_RESOURCES", "true", _bool, "Drop images, fonts, media and analytics requests."),
     # title/content pools (seed 002)
     Spec("POOL_SIZE", "5000", _positive_int, "Rows a title/content pool is filled up to."),
     Spec("POOL_THRESHOLD", "1000", _positive_int, "A pool shorter than this is refilled."),

@@ -1,0 +1,1 @@
+"""The Mercari crawler: a browser driver, page fetching, the browser manager and proxies."""

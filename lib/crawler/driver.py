@@ -1,0 +1,213 @@
+"""The only module that talks to pyppeteer (unmaintained): moving to another CDP client is a one-module change.
+
+What it offers the rest of the crawler: launch a browser (``Browser``), open
+a page (``Tab``) with the stealth script, resource blocking through the CDP
+Fetch domain (``Network.setRequestInterception`` no longer exists in today's
+Chromium) and capture of the search API's JSON responses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+import shutil
+import signal
+import tempfile
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+from .selectors import ANALYTICS_URL_PATTERNS, BLOCKED_RESOURCE_TYPES
+
+logger = logging.getLogger(__name__)
+
+CHROMIUM_CANDIDATES = ("/usr/lib/chromium/chromium", "/usr/bin/chromium", "/usr/bin/chromium-browser",
+                       "/usr/bin/google-chrome", "/usr/bin/google-chrome-stable")
+
+#: Flags that keep a headless Chromium quiet on a closed network (no update, sync or metrics calls).
+BASE_ARGS = ("--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+             "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+             "--disable-features=Translate,MediaRouter", "--mute-audio", "--window-size=1280,900")
+
+USER_AGENT = ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
+              "Chrome/156.0.0.0 Safari/537.36")
+
+STEALTH = r"""
+Object.defineProperty(navigator, 'webdriver', {get: () => undefined});
+Object.defineProperty(navigator, 'languages', {get: () => ['ja-JP', 'ja', 'en-US']});
+Object.defineProperty(navigator, 'plugins', {get: () => [1, 2, 3, 4, 5]});
+window.chrome = window.chrome || {runtime: {}};
+const originalQuery = window.navigator.permissions && window.navigator.permissions.query;
+if (originalQuery) {
+  window.navigator.permissions.query = (p) => p && p.name === 'notifications'
+    ? Promise.resolve({state: Notification.permission}) : originalQuery(p);
+}
+try {
+  const getParameter = WebGLRenderingContext.prototype.getParameter;
+  WebGLRenderingContext.prototype.getParameter = function (p) {
+    if (p === 37445) return 'Intel Inc.';
+    if (p === 37446) return 'Intel Iris OpenGL Engine';
+    return getParameter.call(this, p);
+  };
+} catch (e) {}
+"""
+
+
+class DriverError(RuntimeError):
+    """The browser could not be started or has gone away."""
+
+
+def find_chromium(configured: str | None) -> str:
+    if configured:
+        if not os.access(configured, os.X_OK):
+            raise DriverError(f"CHROMIUM_PATH={configured} is not an executable file")
+        return configured
+    for candidate in CHROMIUM_CANDIDATES:
+        if os.access(candidate, os.X_OK):
+            return candidate
+    found = shutil.which("chromium") or shutil.which("google-chrome")
+    if found:
+        return found
+    raise DriverError("no Chromium found: install it (apt-get install chromium) or set CHROMIUM_PATH")
+
+
+@dataclass
+class Navigation:
+    status: int | None
+    title: str
+    text: str
+    api_payloads: list[Any] = field(default_factory=list)
+
+
+class Tab:
+    """One browser page."""
+
+    def __init__(self, page, api_pattern: str) -> None:
+        self._page = page
+        self._api = re.compile(api_pattern)
+        self._captured: list[asyncio.Future] = []
+        page.on("response", self._on_response)
+
+    def _on_response(self, response) -> None:
+        if self._api.search(response.url) and response.request.method == "POST":
+            self._captured.append(asyncio.ensure_future(response.json()))
+
+    async def prepare(self, block_resources: bool) -> None:
+        await self._page.setUserAgent(USER_AGENT)
+        await self._page.setExtraHTTPHeaders({"Accept-Language": "ja-JP,ja;q=0.9"})
+        await self._page.evaluateOnNewDocument(STEALTH)
+        if block_resources:
+            session = await self._page.target.createCDPSession()
+            patterns = [{"resourceType": t, "requestStage": "Request"} for t in BLOCKED_RESOURCE_TYPES]
+            patterns += [{"urlPattern": u, "requestStage": "Request"} for u in ANALYTICS_URL_PATTERNS]
+
+            def paused(event) -> None:
+                asyncio.ensure_future(_quietly(session.send(
+                    "Fetch.failRequest", {"requestId": event["requestId"], "errorReason": "BlockedByClient"})))
+
+            session.on("Fetch.requestPaused", paused)
+            await session.send("Fetch.enable", {"patterns": patterns})
+
+    async def goto(self, url: str, timeout: float) -> Navigation:
+        self._captured.clear()
+        response = await self._page.goto(url, waitUntil="domcontentloaded", timeout=int(timeout * 1000))
+        return Navigation(status=response.status if response else None, title=await self._page.title(),
+                          text=await self.evaluate("() => document.body ? document.body.innerText.slice(0, 2000) : ''"))
+
+    async def api_payloads(self) -> list[Any]:
+        """JSON bodies of the search API responses seen since the last navigation."""
+        out = []
+        for future in list(self._captured):
+            try:
+                out.append(await asyncio.wait_for(future, 5))
+            except Exception as e:  # a body that never arrived: the DOM is the fallback
+                logger.debug("could not read a captured API response: %s", e)
+        return out
+
+    async def wait_for(self, js_predicate: str, timeout: float) -> None:
+        await self._page.waitForFunction(js_predicate, {"timeout": int(timeout * 1000), "polling": 100})
+
+    async def evaluate(self, js: str, *args) -> Any:
+        return await self._page.evaluate(js, *args)
+
+    async def close(self) -> None:
+        await _quietly(self._page.close())
+
+
+class Browser:
+    """A Chromium process and its CDP connection."""
+
+    def __init__(self, browser, profile: str, proxy: str | None) -> None:
+        self._browser = browser
+        self._profile = profile
+        self.proxy = proxy
+
+    @classmethod
+    async def launch(cls, chromium: str, *, no_sandbox: bool, proxy: str | None = None) -> "Browser":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # websockets 10, pinned by pyppeteer
+            from pyppeteer import launch
+        args = list(BASE_ARGS)
+        if no_sandbox:
+            args.append("--no-sandbox")
+        if proxy:
+            args += [f"--proxy-server={proxy}", "--proxy-bypass-list=<-loopback>"]
+        profile = tempfile.mkdtemp(prefix="animetop-chromium-")
+        try:
+            browser = await launch(executablePath=chromium, headless=True, args=args, userDataDir=profile,
+                                   handleSIGINT=False, handleSIGTERM=False, handleSIGHUP=False, autoClose=False,
+                                   logLevel=logging.WARNING)
+        except Exception as e:
+            shutil.rmtree(profile, ignore_errors=True)
+            hint = (" (running as root needs CHROMIUM_NO_SANDBOX=true)"
+                    if os.geteuid() == 0 and not no_sandbox else "")
+            raise DriverError(f"Chromium failed to start: {e}{hint}") from None
+        return cls(browser, profile, proxy)
+
+    @property
+    def pid(self) -> int | None:
+        process = getattr(self._browser, "process", None)
+        return process.pid if process else None
+
+    def alive(self) -> bool:
+        process = getattr(self._browser, "process", None)
+        connection = getattr(self._browser, "_connection", None)
+        return bool(process and process.poll() is None and connection is not None
+                    and not getattr(connection, "_closed", False))
+
+    async def new_tab(self, api_pattern: str, block_resources: bool) -> Tab:
+        try:
+            page = await self._browser.newPage()
+        except Exception as e:
+            raise DriverError(f"could not open a page: {e}") from None
+        tab = Tab(page, api_pattern)
+        await tab.prepare(block_resources)
+        return tab
+
+    async def close(self) -> None:
+        """Close over CDP, then make sure the process is gone and reaped (no orphan Chromium)."""
+        try:
+            await asyncio.wait_for(self._browser.close(), 10)
+        except Exception:
+            pass
+        process = getattr(self._browser, "process", None)
+        if process is not None and process.poll() is None:
+            try:
+                process.send_signal(signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if process is not None:
+            try:
+                await asyncio.get_running_loop().run_in_executor(None, process.wait, 10)
+            except Exception:
+                pass
+        shutil.rmtree(self._profile, ignore_errors=True)
+
+
+async def _quietly(awaitable) -> None:
+    try:
+        await awaitable
+    except Exception:
+        pass
