@@ -22,6 +22,7 @@ from .middleware import (
     ArgumentCheck, DatabaseConnections, DeadLetterReasons, Idempotency, InFlightRelease, LeaseKeeper, Locks,
     Retries,
 )
+from .middleware.browser import BrowserShutdown
 from .middleware.dead_letters import describe
 from .middleware.event_loop import AsyncIO
 from .redis_state import connect, ensure_redis_server, state_redis
@@ -121,6 +122,7 @@ def build_middleware(settings: Settings, redis_client: Callable[[], redis.Redis]
         DeadLetterReasons(reasons),
         InFlightRelease(redis_client),
         DatabaseConnections(),
+        BrowserShutdown(),
         AsyncIO(),
     ]
     return middleware, reasons

@@ -332,6 +332,23 @@ def cmd_collect(args) -> int:
     return 0
 
 
+@command("simulator")
+def cmd_simulator(args) -> int:
+    import time
+
+    from .simulator import MarketSimulator
+
+    sim = MarketSimulator(args.port, speed=args.speed).start()
+    print(f"market simulator on {sim.url} (speed {args.speed}x); point MERCARI_BASE_URL at it. "
+          f"Try {sim.url}/search?keyword=%E9%AC%BC%E6%BB%85%E3%81%AE%E5%88%83&status=on_sale")
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        sim.stop()
+    return 0
+
+
 @command("fake-export-api")
 def cmd_fake_export_api(args) -> int:
     import time
@@ -499,6 +516,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--filter-days", type=int, default=7)
     p.add_argument("--max-expired", type=int, default=3, help="add: expired batches in a row that end a first run")
     p.add_argument("--interval", type=int, default=3600, help="add: seconds between runs")
+
+    p = sub.add_parser("simulator", help="serve the local Mercari market simulator")
+    p.add_argument("--port", type=int, default=8780)
+    p.add_argument("--speed", type=float, default=1.0, help="simulated seconds per real second")
 
     p = sub.add_parser("fake-export-api", help="serve a local fake of the export API (tests, demo)")
     p.add_argument("--port", type=int, default=8765)

@@ -103,3 +103,52 @@ class TcpProxy:
     def close(self) -> None:
         self.cut()
         self.listener.close()
+
+
+class ForwardProxy:
+    """A minimal HTTP forward proxy on loopback, counting what passes through it (proxy-switch tests)."""
+
+    def __init__(self) -> None:
+        import threading
+        import urllib.request
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        proxy = self
+        self.requests = 0
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def _forward(self):
+                proxy.requests += 1
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("proxy-connection", "host")}
+                request = urllib.request.Request(self.path, data=body, method=self.command, headers=headers)
+                try:
+                    response = opener.open(request, timeout=30)
+                    status, raw, rheaders = response.status, response.read(), response.headers
+                except urllib.error.HTTPError as e:
+                    status, raw, rheaders = e.code, e.read(), e.headers
+                self.send_response(status)
+                for k, v in rheaders.items():
+                    if k.lower() not in ("transfer-encoding", "connection", "content-length"):
+                        self.send_header(k, v)
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+            do_GET = do_POST = _forward
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

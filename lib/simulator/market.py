@@ -63,8 +63,14 @@ def _seed(keyword: str, n: int) -> int:
     return int.from_bytes(hashlib.blake2b(f"{keyword}\x00{n}".encode(), digest_size=8).digest(), "big")
 
 
+#: Keywords starting with this have no listings at all (the "no results" page).
+NO_RESULTS_PREFIX = "該当なし"
+
+
 def listings_per_hour(keyword: str) -> float:
     """Each keyword has its own heat: 20 to 220 new listings an hour."""
+    if keyword.startswith(NO_RESULTS_PREFIX):
+        return 0.0
     return 20 + _seed(keyword, -1) % 200
 
 
@@ -96,6 +102,8 @@ _NOUNS = ["フィギュア", "アクリルスタンド", "缶バッジ", "ぬい
 def visible(keyword: str, t: float) -> list[tuple[Listing, str]]:
     """Every listing that exists at ``t`` with its status, newest first."""
     rate = listings_per_hour(keyword)
+    if not rate:
+        return []
     last = math.floor((t - EPOCH) / HOUR * rate)
     first = max(0, math.floor((t - HORIZON - EPOCH) / HOUR * rate))
     out = []

@@ -1,0 +1,17 @@
+"""crawl_ip: one IP's 5 on-sale + 5 sold search pages in headless Chromium (logic in ``lib.crawler``)."""
+
+import dramatiq
+
+from lib.crawler.crawl import process_crawler
+from lib.queues import CRAWL
+from lib.result_processor import PROCESS_RESULT_OPTIONS
+from lib.schedule_tick import CRAWL_ACTOR
+from lib.settings import get_settings
+
+
+@dramatiq.actor(actor_name=CRAWL_ACTOR, queue_name=CRAWL, max_retries=3, min_backoff=30_000, time_limit=600_000,
+                idempotency_key=lambda ip_id, keyword, task_id: task_id,
+                releases_in_flight=lambda ip_id, *_, **__: ip_id)
+async def crawl_ip(ip_id: int, keyword: str, task_id: str) -> None:
+    result = await process_crawler(get_settings()).crawl(ip_id, keyword, task_id)
+    dramatiq.get_broker().get_actor(PROCESS_RESULT_OPTIONS["actor_name"]).send(**result)

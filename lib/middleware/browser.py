@@ -1,0 +1,26 @@
+"""Closes the crawler's browser when a worker stops, so no Chromium outlives its worker."""
+
+from __future__ import annotations
+
+import logging
+
+from dramatiq import Middleware
+
+logger = logging.getLogger(__name__)
+
+
+class BrowserShutdown(Middleware):
+    def before_worker_shutdown(self, broker, worker):
+        from dramatiq.asyncio import get_event_loop_thread
+
+        from ..crawler import crawl
+
+        if crawl._crawler is None:
+            return
+        loop = get_event_loop_thread()
+        try:
+            if loop is not None:
+                loop.run_coroutine(crawl._crawler.close())
+        except Exception as e:
+            logger.warning("could not close the browser cleanly: %s", e)
+        crawl._crawler = None
