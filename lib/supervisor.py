@@ -88,6 +88,7 @@ class Supervisor:
             self.child = subprocess.Popen(self.command, start_new_session=True, preexec_fn=_die_with_parent)
             logger.info("started %s (pid %d)", " ".join(self.command), self.child.pid)
             code = self._wait()
+            self._kill_leftovers()
             if self.stopping:
                 logger.info("%s stopped (exit code %s)", self.command[0], code)
                 return 0 if code in (0, -signal.SIGTERM) else code
@@ -102,6 +103,13 @@ class Supervisor:
             if self.stopping:
                 return 0
             backoff = min(backoff * 2, 30.0)
+
+    def _kill_leftovers(self) -> None:
+        """Whatever the command left in its process group (a Chromium whose worker was killed) goes too."""
+        try:
+            os.killpg(self.child.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
     def _wait(self) -> int:
         assert self.child is not None
