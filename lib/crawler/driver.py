@@ -133,6 +133,12 @@ class Tab:
         return await self._page.evaluate(js, *args)
 
     async def close(self) -> None:
+        for future in self._captured:  # bodies nobody read: retrieve or cancel, so nothing is left dangling
+            if future.done():
+                future.exception() if not future.cancelled() else None
+            else:
+                future.cancel()
+        self._captured.clear()
         await _quietly(self._page.close())
 
 
