@@ -48,6 +48,8 @@ def cmd_settings(args) -> int:
         value = settings.values[spec.name]
         if "PASSWORD" in spec.name and value:
             value = "***"
+        elif isinstance(value, tuple):
+            value = ",".join(redact_url(v) for v in value)
         elif isinstance(value, str) and "://" in value:
             value = redact_url(value)
         print(f"{spec.name}={'' if value is None else value}")
