@@ -1,6 +1,11 @@
 """process_result: applies one crawl result (logic in ``lib.result_processor``)."""
 
+import time
+
 import dramatiq
+
+from lib.clock import naive_utc
+from lib.notify import NOTIFY_ACTOR_OPTIONS, pending_alerts
 
 from lib.redis_state import state_redis
 from lib.result_processor import PROCESS_RESULT_OPTIONS, CrawlResult, ResultProcessor
@@ -11,4 +16,9 @@ from lib.settings import get_settings
 def process_result(ip_id: int, task_id: str, crawled_at: float, items: list, pages_crawled: int = 0,
                    errors: dict | None = None, duration: float = 0.0) -> None:
     result = CrawlResult.parse(ip_id, task_id, crawled_at, items, pages_crawled, errors)
-    ResultProcessor(get_settings(), state_redis()).apply(result)
+    settings = get_settings()
+    ResultProcessor(settings, state_redis()).apply(result)
+    if settings.notify_webhook_urls:
+        since = naive_utc(time.time() - 3600)
+        for alert_id in pending_alerts(ip_id, since):
+            dramatiq.get_broker().get_actor(NOTIFY_ACTOR_OPTIONS["actor_name"]).send(alert_id)

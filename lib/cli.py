@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from datetime import datetime, timezone
 from typing import Callable
 
@@ -370,6 +371,57 @@ def cmd_fake_export_api(args) -> int:
     return 0
 
 
+# -- alerts ----------------------------------------------------------------------
+
+@command("alerts")
+def cmd_alerts(args) -> int:
+    from .notify import Channel, PermanentDeliveryError, TransientDeliveryError, body_for, post
+    from .settings import parse_duration
+
+    settings = _settings()
+    if args.action == "test":
+        if not args.url:
+            print("animetop alerts test: name a CHANNEL_URL", file=sys.stderr)
+            return 2
+        channel = Channel.parse(args.url)
+        sample = {"text": "[animetop] test notification: 鬼滅の刃 outflow surge — sample alert",
+                  "alert": {"id": 0, "ip_id": 0, "rule": "outflow_surge", "message": "sample", "value": 42}}
+        try:
+            status = post(channel, body_for(channel, sample), settings.notify_timeout)
+        except (PermanentDeliveryError, TransientDeliveryError) as e:
+            print(f"animetop alerts test: {channel.name} failed: {e}", file=sys.stderr)
+            return 1
+        print(f"sent a sample alert to {channel.name} (HTTP {status})")
+        return 0
+    from .clock import naive_utc
+    from .db import bind_database
+    from models import AlertDelivery, IpAlert
+
+    bind_database(settings.database_url_resolved)
+    try:
+        since = naive_utc(time.time() - parse_duration(args.since))
+    except ValueError as e:
+        print(f"animetop alerts list: --since {e}", file=sys.stderr)
+        return 2
+    query = IpAlert.select().where(IpAlert.created_at >= since).order_by(IpAlert.created_at.desc())
+    if args.ip is not None:
+        query = query.where(IpAlert.ip_id == args.ip)
+    rows = []
+    for alert in query:
+        deliveries = {d.channel: d.status for d in AlertDelivery.select().where(AlertDelivery.alert_id == alert.id)}
+        rows.append({"id": alert.id, "ip_id": alert.ip_id, "rule": alert.rule,
+                     "hour": alert.hour_bucket.isoformat() + "Z", "message": alert.message,
+                     "deliveries": deliveries})
+    if args.format == "json":
+        print(json.dumps(rows, ensure_ascii=False, indent=2))
+        return 0
+    for r in rows:
+        delivered = ", ".join(f"{c}: {s}" for c, s in r["deliveries"].items()) or "not delivered"
+        print(f"#{r['id']} IP {r['ip_id']} {r['rule']} at {r['hour']}: {r['message']} [{delivered}]")
+    print(f"{len(rows)} alert(s)")
+    return 0
+
+
 # -- read side -----------------------------------------------------------------
 
 def _read_side():
@@ -527,6 +579,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8765)
     p.add_argument("--task", action="append", default=[], help="NAME:ROWS, repeatable (default rows 1000)")
     p.add_argument("--bad-every", type=int, default=0, help="every Nth row malformed")
+
+    p = sub.add_parser("alerts", help="market alerts and their notifications")
+    p.add_argument("action", choices=["list", "test"])
+    p.add_argument("url", nargs="?", help="test: a channel URL (https://…, slack+https://…, dingtalk+https://…)")
+    p.add_argument("--ip", type=int)
+    p.add_argument("--since", default="24h")
+    p.add_argument("--format", choices=["table", "json"], default="table")
 
     p = sub.add_parser("leaderboard", help="IPs ranked by market flow")
     p.add_argument("--by", choices=["inflow", "outflow", "liquidity"], default="outflow")

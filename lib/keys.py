@@ -71,3 +71,14 @@ def pool_handed(kind: str, group_id: int) -> str:
 def pool_fill_requested(kind: str, group_id: int) -> str:
     """Set while a consumer-triggered fill is on its way, so consumers request one fill, not thousands."""
     return f"{kind}:pool:{group_id}:fill_requested"
+
+
+# alert notifications (seed 003 §4's three layers)
+def notify_state(ip_id: int, rule: str) -> str:
+    """Hash of the last state notified for an IP and rule; expires after NOTIFY_DEDUP_WINDOW."""
+    return f"{PREFIX}:notify:state:{ip_id}:{rule}"
+
+
+def notify_event(event_id: str) -> str:
+    """An event already processed (IP, rule, old hash, new hash, minute)."""
+    return f"{PREFIX}:notify:event:{event_id}"

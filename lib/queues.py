@@ -6,7 +6,8 @@ SCHEDULER = "scheduler"
 POOL = "pool"
 COLLECT = "collect"
 MAINTENANCE = "maintenance"
+NOTIFY = "notify"
 
 #: Everything the ``worker`` process type consumes (all but the crawl queue).
-WORKER_QUEUES = (SCHEDULER, PIPELINE, POOL, COLLECT, MAINTENANCE)
+WORKER_QUEUES = (SCHEDULER, PIPELINE, POOL, COLLECT, NOTIFY, MAINTENANCE)
 CRAWLER_QUEUES = (CRAWL,)

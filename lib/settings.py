@@ -108,6 +108,17 @@ def _proxy_list(raw: str) -> tuple[str, ...]:
     return proxies
 
 
+WEBHOOK_SCHEMES = ("http", "https", "slack+https", "slack+http", "dingtalk+https", "dingtalk+http")
+
+
+def _webhook_list(raw: str) -> tuple[str, ...]:
+    urls = tuple(u.strip() for u in raw.split(",") if u.strip())
+    for url in urls:
+        if urlsplit(url).scheme not in WEBHOOK_SCHEMES:
+            raise ValueError(f"webhook {url!r} must start with https://, slack+https:// or dingtalk+https://")
+    return urls
+
+
 def _sink(raw: str) -> str:
     value = raw.strip()
     if value == "database" or (value.startswith("actor:") and len(value) > len("actor:")):
@@ -223,6 +234,15 @@ SPECS: tuple[Spec, ...] = (
     Spec("ALERT_PRICE_MOVE", "0.2", _positive_float,
          "Sold-price move: the hour's average sold price this far (fraction) from the trailing 7-day average…"),
     Spec("ALERT_PRICE_MIN_SAMPLES", "10", _positive_int, "…with at least this many sold prices on both sides."),
+    # alert notifications (seed 003)
+    Spec("NOTIFY_WEBHOOK_URLS", "", _webhook_list,
+         "Comma-separated alert channels: https://… (generic JSON), slack+https://…, dingtalk+https://…"),
+    Spec("NOTIFY_DEDUP_WINDOW", "5m", parse_duration, "The same alert state is not sent again within this."),
+    Spec("NOTIFY_RETRIES", "3", _non_negative_int, "Retries of a channel that failed with a timeout or 5xx."),
+    Spec("NOTIFY_RETRY_DELAY", "5s", parse_duration, "Delay between those retries."),
+    Spec("NOTIFY_TIMEOUT", "10s", parse_duration, "Time limit of one webhook request."),
+    Spec("DASHBOARD_URL", "http://127.0.0.1:8790", _url("http", "https"),
+         "Base URL of the dashboard, for links in notifications."),
     # reliability
     Spec("MAX_RETRIES", "3", _non_negative_int, "Retries of a failed message before it is dead-lettered."),
     Spec("RETRY_MIN_BACKOFF", "5s", parse_duration, "First retry delay; doubles on each retry."),

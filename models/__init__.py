@@ -4,14 +4,14 @@ from .base import BaseModel
 from .collect import CollectedRow, CollectionTask
 from .execution_state import CollectorExecutionState
 from .ip import IpMetadata
-from .market import AppliedResult, IpAlert, IpStatsHourly, ItemSnapshot
+from .market import AlertDelivery, AppliedResult, IpAlert, IpStatsHourly, ItemSnapshot
 from .pool import Content, Title
 
 #: Every table ``animetop db init`` creates, in dependency order.
 ALL_MODELS: list[type[BaseModel]] = [
     IpMetadata, CollectorExecutionState, ItemSnapshot, IpStatsHourly, IpAlert, AppliedResult, Title, Content,
-    CollectionTask, CollectedRow,
+    CollectionTask, CollectedRow, AlertDelivery,
 ]
 
-__all__ = ["ALL_MODELS", "AppliedResult", "BaseModel", "CollectedRow", "CollectionTask", "CollectorExecutionState", "Content", "IpAlert",
+__all__ = ["ALL_MODELS", "AlertDelivery", "AppliedResult", "BaseModel", "CollectedRow", "CollectionTask", "CollectorExecutionState", "Content", "IpAlert",
            "IpMetadata", "IpStatsHourly", "ItemSnapshot", "Title"]

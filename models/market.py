@@ -71,3 +71,18 @@ class AppliedResult(BaseModel):
 
     class Meta:
         table_name = "applied_results"
+
+
+class AlertDelivery(BaseModel):
+    """What became of one alert on one channel: sent, failed or deduplicated."""
+
+    alert_id = peewee.IntegerField()
+    channel = peewee.CharField(max_length=191)  # the URL, credentials redacted
+    status = peewee.CharField(max_length=16)
+    attempts = peewee.IntegerField(default=0)
+    detail = peewee.CharField(max_length=500, default="")
+    updated_at = peewee.DateTimeField()
+
+    class Meta:
+        table_name = "alert_deliveries"
+        indexes = ((("alert_id", "channel"), True),)
