@@ -1,10 +1,8 @@
 """process_result: applies one crawl result (logic in ``lib.result_processor``)."""
 
-import time
-
 import dramatiq
 
-from lib.clock import naive_utc
+from lib.clock import get_clock, naive_utc
 from lib.notify import NOTIFY_ACTOR_OPTIONS, pending_alerts
 
 from lib.redis_state import state_redis
@@ -19,6 +17,6 @@ def process_result(ip_id: int, task_id: str, crawled_at: float, items: list, pag
     settings = get_settings()
     ResultProcessor(settings, state_redis()).apply(result)
     if settings.notify_webhook_urls:
-        since = naive_utc(time.time() - 3600)
+        since = naive_utc(get_clock().now() - 3600)
         for alert_id in pending_alerts(ip_id, since):
             dramatiq.get_broker().get_actor(NOTIFY_ACTOR_OPTIONS["actor_name"]).send(alert_id)

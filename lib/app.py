@@ -9,6 +9,7 @@ import dramatiq
 from dramatiq import Broker
 
 from .broker import build_broker
+from .clock import Clock, set_clock
 from .db import bind_database
 from .settings import Settings, SettingsError, get_settings
 
@@ -36,6 +37,7 @@ def setup(settings: Settings | None = None) -> Broker:
     """Configure this process and return the broker, installed as Dramatiq's global one."""
     settings = settings or settings_or_exit()
     configure_logging(settings.log_level)
+    set_clock(Clock(settings.clock_speed, settings.clock_anchor))
     bind_database(settings.database_url_resolved)
     broker = build_broker(settings)
     dramatiq.set_broker(broker)

@@ -335,6 +335,13 @@ def cmd_collect(args) -> int:
     return 0
 
 
+@command("demo")
+def cmd_demo(args) -> int:
+    from .demo import run_demo
+
+    return run_demo(args.minutes, args.speed, args.ips, keep=args.keep)
+
+
 @command("simulator")
 def cmd_simulator(args) -> int:
     import time
@@ -570,6 +577,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--filter-days", type=int, default=7)
     p.add_argument("--max-expired", type=int, default=3, help="add: expired batches in a row that end a first run")
     p.add_argument("--interval", type=int, default=3600, help="add: seconds between runs")
+
+    p = sub.add_parser("demo", help="run the whole system offline against the simulator for a few minutes")
+    p.add_argument("--minutes", type=float, default=2.0)
+    p.add_argument("--speed", type=float, default=120.0, help="simulated seconds per real second")
+    p.add_argument("--ips", type=int, default=12, help="how many sample IPs (at most 12)")
+    p.add_argument("--keep", action="store_true", help="leave the embedded Redis running afterwards")
 
     p = sub.add_parser("simulator", help="serve the local Mercari market simulator")
     p.add_argument("--port", type=int, default=8780)

@@ -15,6 +15,7 @@ from typing import Any, Iterable
 import redis
 
 from . import keys
+from .clock import Clock, get_clock
 from .errors import BadMessage
 
 ON_SALE = "on_sale"
@@ -146,9 +147,11 @@ return n
 class ItemStateStore:
     """Item states of all IPs in Redis."""
 
-    def __init__(self, client: redis.Redis, ttl_on_sale: float, ttl_sold: float) -> None:
+    def __init__(self, client: redis.Redis, ttl_on_sale: float, ttl_sold: float, clock: Clock | None = None) -> None:
         self.client = client
-        self.ttl = {ON_SALE: ttl_on_sale, SOLD: ttl_sold}
+        clock = clock or get_clock()
+        # TTLs are in clock time; Redis expires in real time
+        self.ttl = {ON_SALE: clock.real_seconds(ttl_on_sale), SOLD: clock.real_seconds(ttl_sold)}
         self._apply = client.register_script(_APPLY)
 
     def read(self, ip_id: int, source_ids: list[str]) -> dict[str, ItemState]:

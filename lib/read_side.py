@@ -25,6 +25,14 @@ LEADERBOARD_KINDS = ("inflow", "outflow", "liquidity")
 CACHED_ROWS = 500
 
 
+def display_ljust(text: str, width: int) -> str:
+    """Pad to ``width`` terminal columns; CJK characters take two (so Japanese names line up)."""
+    import unicodedata
+
+    used = sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+    return text + " " * max(0, width - used)
+
+
 def invalidate_caches(client: redis.Redis, ip_id: int) -> None:
     """Drop every leaderboard and this IP's detail caches (after its stats changed)."""
     try:

@@ -90,7 +90,8 @@ class ResultProcessor:
         self.settings = settings
         self.client = client
         self.clock = clock or get_clock()
-        self.states = ItemStateStore(client, settings.analyzer_item_ttl_available, settings.analyzer_item_ttl_sold)
+        self.states = ItemStateStore(client, settings.analyzer_item_ttl_available, settings.analyzer_item_ttl_sold,
+                                     self.clock)
         self.schedule = ScheduleStore(client)
 
     # -- step 1 ----------------------------------------------------------------

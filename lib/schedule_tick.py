@@ -152,14 +152,16 @@ class Scheduler:
         return self.in_flight.sweep(now, self.settings.janitor_timeout)
 
     def _follow_up(self, now: float, result: TickResult) -> float | None:
+        # BACKPRESSURE_RECHECK and periodiq's period are real seconds; the schedule is in clock time
+        speed = self.clock.speed
         if result.backpressure and self.store.due(now, limit=1):
-            eta = now + BACKPRESSURE_RECHECK
+            eta = now + BACKPRESSURE_RECHECK * speed
         else:
             next_time = self.store.next_time()
-            if next_time is None or next_time - now >= PERIODIC_PERIOD:
+            if next_time is None or next_time - now >= PERIODIC_PERIOD * speed:
                 return None
             eta = max(next_time, now)
         if self._request_follow_up(keys=[keys.SCHEDULE_NEXT_TICK], args=[eta, now]):
-            self.broker.enqueue(tick_message(), delay=max(0, int((eta - now) * 1000)))
+            self.broker.enqueue(tick_message(), delay=max(0, int(self.clock.real_seconds(eta - now) * 1000)))
             return eta
         return None

@@ -73,6 +73,16 @@ def _positive_float(raw: str) -> float:
     return value
 
 
+def _non_negative_float(raw: str) -> float:
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        raise ValueError(f"expected a number; got {raw!r}") from None
+    if value < 0:
+        raise ValueError(f"must not be negative; got {raw!r}")
+    return value
+
+
 def _timezone(raw: str) -> str:
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -243,6 +253,10 @@ SPECS: tuple[Spec, ...] = (
     Spec("NOTIFY_TIMEOUT", "10s", parse_duration, "Time limit of one webhook request."),
     Spec("DASHBOARD_URL", "http://127.0.0.1:8790", _url("http", "https"),
          "Base URL of the dashboard, for links in notifications."),
+    # time
+    Spec("CLOCK_SPEED", "1", _positive_float,
+         "How many times faster than real time the app's clock runs (the demo's accelerated market)."),
+    Spec("CLOCK_ANCHOR", "0", _non_negative_float, "Real Unix time the accelerated clock pivots on."),
     # reliability
     Spec("MAX_RETRIES", "3", _non_negative_int, "Retries of a failed message before it is dead-lettered."),
     Spec("RETRY_MIN_BACKOFF", "5s", parse_duration, "First retry delay; doubles on each retry."),

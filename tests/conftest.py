@@ -165,21 +165,11 @@ def start_worker():
 @pytest.fixture(scope="session")
 def chromium() -> str:
     """Chromium for the crawler tests, installed from Debian's packages where missing (as root)."""
-    import shutil
-    import subprocess
-
-    from lib.crawler.driver import DriverError, find_chromium
+    from lib.crawler.driver import DriverError
+    from lib.crawler.install import ensure_chromium
 
     try:
-        return find_chromium(None)
-    except DriverError:
-        pass
-    if os.geteuid() == 0 and shutil.which("apt-get"):
-        subprocess.run(["apt-get", "update", "-qq"], check=False, capture_output=True)
-        subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], check=False, capture_output=True,
-                       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
-    try:
-        return find_chromium(None)
+        return ensure_chromium()
     except DriverError as e:
         if IN_CI:
             pytest.fail(f"{e} (CI=true: the crawler tests must run)")

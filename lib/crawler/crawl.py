@@ -6,6 +6,7 @@ import asyncio
 import logging
 import time
 
+from ..clock import get_clock
 from ..settings import Settings
 from .browsers import BrowserManager
 from .driver import Browser, DriverError, find_chromium
@@ -47,6 +48,7 @@ class Crawler:
     async def crawl(self, ip_id: int, keyword: str, task_id: str) -> dict:
         """The crawl result message for ``process_result``."""
         started = time.time()
+        crawled_at = get_clock().now()
         base = self.settings.mercari_base_url
         items: dict[str, dict] = {}
         errors: dict[str, str] = {}
@@ -81,7 +83,7 @@ class Crawler:
         await self.manager.crawl_finished()
         if pages == 0:
             raise CrawlFailed(errors)
-        return {"ip_id": ip_id, "task_id": task_id, "crawled_at": started, "items": list(items.values()),
+        return {"ip_id": ip_id, "task_id": task_id, "crawled_at": crawled_at, "items": list(items.values()),
                 "pages_crawled": pages, "errors": errors, "duration": round(time.time() - started, 3)}
 
     async def _after_page(self, kind: ErrorKind | None) -> None:

@@ -1,0 +1,146 @@
+"""``animetop demo``: the whole system doing its real job, offline, in a couple of minutes.
+
+It starts the embedded Redis and SQLite under ``var/demo``, the market
+simulator with an accelerated clock, and the Procfile's three process types
+(scheduler, crawler, worker) as separate processes; loads a sample of real IP
+keywords; shows progress while some simulated hours of crawls go by; prints
+the leaderboard; and stops everything (no Chromium or redis-server left).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+SAMPLE_IPS = ["鬼滅の刃", "呪術廻戦", "ONE PIECE", "推しの子", "チェンソーマン", "葬送のフリーレン", "SPY×FAMILY",
+              "ブルーロック", "薬屋のひとりごと", "ダンジョン飯", "僕のヒーローアカデミア", "ハイキュー!!"]
+
+
+def demo_env(data_dir: Path, sim_url: str, speed: float, anchor: float, chromium: str) -> dict[str, str]:
+    """Settings of every demo process: all the same clock, schedule intervals in simulated time."""
+    return {
+        "DATA_DIR": str(data_dir),
+        "MERCARI_BASE_URL": sim_url,
+        "CHROMIUM_PATH": chromium,
+        "CHROMIUM_NO_SANDBOX": "true" if os.geteuid() == 0 else "false",
+        "CLOCK_SPEED": str(speed),
+        "CLOCK_ANCHOR": str(anchor),
+        "SCHEDULER_BASE_INTERVAL": "1h", "SCHEDULER_MIN_INTERVAL": "30m", "SCHEDULER_MAX_INTERVAL": "1h",
+        "SCHEDULER_STARTUP_SPREAD": "10m", "SCHEDULER_BACKPRESSURE_THRESHOLD": "6",
+        "JANITOR_TIMEOUT": "6h", "JANITOR_INTERVAL": "1h",
+        "CRAWLER_PROCESSES": "1", "CRAWLER_THREADS": "2", "CRAWL_MAX_PAGES": "2",
+        "WORKER_PROCESSES": "1", "WORKER_THREADS": "4", "WORKER_SHUTDOWN_TIMEOUT": "20s",
+        "LOG_LEVEL": "WARNING",
+    }
+
+
+def run_demo(minutes: float, speed: float, ips: int, keep: bool = False) -> int:
+    from .app import configure_logging
+    from .clock import Clock, set_clock
+    from .crawler.install import ensure_chromium
+    from .db import bind_database, create_tables
+    from .embedded_redis import EmbeddedRedis
+    from .ip_catalogue import Catalogue
+    from .read_side import ReadSide, display_ljust
+    from .redis_state import state_redis
+    from .schedule import ScheduleStore
+    from .settings import load_settings, use_settings
+    from .simulator import MarketSimulator
+
+    configure_logging("WARNING")
+    data_dir = Path("var/demo").resolve()
+    EmbeddedRedis(data_dir).stop()
+    if data_dir.exists():
+        shutil.rmtree(data_dir)  # a fresh market every run: running it twice in a row works
+    print("• checking Chromium …", flush=True)
+    chromium = ensure_chromium()
+    anchor = time.time()
+    clock = Clock(speed, anchor)
+    set_clock(clock)
+    sim = MarketSimulator(at=clock.now(), speed=speed).start()
+    env = demo_env(data_dir, sim.url, speed, anchor, chromium)
+    settings = load_settings(env)
+    use_settings(settings)
+    bind_database(settings.database_url_resolved)
+    create_tables()
+    catalogue = Catalogue(ScheduleStore(state_redis(settings)), settings, clock)
+    for keyword in SAMPLE_IPS[:ips]:
+        catalogue.add(keyword)
+    print(f"• market simulator on {sim.url} at {speed:g}x; {ips} IPs loaded; data in {data_dir}", flush=True)
+
+    logs = data_dir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    procs = {}
+    for kind in ("scheduler", "crawler", "worker"):
+        log = open(logs / f"{kind}.log", "w")
+        procs[kind] = subprocess.Popen([sys.executable, "-m", "lib.cli", "run", kind], env={**os.environ, **env},
+                                       stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    print(f"• started scheduler, crawler and worker (logs in {logs}); running {minutes:g} min "
+          f"≈ {minutes * speed / 60:.1f} simulated hours", flush=True)
+    started = clock.now()
+    try:
+        deadline = time.monotonic() + minutes * 60
+        while time.monotonic() < deadline:
+            time.sleep(min(10, max(0.5, deadline - time.monotonic())))
+            print("  " + progress(settings, clock, started), flush=True)
+            dead = [k for k, p in procs.items() if p.poll() is not None]
+            if dead:
+                print(f"! {', '.join(dead)} exited; see {logs}", flush=True)
+                break
+    except KeyboardInterrupt:
+        print("\n• interrupted", flush=True)
+    finally:
+        print("• stopping the process types (in-flight work finishes first) …", flush=True)
+        for proc in procs.values():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in procs.values():
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+        sim.stop()
+
+    hours = max(1, int((clock.now() - started) // 3600) + 1)
+    side = ReadSide(settings, state_redis(settings), clock)
+    print(f"\nLeaderboard by outflow (sales), last {hours} simulated hours:")
+    print(f"{'#':>3}  {'IP':22} {'INFLOW':>7} {'OUTFLOW':>8} {'LIQUIDITY':>10}")
+    for row in side.leaderboard("outflow", hours, 20):
+        liquidity = f"{row['liquidity']:.2f}" if row["liquidity"] is not None else "-"
+        print(f"{row['rank']:>3}  {display_ljust(row['keyword'], 22)} {row['inflow']:>7} {row['outflow']:>8} "
+              f"{liquidity:>10}")
+    if not keep:
+        EmbeddedRedis(data_dir).stop()
+    print(f"""
+Where to look next:
+  DATA_DIR={data_dir} animetop ip show 1 --hours {hours}
+  DATA_DIR={data_dir} animetop leaderboard --by liquidity --hours {hours}
+  logs of each process type: {logs}
+  (those start the demo's embedded Redis again; `DATA_DIR={data_dir} animetop redis stop` ends it)
+  for real: set REDIS_URL, BROKER_URL, DATABASE_URL (MySQL) and PROXY_URLS, then `honcho start` (see README)""")
+    return 0
+
+
+def progress(settings, clock, started: float) -> str:
+    """One line: simulated time elapsed, crawls applied, items seen, queue depths."""
+    from models import AppliedResult, ItemSnapshot
+    from .db import database
+    from .redis_state import connect
+
+    broker = connect(settings.broker_url_resolved)
+    try:
+        depths = {q: broker.llen(f"animetop:{q}") for q in ("crawl", "pipeline")}
+    finally:
+        broker.close()
+    try:
+        crawls, items = AppliedResult.select().count(), ItemSnapshot.select().count()
+    finally:
+        database.close()
+    elapsed = (clock.now() - started) / 3600
+    return (f"simulated +{elapsed:4.1f} h | crawls applied {crawls:4d} | items seen {items:6d} | "
+            f"queued: crawl {depths['crawl']}, pipeline {depths['pipeline']}")
