@@ -335,6 +335,29 @@ def cmd_collect(args) -> int:
     return 0
 
 
+@command("status")
+def cmd_status(args) -> int:
+    from .redis_state import state_redis
+    from .status import gather, render
+
+    broker = _broker()
+    settings = _settings()
+    while True:
+        status = gather(settings, broker, state_redis(settings))
+        if args.format == "json":
+            print(json.dumps(status, ensure_ascii=False, indent=2, default=str))
+        else:
+            if args.watch:
+                print("\033[2J\033[H", end="")
+            print(render(status), flush=True)
+        if not args.watch:
+            return 0
+        try:
+            time.sleep(args.interval)
+        except KeyboardInterrupt:
+            return 0
+
+
 @command("demo")
 def cmd_demo(args) -> int:
     from .demo import run_demo
@@ -577,6 +600,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--filter-days", type=int, default=7)
     p.add_argument("--max-expired", type=int, default=3, help="add: expired batches in a row that end a first run")
     p.add_argument("--interval", type=int, default=3600, help="add: seconds between runs")
+
+    p = sub.add_parser("status", help="queue depths, in-flight crawls, schedule, locks, recent errors")
+    p.add_argument("--watch", action="store_true", help="refresh until Ctrl-C")
+    p.add_argument("--interval", type=float, default=2.0)
+    p.add_argument("--format", choices=["table", "json"], default="table")
 
     p = sub.add_parser("demo", help="run the whole system offline against the simulator for a few minutes")
     p.add_argument("--minutes", type=float, default=2.0)
