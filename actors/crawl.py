@@ -3,6 +3,7 @@
 import dramatiq
 
 from lib.crawler.crawl import process_crawler
+from lib.metrics import observe_crawl
 from lib.queues import CRAWL
 from lib.result_processor import PROCESS_RESULT_OPTIONS
 from lib.schedule_tick import CRAWL_ACTOR
@@ -14,4 +15,5 @@ from lib.settings import get_settings
                 releases_in_flight=lambda ip_id, *_, **__: ip_id)
 async def crawl_ip(ip_id: int, keyword: str, task_id: str) -> None:
     result = await process_crawler(get_settings()).crawl(ip_id, keyword, task_id)
+    observe_crawl(result["duration"], result["pages_crawled"], result["errors"])
     dramatiq.get_broker().get_actor(PROCESS_RESULT_OPTIONS["actor_name"]).send(**result)

@@ -1,8 +1,11 @@
 """process_result: applies one crawl result (logic in ``lib.result_processor``)."""
 
+import time
+
 import dramatiq
 
 from lib.clock import get_clock, naive_utc
+from lib.metrics import observe_result
 from lib.notify import NOTIFY_ACTOR_OPTIONS, pending_alerts
 
 from lib.redis_state import state_redis
@@ -15,7 +18,9 @@ def process_result(ip_id: int, task_id: str, crawled_at: float, items: list, pag
                    errors: dict | None = None, duration: float = 0.0) -> None:
     result = CrawlResult.parse(ip_id, task_id, crawled_at, items, pages_crawled, errors)
     settings = get_settings()
+    started = time.perf_counter()
     ResultProcessor(settings, state_redis()).apply(result)
+    observe_result(time.perf_counter() - started, len(result.items))
     if settings.notify_webhook_urls:
         since = naive_utc(get_clock().now() - 3600)
         for alert_id in pending_alerts(ip_id, since):

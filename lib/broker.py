@@ -25,6 +25,7 @@ from .middleware import (
 from .middleware.browser import BrowserShutdown
 from .middleware.dead_letters import describe
 from .middleware.event_loop import AsyncIO
+from .metrics import Metrics
 from .redis_state import connect, ensure_redis_server, state_redis
 from .settings import Settings
 
@@ -102,6 +103,7 @@ def build_middleware(settings: Settings, redis_client: Callable[[], redis.Redis]
     keeper = LeaseKeeper()
     reasons = ReasonStore(redis_client, ttl_ms=_ms(settings.dead_message_ttl))
     middleware = [
+        Metrics(),
         AgeLimit(),
         TimeLimit(time_limit=_ms(settings.actor_time_limit)),
         ShutdownNotifications(),

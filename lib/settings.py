@@ -253,6 +253,8 @@ SPECS: tuple[Spec, ...] = (
     Spec("NOTIFY_TIMEOUT", "10s", parse_duration, "Time limit of one webhook request."),
     Spec("DASHBOARD_URL", "http://127.0.0.1:8790", _url("http", "https"),
          "Base URL of the dashboard, for links in notifications."),
+    Spec("METRICS_PORT", "9191", _positive_int,
+         "Prometheus /metrics of the worker process type on 127.0.0.1 (the crawler's on the next port)."),
     # time
     Spec("CLOCK_SPEED", "1", _positive_float,
          "How many times faster than real time the app's clock runs (the demo's accelerated market)."),

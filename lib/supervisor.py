@@ -131,6 +131,11 @@ class Supervisor:
 
 
 def run_process_type(process_type: str, settings: Settings, actors: str = "actors") -> int:
+    from .metrics import PORT_ENV
+
     command = command_for(process_type, settings, actors)
+    ports = {"worker": settings.metrics_port, "crawler": settings.metrics_port + 1}
+    if process_type in ports:
+        os.environ[PORT_ENV] = str(ports[process_type])
     # Dramatiq's own shutdown timeout, plus time for the process to exit.
     return Supervisor(command, grace=settings.worker_shutdown_timeout + 15).run()

@@ -19,7 +19,8 @@ from models import AppliedResult, IpStatsHourly
 from .conftest import MYSQL_URL, need
 from .helpers import TcpProxy, wait_for
 
-T0 = time.time() - time.time() % 3600
+_NOW = time.time()
+T0 = _NOW - _NOW % 3600  # an hour boundary (one reading of the clock, not two)
 
 
 def declare(broker, settings):

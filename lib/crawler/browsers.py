@@ -24,6 +24,7 @@ Launcher = Callable[[str | None], Awaitable[Browser]]
 class _Slot:
     def __init__(self, browser: Browser) -> None:
         self.browser = browser
+        self.dead = False  # set when using it failed in a way only a dead browser fails
         self.open_pages = 0
         self.idle = asyncio.Event()
         self.idle.set()
@@ -47,7 +48,7 @@ class BrowserManager:
 
     async def _slot(self) -> _Slot:
         async with self._switch:
-            if self._current is None or not self._current.browser.alive():
+            if self._current is None or self._current.dead or not self._current.browser.alive():
                 if self._current is not None:
                     logger.warning("browser (pid %s) died: starting a new one", self._current.browser.pid)
                     self._retire(self._current, wait=False)
@@ -64,7 +65,11 @@ class BrowserManager:
             slot.idle.clear()
             tab = None
             try:
-                tab = await slot.browser.new_tab(self.api_pattern, self.block_resources)
+                try:
+                    tab = await slot.browser.new_tab(self.api_pattern, self.block_resources)
+                except DriverError:
+                    slot.dead = True  # the next page gets a new browser
+                    raise
                 yield tab
             finally:
                 if tab is not None:

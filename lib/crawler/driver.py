@@ -180,8 +180,9 @@ class Browser:
     def alive(self) -> bool:
         process = getattr(self._browser, "process", None)
         connection = getattr(self._browser, "_connection", None)
-        return bool(process and process.poll() is None and connection is not None
-                    and not getattr(connection, "_closed", False))
+        connected = connection is not None and getattr(connection, "_connected", True) \
+            and not getattr(connection, "_closed", False)
+        return bool(process and process.poll() is None and connected)
 
     async def new_tab(self, api_pattern: str, block_resources: bool) -> Tab:
         try:
