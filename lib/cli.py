@@ -358,6 +358,25 @@ def cmd_status(args) -> int:
             return 0
 
 
+@command("dashboard")
+def cmd_dashboard(args) -> int:
+    from .dashboard import Dashboard, summary_status
+    from .redis_state import state_redis
+
+    broker = _broker()
+    settings = _settings()
+    side = _read_side()
+    dash = Dashboard(settings, side, lambda: summary_status(settings, state_redis(settings), broker),
+                     port=args.port).start()
+    print(f"dashboard on {dash.url} (read-only; Ctrl-C stops it)", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        dash.stop()
+    return 0
+
+
 @command("demo")
 def cmd_demo(args) -> int:
     from .demo import run_demo
@@ -605,6 +624,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--watch", action="store_true", help="refresh until Ctrl-C")
     p.add_argument("--interval", type=float, default=2.0)
     p.add_argument("--format", choices=["table", "json"], default="table")
+
+    p = sub.add_parser("dashboard", help="serve the read-only web dashboard")
+    p.add_argument("--port", type=int, default=8790)
 
     p = sub.add_parser("demo", help="run the whole system offline against the simulator for a few minutes")
     p.add_argument("--minutes", type=float, default=2.0)
