@@ -19,8 +19,8 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(process)d %(name)s: %(message)s"
 def configure_logging(level: str) -> None:
     logging.basicConfig(level=level, format=LOG_FORMAT)
     logging.getLogger().setLevel(level)
-    # pyppeteer and websockets narrate every CDP frame at INFO/DEBUG.
-    for noisy in ("pyppeteer", "websockets", "pika", "urllib3"):
+    # pyppeteer and websockets narrate every CDP frame, Dramatiq every boot step: quiet unless DEBUG.
+    for noisy in ("pyppeteer", "websockets", "pika", "urllib3", "dramatiq", "periodiq"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLevelName(level)))
 
 

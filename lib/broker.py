@@ -24,6 +24,7 @@ from .middleware import (
 )
 from .middleware.browser import BrowserShutdown
 from .middleware.dead_letters import describe
+from .middleware.event_log import EventLog
 from .middleware.event_loop import AsyncIO
 from .metrics import Metrics
 from .redis_state import connect, ensure_redis_server, state_redis
@@ -103,6 +104,8 @@ def build_middleware(settings: Settings, redis_client: Callable[[], redis.Redis]
     keeper = LeaseKeeper()
     reasons = ReasonStore(redis_client, ttl_ms=_ms(settings.dead_message_ttl))
     middleware = [
+        # first, so its "after" hook runs last and sees what Retries decided
+        EventLog(),
         Metrics(),
         AgeLimit(),
         TimeLimit(time_limit=_ms(settings.actor_time_limit)),

@@ -1,5 +1,7 @@
 """Retries with backoff, then the dead-letter queue, then the dead-letter tool (Redis broker)."""
 
+import time
+
 import dramatiq
 import redis
 
@@ -106,3 +108,29 @@ def test_time_limit_per_actor(broker, settings, start_worker):
     dead = wait_for(lambda: letters.list("work"), timeout=20, what="the timed-out message dead-lettered")
     assert "TimeLimitExceeded" in dead[0].reason
     assert r.get("started") == b"1" and r.get("finished") is None
+
+
+def test_one_structured_event_line_per_message(broker, settings, start_worker, caplog):
+    import logging
+
+    r = state_redis(settings)
+
+    @dramatiq.actor(broker=broker, queue_name="work", max_retries=0)
+    def crawlish(ip_id: int, task_id: str) -> None:
+        if task_id == "bad":
+            raise RuntimeError("nope")
+        r.incr("ok")
+
+    with caplog.at_level(logging.INFO, logger="animetop.events"):
+        crawlish.send(3, "t-1")
+        crawlish.send(4, "bad")
+        start_worker(broker)
+        letters = DeadLetters.for_broker(broker, broker.reasons)
+        wait_for(lambda: letters.list("work") and r.get("ok"), what="both messages handled")
+        time.sleep(0.2)
+    lines = [rec.getMessage() for rec in caplog.records if rec.name == "animetop.events"]
+    ok = [x for x in lines if "task_id=t-1" in x]
+    bad = [x for x in lines if "task_id=bad" in x]
+    assert len(ok) == 1 and "actor=crawlish" in ok[0] and "ip_id=3" in ok[0] and "outcome=ok" in ok[0]
+    assert "duration_ms=" in ok[0]
+    assert len(bad) == 1 and "outcome=failed" in bad[0] and 'error="RuntimeError: nope"' in bad[0]

@@ -1,0 +1,57 @@
+"""One structured log line per message: what ran, for which task and IP, how long, and how it ended."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import threading
+import time
+
+from dramatiq import Middleware
+
+logger = logging.getLogger("animetop.events")
+
+#: Message arguments worth a field in the event line.
+FIELDS = ("task_id", "ip_id", "kind", "group_id", "alert_id", "task")
+
+
+def _fields(broker, message) -> str:
+    """The interesting arguments, whether they were passed by position or by name."""
+    arguments = dict(message.kwargs)
+    if message.args:
+        try:
+            fn = broker.get_actor(message.actor_name).fn
+            arguments = inspect.signature(fn).bind_partial(*message.args, **message.kwargs).arguments
+        except Exception:  # an argument mismatch is reported by ArgumentCheck, not here
+            pass
+    return " ".join(f"{name}={arguments[name]}" for name in FIELDS if name in arguments)
+
+
+class EventLog(Middleware):
+    """``event=message actor=… queue=… id=… task_id=… ip_id=… outcome=ok|retry|failed|skipped duration_ms=…``"""
+
+    def __init__(self) -> None:
+        self._started: dict[str, float] = {}
+        self._mutex = threading.Lock()
+
+    def before_process_message(self, broker, message):
+        with self._mutex:
+            self._started[message.message_id] = time.perf_counter()
+
+    def _log(self, broker, message, outcome: str, exception=None) -> None:
+        with self._mutex:
+            started = self._started.pop(message.message_id, None)
+        duration = f" duration_ms={(time.perf_counter() - started) * 1000:.0f}" if started else ""
+        error = f' error="{type(exception).__name__}: {str(exception)[:200]}"' if exception is not None else ""
+        line = (f"event=message actor={message.actor_name} queue={message.queue_name} id={message.message_id} "
+                f"{_fields(broker, message)} outcome={outcome}{duration}{error}").replace("  ", " ")
+        (logger.warning if outcome == "failed" else logger.info)(line)
+
+    def after_process_message(self, broker, message, *, result=None, exception=None):
+        if exception is None:
+            self._log(broker, message, "ok")
+        else:
+            self._log(broker, message, "failed" if message.failed else "retry", exception)
+
+    def after_skip_message(self, broker, message):
+        self._log(broker, message, "skipped")
