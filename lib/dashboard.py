@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import logging
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
 
 from .db import database
 from .read_side import LEADERBOARD_KINDS, ReadSide
 from .settings import Settings
+
+from .local_server import LocalHttpServer
 
 logger = logging.getLogger(__name__)
 
@@ -105,27 +106,15 @@ fetch(`/api/ip/%(ip_id)s?hours=${hours}`).then(r => r.json()).then(d => {
 </script></body></html>"""
 
 
-class Dashboard:
+class Dashboard(LocalHttpServer):
+    name = "dashboard"
+
     def __init__(self, settings: Settings, read_side: ReadSide, status: callable, port: int = 8790,
                  host: str = "127.0.0.1") -> None:
         self.settings = settings
         self.read_side = read_side
         self.status = status
-        self.server = ThreadingHTTPServer((host, port), self._handler())
-        self.server.daemon_threads = True
-
-    @property
-    def url(self) -> str:
-        host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def start(self) -> "Dashboard":
-        threading.Thread(target=self.server.serve_forever, name="dashboard", daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(self._handler(), port, host)
 
     def _handler(self):
         dash = self

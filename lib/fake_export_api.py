@@ -20,8 +20,10 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
+
+from .local_server import LocalHttpServer
 
 
 @dataclass
@@ -46,8 +48,9 @@ class FakeTask:
         return self.rows
 
 
-class FakeExportApi:
+class FakeExportApi(LocalHttpServer):
     """The server; ``start()`` runs it in a thread on 127.0.0.1 (port 0 picks a free one)."""
+    name = "fake-export-api"
 
     def __init__(self, port: int = 0, *, token_ttl: float = 3600, rate_limit: float = 20.0,
                  username: str = "demo", password: str = "demo") -> None:
@@ -61,20 +64,7 @@ class FakeExportApi:
         self.down = False  # answer 503 to everything (an outage)
         self._recent: list[float] = []
         self._lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
-        self.server.daemon_threads = True
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def start(self) -> "FakeExportApi":
-        threading.Thread(target=self.server.serve_forever, name="fake-export-api", daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(self._handler(), port)
 
     def add_task(self, task_id: str, rows: int, spacing_minutes: float = 10.0, bad_every: int = 0,
                  anchor: float | None = None) -> FakeTask:

@@ -201,3 +201,30 @@ def pending_alerts(ip_id: int, since) -> list[int]:
     handled = AlertDelivery.select(AlertDelivery.alert_id)
     return [a.id for a in IpAlert.select(IpAlert.id).where((IpAlert.ip_id == ip_id) & (IpAlert.created_at >= since)
                                                            & IpAlert.id.not_in(handled))]
+
+
+def handle_alert(notifier: "Notifier", alert_id: int, send_delivery) -> int:
+    """What ``notify_alert`` does: the dedup layers, then one delivery message per channel. Returns how
+    many deliveries were sent out."""
+    alert = IpAlert.get_or_none(IpAlert.id == alert_id)
+    if alert is None:
+        from .errors import BadMessage
+
+        raise BadMessage(f"no alert {alert_id}")
+    if not notifier.admit(alert):
+        for channel in notifier.channels:
+            notifier.record(alert_id, channel, DEDUPLICATED)
+        return 0
+    for index in range(len(notifier.channels)):
+        send_delivery(alert_id, index)
+    return len(notifier.channels)
+
+
+def deliver_once(settings: Settings, alert_id: int, channel: int, attempt: int) -> str:
+    """What ``deliver_alert`` does: one try; a transient failure becomes a Dramatiq Retry after the delay."""
+    import dramatiq
+
+    try:
+        return Notifier(settings, None).deliver(alert_id, channel, attempt)
+    except TransientDeliveryError:
+        raise dramatiq.Retry(delay=int(settings.notify_retry_delay * 1000)) from None

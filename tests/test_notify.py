@@ -11,8 +11,8 @@ import redis as redis_lib
 
 from lib.clock import naive_utc
 from lib.ip_catalogue import Catalogue
-from lib.notify import DEDUPLICATED, DELIVER_ACTOR_OPTIONS, FAILED, NOTIFY_ACTOR_OPTIONS, SENT, Notifier
-from lib.notify import TransientDeliveryError
+from lib.notify import (DELIVER_ACTOR_OPTIONS, FAILED, NOTIFY_ACTOR_OPTIONS, SENT, Notifier, deliver_once,
+                        handle_alert)
 from lib.redis_state import state_redis
 from lib.schedule import ScheduleStore
 from lib.settings import load_settings
@@ -72,24 +72,13 @@ def wired(db, env, broker, receiver, start_worker):
 
     @dramatiq.actor(broker=broker, **NOTIFY_ACTOR_OPTIONS)
     def notify_alert(alert_id: int) -> None:
-        notifier = Notifier(settings, r)
-        alert = IpAlert.get_by_id(alert_id)
-        if not notifier.admit(alert):
-            for channel in notifier.channels:
-                notifier.record(alert_id, channel, DEDUPLICATED)
-            return
-        for index in range(len(notifier.channels)):
-            deliver_alert.send(alert_id, index)
+        handle_alert(Notifier(settings, r), alert_id, deliver_alert.send)
 
     @dramatiq.actor(broker=broker, **DELIVER_ACTOR_OPTIONS(settings))
     def deliver_alert(alert_id: int, channel: int) -> None:
         from dramatiq.middleware import CurrentMessage
 
-        attempt = CurrentMessage.get_current_message().options.get("retries", 0) + 1
-        try:
-            Notifier(settings, None).deliver(alert_id, channel, attempt)
-        except TransientDeliveryError:
-            raise dramatiq.Retry(delay=int(settings.notify_retry_delay * 1000)) from None
+        deliver_once(settings, alert_id, channel, CurrentMessage.get_current_message().options.get("retries", 0) + 1)
 
     ip = Catalogue(ScheduleStore(r), settings).add("推しの子")
     start_worker(broker, threads=4)

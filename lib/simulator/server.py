@@ -14,11 +14,13 @@ from __future__ import annotations
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
 
 from . import market
 from .page import CAPTCHA, CLOUDFLARE_403, CLOUDFLARE_CHALLENGE, SCRIM, SEARCH_PAGE, TOO_MANY
+
+from ..local_server import LocalHttpServer
 
 PAGE_SIZE = 120
 API_PATH = "/v2/entities:search"
@@ -41,7 +43,9 @@ class SimClock:
         return self._base + (time.monotonic() - self._real) * self.speed
 
 
-class MarketSimulator:
+class MarketSimulator(LocalHttpServer):
+    name = "market-simulator"
+
     def __init__(self, port: int = 0, *, at: float | None = None, speed: float = 1.0) -> None:
         self.clock = SimClock(at, speed)
         self.mode = "normal"
@@ -49,20 +53,7 @@ class MarketSimulator:
         self.delay_ms = 0
         self.counters = {"pages": 0, "api": 0, "blocked": 0}
         self._lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
-        self.server.daemon_threads = True
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def start(self) -> "MarketSimulator":
-        threading.Thread(target=self.server.serve_forever, name="market-simulator", daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(self._handler(), port)
 
     def set_mode(self, mode: str, count: int | None = None, delay_ms: int = 0) -> None:
         if mode not in MODES:
