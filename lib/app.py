@@ -20,7 +20,7 @@ def configure_logging(level: str) -> None:
     logging.basicConfig(level=level, format=LOG_FORMAT)
     logging.getLogger().setLevel(level)
     # pyppeteer and websockets narrate every CDP frame, Dramatiq every boot step: quiet unless DEBUG.
-    for noisy in ("pyppeteer", "websockets", "pika", "urllib3", "dramatiq", "periodiq"):
+    for noisy in ("pyppeteer", "websockets", "pika", "urllib3", "dramatiq"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLevelName(level)))
 
 

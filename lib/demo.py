@@ -106,7 +106,8 @@ def run_demo(minutes: float, speed: float, ips: int, keep: bool = False) -> int:
                 os.killpg(proc.pid, signal.SIGKILL)
         sim.stop()
 
-    hours = max(1, int((clock.now() - started) // 3600) + 1)
+    # every hour bucket the run touched, from the first to the current one
+    hours = int((clock.now() // 3600) - (started // 3600)) + 1
     side = ReadSide(settings, state_redis(settings), clock)
     print(f"\nLeaderboard by outflow (sales), last {hours} simulated hours:")
     print(f"{'#':>3}  {'IP':22} {'INFLOW':>7} {'OUTFLOW':>8} {'LIQUIDITY':>10}")
@@ -114,6 +115,7 @@ def run_demo(minutes: float, speed: float, ips: int, keep: bool = False) -> int:
         liquidity = f"{row['liquidity']:.2f}" if row["liquidity"] is not None else "-"
         print(f"{row['rank']:>3}  {display_ljust(row['keyword'], 22)} {row['inflow']:>7} {row['outflow']:>8} "
               f"{liquidity:>10}")
+    print(f"dead letters: {dead_letters(settings)}")
     if not keep:
         EmbeddedRedis(data_dir).stop()
     print(f"""
@@ -144,3 +146,14 @@ def progress(settings, clock, started: float) -> str:
     elapsed = (clock.now() - started) / 3600
     return (f"simulated +{elapsed:4.1f} h | crawls applied {crawls:4d} | items seen {items:6d} | "
             f"queued: crawl {depths['crawl']}, pipeline {depths['pipeline']}")
+
+
+def dead_letters(settings) -> int:
+    """Messages that failed for good during the run (a healthy demo has none)."""
+    from .redis_state import connect
+
+    broker = connect(settings.broker_url_resolved)
+    try:
+        return sum(int(broker.zcard(key)) for key in broker.scan_iter(match="animetop:*.XQ"))
+    finally:
+        broker.close()

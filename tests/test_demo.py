@@ -28,7 +28,11 @@ def test_demo_runs_twice_and_leaves_nothing_behind(tmp_path, chromium):
         crawls = [int(m) for m in re.findall(r"crawls applied\s+(\d+)", result.stdout)]
         assert crawls and crawls[-1] >= 3, result.stdout  # every IP crawled at least once
         board = result.stdout.split("Leaderboard by outflow")[1]
-        assert len(re.findall(r"^\s+\d+\s+\S", board, re.M)) == 3  # the three IPs ranked
+        ranked = re.findall(r"^\s+(\d+)\s+.+?\s+(\d+)\s+(\d+)\s+\S+$", board, re.M)
+        assert [r[0] for r in ranked] == ["1", "2", "3"]  # the three IPs ranked
+        outflows = [int(r[2]) for r in ranked]
+        assert outflows == sorted(outflows, reverse=True)  # by outflow
+        assert "dead letters: 0" in result.stdout
     data = str(tmp_path / "var" / "demo").encode()
     assert _running(data + b"/redis.sock") == []  # the demo's redis-server is stopped
     assert _running(b"animetop-chromium-") == []  # and no Chromium
