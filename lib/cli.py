@@ -368,12 +368,17 @@ def cmd_dashboard(args) -> int:
     side = _read_side()
     dash = Dashboard(settings, side, lambda: summary_status(settings, state_redis(settings), broker),
                      port=args.port).start()
-    print(f"dashboard on {dash.url} (read-only; Ctrl-C stops it)", flush=True)
+    return _serve_until_interrupted(dash, f"dashboard on {dash.url} (read-only)")
+
+
+def _serve_until_interrupted(server, banner: str) -> int:
+    """Keep a background server (LocalHttpServer) up until Ctrl-C."""
+    print(f"{banner}; Ctrl-C stops it", flush=True)
     try:
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:
-        dash.stop()
+        server.stop()
     return 0
 
 
@@ -386,38 +391,24 @@ def cmd_demo(args) -> int:
 
 @command("simulator")
 def cmd_simulator(args) -> int:
-    import time
-
     from .simulator import MarketSimulator
 
     sim = MarketSimulator(args.port, speed=args.speed).start()
-    print(f"market simulator on {sim.url} (speed {args.speed}x); point MERCARI_BASE_URL at it. "
-          f"Try {sim.url}/search?keyword=%E9%AC%BC%E6%BB%85%E3%81%AE%E5%88%83&status=on_sale")
-    try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        sim.stop()
-    return 0
+    return _serve_until_interrupted(
+        sim, f"market simulator on {sim.url} (speed {args.speed}x); point MERCARI_BASE_URL at it. "
+             f"Try {sim.url}/search?keyword=%E9%AC%BC%E6%BB%85%E3%81%AE%E5%88%83&status=on_sale")
 
 
 @command("fake-export-api")
 def cmd_fake_export_api(args) -> int:
-    import time
-
     from .fake_export_api import FakeExportApi
 
     api = FakeExportApi(args.port).start()
     for spec in args.task:
         name, _, rows = spec.partition(":")
         api.add_task(name, int(rows or 1000), bad_every=args.bad_every)
-    print(f"fake export API on {api.url} (user demo / password demo); tasks: {', '.join(api.tasks) or 'none'}")
-    try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        api.stop()
-    return 0
+    return _serve_until_interrupted(
+        api, f"fake export API on {api.url} (user demo / password demo); tasks: {', '.join(api.tasks) or 'none'}")
 
 
 # -- alerts ----------------------------------------------------------------------

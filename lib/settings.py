@@ -43,44 +43,29 @@ def parse_duration(raw: str) -> float:
     return seconds
 
 
-def _positive_int(raw: str) -> int:
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        raise ValueError(f"expected a whole number; got {raw!r}") from None
-    if value <= 0:
-        raise ValueError(f"must be at least 1; got {raw!r}")
-    return value
+def _number(kind: type, *, at_least: float | None = None, above: float | None = None) -> Callable[[str], Any]:
+    """A parser of whole numbers (``int``) or numbers (``float``) with a lower bound."""
+    noun = "a whole number" if kind is int else "a number"
+
+    def parse(raw: str):
+        try:
+            value = kind(raw.strip())
+        except ValueError:
+            raise ValueError(f"expected {noun}; got {raw!r}") from None
+        if above is not None and not value > above:
+            raise ValueError(f"must be above {above:g}; got {raw!r}")
+        if at_least is not None and value < at_least:
+            bound = "must not be negative" if at_least == 0 else f"must be at least {at_least:g}"
+            raise ValueError(f"{bound}; got {raw!r}")
+        return value
+
+    return parse
 
 
-def _non_negative_int(raw: str) -> int:
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        raise ValueError(f"expected a whole number; got {raw!r}") from None
-    if value < 0:
-        raise ValueError(f"must not be negative; got {raw!r}")
-    return value
-
-
-def _positive_float(raw: str) -> float:
-    try:
-        value = float(raw.strip())
-    except ValueError:
-        raise ValueError(f"expected a number; got {raw!r}") from None
-    if not value > 0:
-        raise ValueError(f"must be above 0; got {raw!r}")
-    return value
-
-
-def _non_negative_float(raw: str) -> float:
-    try:
-        value = float(raw.strip())
-    except ValueError:
-        raise ValueError(f"expected a number; got {raw!r}") from None
-    if value < 0:
-        raise ValueError(f"must not be negative; got {raw!r}")
-    return value
+_positive_int = _number(int, at_least=1)
+_non_negative_int = _number(int, at_least=0)
+_positive_float = _number(float, above=0)
+_non_negative_float = _number(float, at_least=0)
 
 
 def _timezone(raw: str) -> str:
