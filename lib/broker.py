@@ -161,6 +161,16 @@ def build_broker(settings: Settings, *, namespace: str = NAMESPACE) -> Broker:
     return broker
 
 
+def queue_counts(broker: Broker, queue: str) -> dict[str, int]:
+    """Ready, delayed and dead-lettered messages of a queue."""
+    if isinstance(broker, RedisBroker):
+        client, ns = broker.client, broker.namespace
+        return {"ready": int(client.llen(f"{ns}:{queue}")), "delayed": int(client.hlen(f"{ns}:{queue}.DQ.msgs")),
+                "dead": int(client.zcard(f"{ns}:{queue}.XQ"))}
+    ready, delayed, dead = broker.get_queue_message_counts(queue)
+    return {"ready": ready, "delayed": delayed, "dead": dead}
+
+
 def queue_depth(broker: Broker, queue_name: str) -> int:
     """Messages waiting in a queue (not counting delayed or in-flight ones)."""
     if isinstance(broker, RedisBroker):

@@ -171,10 +171,9 @@ class Dashboard(LocalHttpServer):
 def summary_status(settings: Settings, client, broker) -> dict:
     """The small status block of the dashboard's front page."""
     from .queues import CRAWL
-    from .schedule import InFlight, ScheduleStore
-    from .status import queue_counts
-    from .queues import CRAWLER_QUEUES, WORKER_QUEUES
+    from .status import counts
 
-    counts = {q: queue_counts(broker, q) for q in (*CRAWLER_QUEUES, *WORKER_QUEUES)}
-    return {"scheduled_ips": ScheduleStore(client).count(), "in_flight": len(InFlight(client).members()),
-            "crawl_queue": counts[CRAWL]["ready"], "dead_letters": sum(c["dead"] for c in counts.values())}
+    now = counts(broker, client)
+    return {"scheduled_ips": now["scheduled_ips"], "in_flight": len(now["in_flight_crawls"]),
+            "crawl_queue": now["queues"][CRAWL]["ready"],
+            "dead_letters": sum(c["dead"] for c in now["queues"].values())}

@@ -41,6 +41,7 @@ def demo_env(data_dir: Path, sim_url: str, speed: float, anchor: float, chromium
 
 def run_demo(minutes: float, speed: float, ips: int, keep: bool = False) -> int:
     from .app import configure_logging
+    from .broker import build_broker
     from .clock import Clock, set_clock
     from .crawler.install import ensure_chromium
     from .db import bind_database, create_tables
@@ -68,6 +69,7 @@ def run_demo(minutes: float, speed: float, ips: int, keep: bool = False) -> int:
     use_settings(settings)
     bind_database(settings.database_url_resolved)
     create_tables()
+    broker = build_broker(settings)  # to read queue depths; the process types have their own
     catalogue = Catalogue(ScheduleStore(state_redis(settings)), settings, clock)
     for keyword in SAMPLE_IPS[:ips]:
         catalogue.add(keyword)
@@ -87,7 +89,7 @@ def run_demo(minutes: float, speed: float, ips: int, keep: bool = False) -> int:
         deadline = time.monotonic() + minutes * 60
         while time.monotonic() < deadline:
             time.sleep(min(10, max(0.5, deadline - time.monotonic())))
-            print("  " + progress(settings, clock, started), flush=True)
+            print("  " + progress(broker, clock, started), flush=True)
             dead = [k for k, p in procs.items() if p.poll() is not None]
             if dead:
                 print(f"! {', '.join(dead)} exited; see {logs}", flush=True)
@@ -115,7 +117,8 @@ def run_demo(minutes: float, speed: float, ips: int, keep: bool = False) -> int:
         liquidity = f"{row['liquidity']:.2f}" if row["liquidity"] is not None else "-"
         print(f"{row['rank']:>3}  {display_ljust(row['keyword'], 22)} {row['inflow']:>7} {row['outflow']:>8} "
               f"{liquidity:>10}")
-    print(f"dead letters: {dead_letters(settings)}")
+    print(f"dead letters: {dead_letters(broker)}")
+    broker.close()
     if not keep:
         EmbeddedRedis(data_dir).stop()
     print(f"""
@@ -128,17 +131,13 @@ Where to look next:
     return 0
 
 
-def progress(settings, clock, started: float) -> str:
+def progress(broker, clock, started: float) -> str:
     """One line: simulated time elapsed, crawls applied, items seen, queue depths."""
     from models import AppliedResult, ItemSnapshot
+    from .broker import queue_counts
     from .db import database
-    from .redis_state import connect
 
-    broker = connect(settings.broker_url_resolved)
-    try:
-        depths = {q: broker.llen(f"animetop:{q}") for q in ("crawl", "pipeline")}
-    finally:
-        broker.close()
+    depths = {q: queue_counts(broker, q)["ready"] for q in ("crawl", "pipeline")}
     try:
         crawls, items = AppliedResult.select().count(), ItemSnapshot.select().count()
     finally:
@@ -148,12 +147,9 @@ def progress(settings, clock, started: float) -> str:
             f"queued: crawl {depths['crawl']}, pipeline {depths['pipeline']}")
 
 
-def dead_letters(settings) -> int:
+def dead_letters(broker) -> int:
     """Messages that failed for good during the run (a healthy demo has none)."""
-    from .redis_state import connect
+    from .broker import queue_counts
+    from .queues import ALL_QUEUES
 
-    broker = connect(settings.broker_url_resolved)
-    try:
-        return sum(int(broker.zcard(key)) for key in broker.scan_iter(match="animetop:*.XQ"))
-    finally:
-        broker.close()
+    return sum(queue_counts(broker, q)["dead"] for q in ALL_QUEUES)

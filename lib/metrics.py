@@ -78,16 +78,14 @@ class StateCollector:
         from prometheus_client.core import GaugeMetricFamily
 
         from .broker import build_broker
-        from .queues import CRAWL, CRAWLER_QUEUES, WORKER_QUEUES
+        from .queues import CRAWL
         from .redis_state import state_redis
-        from .schedule import InFlight, ScheduleStore
         from .settings import get_settings
-        from .status import queue_counts
+        from .status import counts as current_counts
 
         settings = get_settings()
-        broker = _scrape_broker(settings, build_broker)
-        client = state_redis(settings)
-        counts = {q: queue_counts(broker, q) for q in (*CRAWLER_QUEUES, *WORKER_QUEUES)}
+        now = current_counts(_scrape_broker(settings, build_broker), state_redis(settings))
+        counts = now["queues"]
         pending = GaugeMetricFamily("animetop_scheduler_tasks_pending_in_queue", "Crawl tasks waiting in the queue.")
         pending.add_metric([], counts[CRAWL]["ready"])
         depth = GaugeMetricFamily("animetop_queue_depth", "Messages per queue and state.", labels=["queue", "state"])
@@ -97,9 +95,9 @@ class StateCollector:
             for state, value in c.items():
                 depth.add_metric([queue, state], value)
         scheduled = GaugeMetricFamily("animetop_scheduler_scheduled_ips", "IPs in the schedule.")
-        scheduled.add_metric([], ScheduleStore(client).count())
+        scheduled.add_metric([], now["scheduled_ips"])
         in_flight = GaugeMetricFamily("animetop_crawls_in_flight", "IPs with a crawl enqueued or running.")
-        in_flight.add_metric([], len(InFlight(client).members()))
+        in_flight.add_metric([], len(now["in_flight_crawls"]))
         yield from (pending, depth, dead, scheduled, in_flight)
 
 

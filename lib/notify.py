@@ -130,13 +130,16 @@ class Notifier:
         self.client = client
         self.clock = clock or get_clock()
         self.channels = [Channel.parse(u) for u in settings.notify_webhook_urls]
+        self._check_state = client.register_script(_CHECK_STATE) if client is not None else None
 
     def admit(self, alert: IpAlert) -> bool:
         """Layers 2 and 3: whether this alert's state should go out now. Redis down → yes."""
         new = state_hash(alert)
+        if self._check_state is None:
+            logger.warning("alert %s: no Redis for the dedup checks; delivering anyway", alert.id)
+            return True
         try:
-            check = self.client.register_script(_CHECK_STATE)
-            old = check(keys=[keys.notify_state(alert.ip_id, alert.rule)],
+            old = self._check_state(keys=[keys.notify_state(alert.ip_id, alert.rule)],
                         args=[new, int(self.settings.notify_dedup_window * 1000)])
             old = old.decode() if isinstance(old, bytes) else old
             if old == "=":
@@ -150,7 +153,7 @@ class Notifier:
                 logger.info("alert %s: event %s already processed", alert.id, event)
                 return False
             return True
-        except (redis.RedisError, AttributeError) as e:
+        except redis.RedisError as e:
             logger.warning("alert %s: Redis unavailable for the dedup checks (%s); delivering anyway "
                            "(rather a duplicate than a lost alert)", alert.id, e)
             return True

@@ -11,3 +11,4 @@ NOTIFY = "notify"
 #: Everything the ``worker`` process type consumes (all but the crawl queue).
 WORKER_QUEUES = (SCHEDULER, PIPELINE, POOL, COLLECT, NOTIFY, MAINTENANCE)
 CRAWLER_QUEUES = (CRAWL,)
+ALL_QUEUES = (*CRAWLER_QUEUES, *WORKER_QUEUES)

@@ -269,9 +269,6 @@ SPECS: tuple[Spec, ...] = (
     Spec("CRAWLER_THREADS", "2", _positive_int, "Threads per `crawler` process (each drives one page at a time)."),
 )
 
-SPECS_BY_NAME = {spec.name: spec for spec in SPECS}
-
-
 @dataclass(frozen=True)
 class Settings:
     """The validated configuration; attribute names are the variables in lower case."""

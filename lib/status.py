@@ -5,25 +5,24 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from dramatiq import Broker
-from dramatiq.brokers.redis import RedisBroker
 
 from models import IpMetadata
 
 from . import keys
 from .clock import get_clock
+from .broker import queue_counts
 from .deadletters import DeadLetters
-from .queues import CRAWLER_QUEUES, WORKER_QUEUES
+from .queues import ALL_QUEUES
 from .schedule import InFlight, ScheduleStore
 from .settings import Settings, redact_url
 
 
-def queue_counts(broker: Broker, queue: str) -> dict[str, int]:
-    if isinstance(broker, RedisBroker):
-        client, ns = broker.client, broker.namespace
-        return {"ready": int(client.llen(f"{ns}:{queue}")), "delayed": int(client.hlen(f"{ns}:{queue}.DQ.msgs")),
-                "dead": int(client.zcard(f"{ns}:{queue}.XQ"))}
-    ready, delayed, dead = broker.get_queue_message_counts(queue)
-    return {"ready": ready, "delayed": delayed, "dead": dead}
+def counts(broker: Broker, client) -> dict:
+    """The numbers the status screen, the dashboard and the metrics all show: per-queue counts, scheduled
+    IPs and crawls in flight."""
+    return {"queues": {q: queue_counts(broker, q) for q in ALL_QUEUES},
+            "scheduled_ips": ScheduleStore(client).count(),
+            "in_flight_crawls": sorted(InFlight(client).members())}
 
 
 def gather(settings: Settings, broker: Broker, client) -> dict:
@@ -40,9 +39,7 @@ def gather(settings: Settings, broker: Broker, client) -> dict:
     return {
         "at": now,
         "broker": redact_url(settings.broker_url_resolved),
-        "queues": {q: queue_counts(broker, q) for q in (*CRAWLER_QUEUES, *WORKER_QUEUES)},
-        "in_flight_crawls": sorted(InFlight(client).members()),
-        "scheduled_ips": schedule.count(),
+        **counts(broker, client),
         "due_now": len(schedule.due(now, limit=10_000)),
         "next_due_at": next_time,
         "locks": sorted(locks, key=lambda x: x["lock"]),

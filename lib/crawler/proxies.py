@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
+import urllib.error
 import urllib.request
 from typing import Callable
 
