@@ -98,12 +98,18 @@ class Change:
     transition: Transition | None
 
 
+#: How far a listing's ``created`` time may precede our clock and still count as new (the two clocks differ).
+CREATED_CLOCK_SLACK = 60.0
+
+
 def decide(before: ItemState | None, item: CrawlItem, seen_at: float, *, baseline: bool,
-           resurfaced_after: float) -> Change | None:
+           resurfaced_after: float, window_start: float | None = None) -> Change | None:
     """The transition an item makes, or None for a result older than the item's state (never move back).
 
-    ``baseline``: the IP's first crawl stores states but counts nothing. An item first seen on sale whose
-    ``created`` time is older than ``resurfaced_after`` seconds is an old listing resurfacing, not inflow.
+    ``baseline``: the IP's first crawl stores states but counts nothing. Inflow is listings *created* in
+    the window since the IP's previous crawl (``window_start``): a listing first seen on sale but created
+    before it was below the pages we read and has moved up as others sold, so it is not new. Without a
+    window, one created more than ``resurfaced_after`` seconds ago is an old listing resurfacing.
     """
     if before is not None and seen_at < before.last_seen:
         return None
@@ -116,6 +122,9 @@ def decide(before: ItemState | None, item: CrawlItem, seen_at: float, *, baselin
         elif item.status == SOLD:
             transition = Transition.NEW_SOLD
         elif item.created is not None and seen_at - item.created > resurfaced_after:
+            transition = None
+        elif (item.created is not None and window_start is not None
+              and item.created < window_start - CREATED_CLOCK_SLACK):
             transition = None
         else:
             transition = Transition.NEW_LISTING

@@ -102,13 +102,23 @@ class ResultProcessor:
         if missing:
             known.update(self._snapshot_states(result, missing))
         baseline = not AppliedResult.select().where(AppliedResult.ip_id == result.ip_id).exists()
+        window_start = self._previous_crawl(result)
         changes = []
         for item in result.items:
             change = decide(known.get(item.source_id), item, result.crawled_at, baseline=baseline,
-                            resurfaced_after=self.settings.analyzer_item_ttl_available)
+                            resurfaced_after=self.settings.analyzer_item_ttl_available, window_start=window_start)
             if change is not None:
                 changes.append(change)
         return changes, baseline
+
+    @staticmethod
+    def _previous_crawl(result: CrawlResult) -> float | None:
+        """When the IP's latest crawl before this one started: the start of this result's inflow window."""
+        row = (AppliedResult.select(AppliedResult.crawled_at)
+               .where((AppliedResult.ip_id == result.ip_id) & (AppliedResult.crawled_at < result.crawled_at)
+                      & (AppliedResult.task_id != result.task_id))
+               .order_by(AppliedResult.crawled_at.desc()).first())
+        return row.crawled_at if row is not None else None
 
     def _snapshot_states(self, result: CrawlResult, source_ids: list[str]) -> dict[str, ItemState]:
         """States Redis should still hold (their TTL has not run out) but lost: read back from snapshots."""

@@ -62,7 +62,7 @@ class AppliedResult(BaseModel):
     """Ledger of crawl results whose effect is in the database, written in the same transaction."""
 
     task_id = peewee.CharField(max_length=100, primary_key=True)
-    ip_id = peewee.IntegerField(index=True)
+    ip_id = peewee.IntegerField()
     crawled_at = peewee.DoubleField()
     applied_at = peewee.DoubleField()
     items = peewee.IntegerField()
@@ -71,6 +71,7 @@ class AppliedResult(BaseModel):
 
     class Meta:
         table_name = "applied_results"
+        indexes = ((("ip_id", "crawled_at"), False),)  # an IP's previous crawl: the start of its inflow window
 
 
 class AlertDelivery(BaseModel):

@@ -89,6 +89,20 @@ def test_resurfaced_old_listing_is_not_inflow(proc, ip, settings):
     assert out.transitions == {"new_listing": 1}
 
 
+def test_inflow_is_listings_created_since_the_previous_crawl(proc, ip):
+    proc.apply(result(ip, 1, T0, [item("a", created=T0 - 600)]))
+    out = proc.apply(result(ip, 2, T0 + 1800, [
+        item("a", created=T0 - 600),
+        item("moved-up", created=T0 - 300),  # older than crawl 1 but below its last page: not new
+        item("new", created=T0 + 900),       # created between the crawls
+        item("skewed", created=T0 - 30),     # Mercari's clock a little behind ours: still new
+    ]))
+    assert out.transitions == {"new_listing": 2} and out.inflow == 2
+    # a result crawled between the two, arriving last: its window starts at crawl 1
+    late = proc.apply(result(ip, 3, T0 + 1200, [item("mid", created=T0 + 600), item("early", created=T0 - 900)]))
+    assert late.transitions == {"new_listing": 1}
+
+
 def test_an_older_result_never_moves_an_item_back(proc, ip, settings):
     proc.apply(result(ip, 1, T0, [item("a")]))
     proc.apply(result(ip, 2, T0 + 600, [item("a", "sold")]))
