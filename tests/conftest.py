@@ -23,7 +23,8 @@ from lib.embedded_redis import EmbeddedRedis
 from lib.settings import load_settings, use_settings
 
 IN_CI = os.environ.get("CI") == "true"
-STATE_DB, BROKER_DB = 14, 15
+#: Redis databases the tests flush; TEST_REDIS_DBS="12,13" lets a second test run share the server.
+STATE_DB, BROKER_DB = (int(n) for n in os.environ.get("TEST_REDIS_DBS", "14,15").split(","))
 
 #: Fast reliability settings so tests never wait for production delays.
 FAST = {
