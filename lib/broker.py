@@ -162,11 +162,13 @@ def build_broker(settings: Settings, *, namespace: str = NAMESPACE) -> Broker:
 
 
 def queue_counts(broker: Broker, queue: str) -> dict[str, int]:
-    """Ready, delayed and dead-lettered messages of a queue."""
+    """Ready, delayed and dead-lettered messages of a queue (and, on Redis, those taken by a worker)."""
     if isinstance(broker, RedisBroker):
         client, ns = broker.client, broker.namespace
+        # each consumer keeps the messages it took, until it acks them, in a set of its own
+        running = sum(int(client.scard(key)) for key in client.scan_iter(f"{ns}:__acks__.*.{queue}", count=1000))
         return {"ready": int(client.llen(f"{ns}:{queue}")), "delayed": int(client.hlen(f"{ns}:{queue}.DQ.msgs")),
-                "dead": int(client.zcard(f"{ns}:{queue}.XQ"))}
+                "dead": int(client.zcard(f"{ns}:{queue}.XQ")), "running": running}
     ready, delayed, dead = broker.get_queue_message_counts(queue)
     return {"ready": ready, "delayed": delayed, "dead": dead}
 

@@ -386,7 +386,7 @@ def _serve_until_interrupted(server, banner: str) -> int:
 def cmd_demo(args) -> int:
     from .demo import run_demo
 
-    return run_demo(args.minutes, args.speed, args.ips, keep=args.keep)
+    return run_demo(args.minutes, args.speed, args.ips, keep=args.keep, record=args.record)
 
 
 @command("simulator")
@@ -624,6 +624,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--speed", type=float, default=120.0, help="simulated seconds per real second")
     p.add_argument("--ips", type=int, default=12, help="how many sample IPs (at most 12)")
     p.add_argument("--keep", action="store_true", help="leave the embedded Redis running afterwards")
+    p.add_argument("--record", metavar="FILE",
+                   help="write every search page the simulator served as JSON lines (ground truth to check "
+                        "the numbers against)")
 
     p = sub.add_parser("simulator", help="serve the local Mercari market simulator")
     p.add_argument("--port", type=int, default=8780)

@@ -39,7 +39,7 @@ def demo_env(data_dir: Path, sim_url: str, speed: float, anchor: float, chromium
     }
 
 
-def run_demo(minutes: float, speed: float, ips: int, keep: bool = False) -> int:
+def run_demo(minutes: float, speed: float, ips: int, keep: bool = False, record: str | None = None) -> int:
     from .app import configure_logging
     from .broker import build_broker
     from .clock import Clock, set_clock
@@ -63,7 +63,7 @@ def run_demo(minutes: float, speed: float, ips: int, keep: bool = False) -> int:
     anchor = time.time()
     clock = Clock(speed, anchor)
     set_clock(clock)
-    sim = MarketSimulator(at=clock.now(), speed=speed).start()
+    sim = MarketSimulator(clock=clock, record=record).start()
     env = demo_env(data_dir, sim.url, speed, anchor, chromium)
     settings = load_settings(env)
     use_settings(settings)
@@ -97,16 +97,16 @@ def run_demo(minutes: float, speed: float, ips: int, keep: bool = False) -> int:
     except KeyboardInterrupt:
         print("\n• interrupted", flush=True)
     finally:
-        print("• stopping the process types (in-flight work finishes first) …", flush=True)
-        for proc in procs.values():
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in procs.values():
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
+        print("• stopping: the scheduler first, then the crawler and the worker once the work in flight "
+              "is done …", flush=True)
+        stop(procs["scheduler"])
+        drained = drain(broker, settings, ("crawl", "pipeline"), timeout=90)
+        stop(procs["crawler"])  # finishes the crawl it is in and sends its result
+        drained = drain(broker, settings, ("pipeline",), timeout=90) and drained
+        stop(procs["worker"])
         sim.stop()
+        if not drained:
+            print("! some work was still queued at the end (it stays in the broker)", flush=True)
 
     # every hour bucket the run touched, from the first to the current one
     hours = int((clock.now() // 3600) - (started // 3600)) + 1
@@ -129,6 +129,34 @@ Where to look next:
   (those start the demo's embedded Redis again; `DATA_DIR={data_dir} animetop redis stop` ends it)
   for real: set REDIS_URL, BROKER_URL, DATABASE_URL (MySQL) and PROXY_URLS, then `honcho start` (see README)""")
     return 0
+
+
+def stop(proc: subprocess.Popen, timeout: float = 60) -> None:
+    """SIGTERM a process type (its runner stops it gracefully); SIGKILL its group if it hangs."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def drain(broker, settings, queues: tuple[str, ...], timeout: float) -> bool:
+    """Wait until no crawl is in flight and these queues hold no ready or running message."""
+    from .broker import queue_counts
+    from .redis_state import state_redis
+    from .schedule import InFlight
+
+    in_flight = InFlight(state_redis(settings))
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        counts = [queue_counts(broker, q) for q in queues]
+        busy = sum(c["ready"] + c["running"] for c in counts)
+        if busy == 0 and ("crawl" not in queues or not in_flight.members()):
+            return True
+        time.sleep(0.5)
+    return False
 
 
 def progress(broker, clock, started: float) -> str:

@@ -58,9 +58,9 @@ def _when(ts: float | None) -> str:
 
 def render(status: dict) -> str:
     lines = [f"animetop status at {_when(status['at'])} (broker {status['broker']})", "",
-             f"{'QUEUE':12} {'READY':>7} {'DELAYED':>8} {'DEAD':>6}"]
+             f"{'QUEUE':12} {'READY':>7} {'RUNNING':>8} {'DELAYED':>8} {'DEAD':>6}"]
     for queue, c in status["queues"].items():
-        lines.append(f"{queue:12} {c['ready']:>7} {c['delayed']:>8} {c['dead']:>6}")
+        lines.append(f"{queue:12} {c['ready']:>7} {c.get('running', '-'):>8} {c['delayed']:>8} {c['dead']:>6}")
     lines += ["", f"scheduled IPs: {status['scheduled_ips']}, due now: {status['due_now']}, "
                   f"next due: {_when(status['next_due_at'])}",
               f"crawls in flight: {len(status['in_flight_crawls'])} {status['in_flight_crawls'][:20]}",

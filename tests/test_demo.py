@@ -1,38 +1,141 @@
-"""The README's main-job command, shortened: the real process types against the simulator, twice in a row."""
+"""The README's main-job command, end to end: the real process types against the simulator.
 
+The first run records every search page the simulator served. From that
+record and the simulator's own truth (each listing's creation time) the test
+works out what the hourly statistics must be, independently of the crawler's
+messages and the pipeline's state, and compares them with the database.
+"""
+
+import json
 import os
 import re
+import sqlite3
 import subprocess
 import sys
+from collections import defaultdict
+from datetime import datetime, timezone
+
+from lib.item_state import CREATED_CLOCK_SLACK
+
+HOUR = 3600
 
 
-def _running(pattern: bytes) -> list[int]:
+def _running(pattern: bytes, where: str = "cmdline") -> list[int]:
+    """Processes whose command line (or environment) contains ``pattern``."""
     found = []
     for entry in os.listdir("/proc"):
-        if entry.isdigit():
+        if entry.isdigit() and int(entry) != os.getpid():
             try:
-                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                with open(f"/proc/{entry}/{where}", "rb") as f:
                     if pattern in f.read():
                         found.append(int(entry))
-            except FileNotFoundError:
+            except (FileNotFoundError, ProcessLookupError, PermissionError):
                 continue
     return found
 
 
+def run_demo(cwd, *args: str) -> str:
+    result = subprocess.run([sys.executable, "-m", "lib.cli", "demo", *args], cwd=cwd, capture_output=True,
+                            text=True, timeout=300, env={**os.environ, "PYTHONPATH": os.getcwd()})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "dead letters: 0" in result.stdout, result.stdout
+    assert "still queued" not in result.stdout, result.stdout
+    return result.stdout
+
+
+def crawl_sessions(requests: list[dict]) -> list[list[dict]]:
+    """One keyword's served pages split into crawls: every crawl starts with on-sale page 1."""
+    sessions: list[list[dict]] = []
+    for req in sorted(requests, key=lambda r: r["t"]):
+        if req["statuses"] == ["on_sale"] and req["page"] == 1:
+            sessions.append([])
+        assert sessions, f"a page served before any crawl started: {req}"
+        sessions[-1].append(req)
+    return sessions
+
+
+def expected_hours(crawls: list[float], sessions: list[list[dict]]) -> tuple[dict, set]:
+    """Ground truth of one IP's hourly rows from the pages its applied crawls were served.
+
+    Inflow: listings created since the IP's previous crawl and first seen on sale. Outflow: every sale
+    seen: a listing seen sold that was last seen on sale, or never seen before (the first crawl is the
+    baseline and counts nothing).
+    """
+    starts = [s[0]["t"] for s in sessions]
+    hours: dict = defaultdict(lambda: {"inflow": 0, "outflow": 0, "prices": []})
+    last_status: dict[str, str] = {}
+    previous = None
+    for n, crawled_at in enumerate(crawls):
+        # the crawl's pages: the first session that started after it did (the same clock serves both)
+        index = next(i for i, t in enumerate(starts) if t >= crawled_at)
+        assert n + 1 == len(crawls) or starts[index] < crawls[n + 1], "two crawls of one IP overlapped"
+        seen: dict[str, tuple] = {}
+        for req in sessions[index]:
+            for source_id, status, price, created in req["items"]:
+                status = "on_sale" if status == "on_sale" else "sold"
+                if source_id not in seen or status == "sold":  # sold while we paged: the sale wins
+                    seen[source_id] = (status, price, created)
+        bucket = datetime.fromtimestamp(crawled_at - crawled_at % HOUR, timezone.utc).replace(tzinfo=None)
+        row = hours[bucket]
+        for source_id, (status, price, created) in seen.items():
+            before = last_status.get(source_id)
+            if previous is not None:
+                if status == "on_sale" and before is None and created >= previous - CREATED_CLOCK_SLACK:
+                    row["inflow"] += 1
+                if status == "sold" and before != "sold":
+                    row["outflow"] += 1
+                    if price is not None:
+                        row["prices"].append(price)
+            last_status[source_id] = status
+        previous = crawled_at
+    return ({b: (r["inflow"], r["outflow"], len(r["prices"]), min(r["prices"], default=None),
+                 max(r["prices"], default=None)) for b, r in hours.items()}, set(last_status))
+
+
+def test_demo_statistics_match_the_simulators_ground_truth(tmp_path, chromium):
+    served = tmp_path / "served.jsonl"
+    out = run_demo(tmp_path, "--minutes", "1", "--ips", "3", "--record", str(served))
+    requests = defaultdict(list)
+    for line in served.read_text().splitlines():
+        req = json.loads(line)
+        requests[req["keyword"]].append(req)
+
+    db = sqlite3.connect(tmp_path / "var" / "demo" / "animetop.sqlite3")
+    ips = dict(db.execute("SELECT id, keyword FROM ip_metadata"))
+    assert len(ips) == 3
+    totals = [0, 0]
+    for ip_id, keyword in ips.items():
+        crawls = [t for (t,) in db.execute("SELECT crawled_at FROM applied_results WHERE ip_id = ? "
+                                           "ORDER BY crawled_at", (ip_id,))]
+        assert len(crawls) >= 2, f"{keyword}: {len(crawls)} crawls applied; a baseline and one more are needed"
+        expected, seen_ids = expected_hours(crawls, crawl_sessions(requests[keyword]))
+        actual = {datetime.fromisoformat(bucket): (inflow, outflow, samples,
+                                                   None if low is None else round(low), None if high is None else round(high))
+                  for bucket, inflow, outflow, samples, low, high in db.execute(
+                      "SELECT hour_bucket, inflow, outflow, sample_count, min_price, max_price FROM ip_stats_hourly "
+                      "WHERE ip_id = ?", (ip_id,))}
+        assert actual == expected, keyword
+        snapshots = {sid for (sid,) in db.execute("SELECT source_id FROM item_snapshots WHERE ip_id = ?", (ip_id,))}
+        assert snapshots == seen_ids, keyword  # every listing served reached the database, and nothing else
+        totals[0] += sum(v[0] for v in expected.values())
+        totals[1] += sum(v[1] for v in expected.values())
+    assert totals[0] > 0 and totals[1] > 0, totals  # the comparison covered real inflow and outflow
+
+    board = out.split("Leaderboard by outflow")[1]
+    ranked = re.findall(r"^\s+(\d+)\s+.+?\s+(\d+)\s+(\d+)\s+\S+$", board, re.M)
+    assert [r[0] for r in ranked] == ["1", "2", "3"]  # the three IPs ranked
+    outflows = [int(r[2]) for r in ranked]
+    assert outflows == sorted(outflows, reverse=True)  # by outflow
+    assert sorted(outflows) == sorted(
+        sum(o for (o,) in db.execute("SELECT outflow FROM ip_stats_hourly WHERE ip_id = ?", (i,))) for i in ips)
+
+
 def test_demo_runs_twice_and_leaves_nothing_behind(tmp_path, chromium):
-    for run in range(2):
-        result = subprocess.run([sys.executable, "-m", "lib.cli", "demo", "--minutes", "0.5", "--ips", "3"],
-                                cwd=tmp_path, capture_output=True, text=True, timeout=240,
-                                env={**os.environ, "PYTHONPATH": os.getcwd()})
-        assert result.returncode == 0, result.stdout + result.stderr
-        crawls = [int(m) for m in re.findall(r"crawls applied\s+(\d+)", result.stdout)]
-        assert crawls and crawls[-1] >= 3, result.stdout  # every IP crawled at least once
-        board = result.stdout.split("Leaderboard by outflow")[1]
-        ranked = re.findall(r"^\s+(\d+)\s+.+?\s+(\d+)\s+(\d+)\s+\S+$", board, re.M)
-        assert [r[0] for r in ranked] == ["1", "2", "3"]  # the three IPs ranked
-        outflows = [int(r[2]) for r in ranked]
-        assert outflows == sorted(outflows, reverse=True)  # by outflow
-        assert "dead letters: 0" in result.stdout
+    for _ in range(2):
+        out = run_demo(tmp_path, "--minutes", "0.3", "--ips", "2")
+        crawls = [int(m) for m in re.findall(r"crawls applied\s+(\d+)", out)]
+        assert crawls and crawls[-1] >= 2, out  # every IP crawled at least once
     data = str(tmp_path / "var" / "demo").encode()
     assert _running(data + b"/redis.sock") == []  # the demo's redis-server is stopped
-    assert _running(b"animetop-chromium-") == []  # and no Chromium
+    # nor anything else the demo started (Chromium included): they all inherit its DATA_DIR
+    assert _running(b"DATA_DIR=" + data + b"\0", "environ") == []

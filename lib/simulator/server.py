@@ -46,8 +46,13 @@ class SimClock:
 class MarketSimulator(LocalHttpServer):
     name = "market-simulator"
 
-    def __init__(self, port: int = 0, *, at: float | None = None, speed: float = 1.0) -> None:
-        self.clock = SimClock(at, speed)
+    def __init__(self, port: int = 0, *, at: float | None = None, speed: float = 1.0, clock=None,
+                 record: str | None = None) -> None:
+        """``clock``: share an app ``Clock`` instead of a private one (the demo: the simulator and the process
+        types must agree on the time to the millisecond). ``record``: a JSON-lines file of every API answer
+        (keyword, time, statuses, page and each item's id, status, price and true creation time)."""
+        self.clock = clock if clock is not None else SimClock(at, speed)
+        self._record = open(record, "a", encoding="utf-8") if record else None
         self.mode = "normal"
         self.mode_left: int | None = None
         self.delay_ms = 0
@@ -96,6 +101,19 @@ class MarketSimulator(LocalHttpServer):
         t = self.clock.now() if t is None else t
         items, _ = self.page_items(keyword, statuses, page, t)
         return [self.api_item(item, status, t) for item, status in items]
+
+    def record_served(self, keyword: str, statuses: set[str], page: int, t: float, items: list) -> None:
+        line = json.dumps({"keyword": keyword, "t": t, "statuses": sorted(statuses), "page": page,
+                           "items": [[item.id, status, item.price_at(t), item.created] for item, status in items]},
+                          ensure_ascii=False)
+        with self._lock:
+            self._record.write(line + "\n")
+            self._record.flush()
+
+    def stop(self) -> None:
+        super().stop()
+        if self._record is not None:
+            self._record.close()
 
     def _handler(self):
         sim = self
@@ -157,6 +175,8 @@ class MarketSimulator(LocalHttpServer):
                     try:
                         if "mode" in body:
                             sim.set_mode(body["mode"], body.get("count"), int(body.get("delay_ms", 0)))
+                        if ("time" in body or "speed" in body) and not isinstance(sim.clock, SimClock):
+                            raise ValueError("this simulator shares the app's clock: time and speed are fixed")
                         if "time" in body or "speed" in body:
                             sim.clock.set(float(body.get("time", sim.clock.now())),
                                           float(body.get("speed", sim.clock.speed)))
@@ -175,6 +195,8 @@ class MarketSimulator(LocalHttpServer):
                 page = int(token.split(":")[1]) + 1 if token.startswith("v1:") else 1
                 t = sim.clock.now()
                 items, found = sim.page_items(condition.get("keyword", ""), statuses, page, t)
+                if sim._record is not None and mode == "normal":
+                    sim.record_served(condition.get("keyword", ""), statuses, page, t, items)
                 if mode == "slow" and sim.delay_ms:
                     time.sleep(sim.delay_ms / 1000)
                 api_items = [sim.api_item(item, status, t) for item, status in items]
