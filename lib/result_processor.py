@@ -185,9 +185,12 @@ class ResultProcessor:
 
     def close_loop(self, result: CrawlResult) -> None:
         ip = IpMetadata.get_by_id(result.ip_id)
-        ExecutionState(self.clock).record_execution(CRAWL_JOB, result.ip_id, at=result.crawled_at)
+        # From the IP's newest crawl: a result that arrives late, after a newer one, must not move the last
+        # execution or the next crawl back in time.
+        newest = max(result.crawled_at, to_timestamp(ip.last_crawled_at) or result.crawled_at)
+        ExecutionState(self.clock).record_execution(CRAWL_JOB, result.ip_id, at=newest)
         if ip.active:
-            self.schedule.schedule(ip.id, result.crawled_at + interval_for(ip.weight, self.settings))
+            self.schedule.schedule(ip.id, newest + interval_for(ip.weight, self.settings))
         invalidate_caches(self.client, result.ip_id)
 
     def apply(self, result: CrawlResult) -> Outcome:
