@@ -5,6 +5,8 @@ from periodiq import cron
 
 from lib.pool import FILL_ACTOR, KINDS, MARK_USED_ACTOR, PoolFiller, active_groups, mark_used as mark_rows_used
 from lib.pool import model_of
+from lib import keys
+from lib.errors import LockBusy
 from lib.queues import POOL
 from lib.redis_state import state_redis
 from lib.settings import get_settings
@@ -12,8 +14,14 @@ from lib.settings import get_settings
 
 @dramatiq.actor(actor_name=FILL_ACTOR, queue_name=POOL, max_retries=3)
 def fill_pool(kind: str, group_id: int) -> None:
-    """Top up one pool (its own fill lock keeps two fillers from both filling)."""
-    PoolFiller(state_redis(), get_settings()).fill(kind, group_id)
+    """Top up one pool (its own fill lock keeps two fillers from both filling).
+
+    A held lock may be a filler that was killed mid-fill: wait for its lease to lapse and try again
+    rather than drop the fill (a live filler's pool is full by then, and the retry ends at once).
+    """
+    result = PoolFiller(state_redis(), get_settings()).fill(kind, group_id)
+    if result.skipped == "busy":
+        raise LockBusy(keys.pool_filling(kind, group_id))
 
 
 @dramatiq.actor(actor_name=MARK_USED_ACTOR, queue_name=POOL, max_retries=10)

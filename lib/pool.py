@@ -38,7 +38,9 @@ KINDS: dict[str, type[PoolRow]] = {"titles": Title, "contents": Content}
 FILL_JOB = "fill_pool"
 FILL_ACTOR = "fill_pool"
 MARK_USED_ACTOR = "mark_used"
-FILL_LOCK_SECONDS = 60
+#: The fill lock is a lease renewed at every step (the seed's lock is a plain 60 s one): a filler killed
+#: mid-fill blocks fills for this long at most, while a slow live one keeps its lock.
+FILL_LOCK_SECONDS = 15
 #: How long a consumer waits for rows a filler has claimed but not yet pushed before it says PoolEmpty.
 QUEUED_WAIT = 3.0
 #: After Redis failed, how long a consumer goes straight to the database before trying Redis again.
@@ -128,21 +130,30 @@ class PoolFiller:
             return result
         try:
             result.marked_used, result.recovered = self._reconcile(kind, group_id, model)
+            lock.reacquire()
             need = self.settings.pool_size - self.client.llen(key)
             if need > 0:
                 items = self._claim(model, group_id, need)
                 for start in range(0, len(items), PUSH_CHUNK):
                     chunk = items[start:start + PUSH_CHUNK]
+                    # Renew the lease before each push. Had it lapsed, another filler may have found these
+                    # rows missing from Redis and made them available again: pushing them would hand them
+                    # out twice, so stop; they are queued rows its (or the next) reconcile takes care of.
+                    lock.reacquire()
                     # LPUSH in priority order and RPOP from the other end: the newest batch goes out first.
                     self.client.lpush(key, *[json.dumps({"id": i.id, "text": i.text}, ensure_ascii=False)
                                              for i in chunk])
-                result.pushed = len(items)
+                    result.pushed += len(chunk)
             ExecutionState(self.clock).record_execution(FILL_JOB, f"{kind}:{group_id}")
+        except redis.exceptions.LockNotOwnedError:
+            logger.warning("fill lock of %s lapsed mid-fill (%d pushed); the next fill reconciles the rest",
+                           key, result.pushed)
+            return result
         finally:
             try:
                 lock.release()
             except redis.exceptions.LockError:
-                logger.warning("fill lock of %s was lost before release", key)
+                pass
         if result.pushed or result.recovered:
             logger.info("filled %s: %d pushed, %d recovered", key, result.pushed, result.recovered)
         return result

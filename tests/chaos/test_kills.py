@@ -185,3 +185,114 @@ def _count(model) -> int:
 
 def _busy(broker) -> int:
     return sum(c["ready"] + c["running"] + c["delayed"] for c in (queue_counts(broker, q) for q in ALL_QUEUES))
+
+
+def test_worker_killed_repeatedly_mid_fill(env, database_url, process_types):
+    """Fills and mark_used run in a worker that keeps getting killed while a consumer drains the pool:
+    every row is handed out exactly once and ends up used."""
+    from lib.pool import FILL_ACTOR, MARK_USED_ACTOR, PoolConsumer, PoolEmpty, load_rows
+    from models import Title
+    from models.pool import USED
+
+    total = 30_000
+    chaos_env = {**env, "DATABASE_URL": database_url, "WORKER_PROCESSES": "1", "WORKER_THREADS": "2",
+                 "POOL_SIZE": "5000", "POOL_THRESHOLD": "2500", "LOCK_BUSY_RETRY_DELAY": "500ms"}
+    settings = load_settings(chaos_env)
+    use_settings(settings)
+    bind_database(database_url)
+    create_tables()
+    load_rows("titles", 1, 1, [f"タイトル {i}" for i in range(total)])
+    broker = build_broker(settings)
+    dramatiq.set_broker(broker)
+
+    def send(actor: str, **kwargs) -> None:
+        broker.enqueue(dramatiq.Message(queue_name=POOL, actor_name=actor, args=(), kwargs=kwargs, options={}))
+
+    consumer = PoolConsumer(lambda: state_redis(settings), settings,
+                            send_mark_used=lambda kind, group_id, ids: send(MARK_USED_ACTOR, kind=kind,
+                                                                             group_id=group_id, ids=ids),
+                            request_fill=lambda kind, group_id: send(FILL_ACTOR, kind=kind, group_id=group_id))
+    worker = process_types("worker", chaos_env)
+    send(FILL_ACTOR, kind="titles", group_id=1)
+    killer = Killer(worker, broker, POOL, times=3)
+    killer.start()
+    handed: list[int] = []
+    deadline = time.monotonic() + 150
+    try:
+        while len(handed) < total:
+            assert time.monotonic() < deadline, f"only {len(handed)} of {total} rows handed out"
+            try:
+                handed.append(consumer.pop("titles", 1).id)
+            except PoolEmpty:
+                # rows a killed filler claimed wait for a fill to reconcile them (the periodic fill's job)
+                send(FILL_ACTOR, kind="titles", group_id=1)
+                time.sleep(0.5)
+            if len(handed) % 50 == 0:
+                time.sleep(0.005)  # a consumer at a few thousand rows a second, so fills overlap the kills
+    finally:
+        killer.stopped.set()
+        consumer.close()
+    assert killer.kills_mid_work >= 2, "the killer never caught the worker holding a message"
+    assert len(set(handed)) == total  # every row once: nothing handed out twice, nothing lost
+    wait_for(lambda: _used(Title, USED) == total and not _busy(broker), timeout=60, interval=0.5,
+             what="every handed-out row marked used")
+    assert worker.proc.poll() is None
+    assert sum(queue_counts(broker, q)["dead"] for q in ALL_QUEUES) == 0
+
+
+def _used(model, status) -> int:
+    try:
+        return model.select().where(model.status == status).count()
+    finally:
+        database.close()
+
+
+def test_worker_killed_repeatedly_mid_collect(env, database_url, process_types):
+    """A collection run whose worker keeps getting killed fills the sink exactly as an undisturbed run does."""
+    from lib.collector import COLLECT_ACTOR, Collector, DatabaseSink, add_task, find_task
+    from lib.export_api import ExportApiClient
+    from lib.fake_export_api import FakeExportApi
+
+    from ..test_collect import DAY_ROWS, fresh_ids, sink_ids
+
+    api = FakeExportApi(rate_limit=1000).start()
+    try:
+        chaos_env = {**env, "DATABASE_URL": database_url, "WORKER_PROCESSES": "1", "WORKER_THREADS": "2",
+                     "COLLECT_API_URL": api.url, "LOCK_TTL": "3s"}
+        settings = load_settings(chaos_env)
+        use_settings(settings)
+        bind_database(database_url)
+        create_tables()
+        api.add_task("chaos", rows=10 * DAY_ROWS)  # ten days of rows, seven of them fresh
+        task = add_task("chaos", "fake", key_field="id", batch_size=40)
+        broker = build_broker(settings)
+        dramatiq.set_broker(broker)
+        worker = process_types("worker", chaos_env)
+        first = Collector(ExportApiClient(api.url, "demo", "demo"), DatabaseSink()).start(find_task("chaos"))
+        broker.enqueue(dramatiq.Message(queue_name=COLLECT, actor_name=COLLECT_ACTOR, args=(),
+                                        kwargs=first.as_kwargs(), options={}))
+        database.close()
+        killer = Killer(worker, broker, COLLECT, times=3)
+        killer.start()
+        try:
+            wait_for(lambda: _run_finished("chaos") and not _busy(broker), timeout=150, interval=0.5,
+                     what="the run to finish despite the kills")
+        finally:
+            killer.stopped.set()
+        assert killer.kills_mid_work >= 2, "the killer never caught the worker holding a message"
+        assert sink_ids(task) == fresh_ids(api, "chaos")  # every fresh row, none twice (unique per key)
+        assert worker.proc.poll() is None
+        assert sum(queue_counts(broker, q)["dead"] for q in ALL_QUEUES) == 0
+    finally:
+        api.stop()
+        database.close()
+
+
+def _run_finished(task_id: str) -> bool:
+    from lib.collector import find_task
+
+    try:
+        task = find_task(task_id)
+        return task.run_id is None and task.last_start_offset is not None
+    finally:
+        database.close()
