@@ -296,3 +296,56 @@ def _run_finished(task_id: str) -> bool:
         return task.run_id is None and task.last_start_offset is not None
     finally:
         database.close()
+
+
+def test_crawler_killed_repeatedly_mid_crawl(env, process_types, chromium, tmp_path):
+    """Crawls whose crawler keeps getting killed (Chromium and all) are redone: each IP's result is applied
+    once and holds exactly what the (frozen) market shows, the IPs are released, no Chromium is left."""
+    from lib.schedule import InFlight
+    from lib.schedule_tick import Scheduler
+    from lib.simulator import MarketSimulator
+
+    from ..test_demo import _running
+
+    sim = MarketSimulator(speed=0).start()  # a frozen market: the truth does not move between attempts
+    try:
+        chaos_env = {**env, "MERCARI_BASE_URL": sim.url, "CHROMIUM_PATH": chromium, "CHROMIUM_NO_SANDBOX": "true",
+                     "CRAWLER_THREADS": "1", "WORKER_PROCESSES": "1", "WORKER_THREADS": "2",
+                     "WORKER_SHUTDOWN_TIMEOUT": "20s", "LOCK_TTL": "3s"}
+        settings = load_settings(chaos_env)
+        use_settings(settings)
+        bind_database(settings.database_url_resolved)
+        create_tables()
+        r = state_redis(settings)
+        ip_ids = {kw: Catalogue(ScheduleStore(r), settings).add(kw).id for kw in KEYWORDS[:3]}
+        broker = build_broker(settings)
+        dramatiq.set_broker(broker)
+        crawler = process_types("crawler", chaos_env)
+        worker = process_types("worker", chaos_env)
+        sim.set_mode("slow", delay_ms=300)  # a crawl lasts seconds: the kills land inside one
+        ScheduleStore(r).schedule_many({i: 0 for i in ip_ids.values()})
+        assert sorted(Scheduler(settings, r, broker).tick().enqueued) == sorted(ip_ids.values())
+        killer = Killer(crawler, broker, "crawl", times=3)
+        killer.start()
+        try:
+            wait_for(lambda: _count(AppliedResult) == 3 and not InFlight(r).members() and not _busy(broker),
+                     timeout=240, interval=0.5, what="every IP crawled and applied despite the kills")
+        finally:
+            killer.stopped.set()
+        assert killer.kills_mid_work >= 2, "the killer never caught the crawler holding a crawl"
+        assert crawler.proc.poll() is None
+        assert sum(queue_counts(broker, q)["dead"] for q in ALL_QUEUES) == 0
+        t = sim.clock.now()
+        for keyword, ip_id in ip_ids.items():
+            truth = {item["source_id"]: item["status"] for item in crawl_items(keyword, t)}
+            try:
+                got = {s.source_id: s.status for s in ItemSnapshot.select().where(ItemSnapshot.ip_id == ip_id)}
+                assert AppliedResult.select().where(AppliedResult.ip_id == ip_id).count() == 1
+            finally:
+                database.close()
+            assert got == truth, keyword
+        assert crawler.stop() == 0 and worker.stop() == 0
+    finally:
+        sim.stop()
+    # nothing the process types started is left (Chromium inherits their DATA_DIR)
+    assert _running(f"DATA_DIR={env['DATA_DIR']}\0".encode(), "environ") == []
