@@ -11,14 +11,30 @@ from dramatiq import Broker
 from .broker import build_broker
 from .clock import Clock, set_clock
 from .db import bind_database
-from .settings import Settings, SettingsError, get_settings
+from .settings import Settings, SettingsError, get_settings, redact_text
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(process)d %(name)s: %(message)s"
+
+
+class RedactingFormatter(logging.Formatter):
+    """Wraps a handler's formatter: every line it writes, traceback included, has the credentials of the URLs
+    in it redacted (``redact_text``), whatever library quoted them."""
+
+    def __init__(self, inner: logging.Formatter | None = None) -> None:
+        super().__init__()
+        self.inner = inner or logging.Formatter()
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact_text(self.inner.format(record))
 
 
 def configure_logging(level: str) -> None:
     logging.basicConfig(level=level, format=LOG_FORMAT)
     logging.getLogger().setLevel(level)
+    # Also the handlers Dramatiq's and periodiq's command lines installed before this process imported the app.
+    for handler in logging.getLogger().handlers:
+        if not isinstance(handler.formatter, RedactingFormatter):
+            handler.setFormatter(RedactingFormatter(handler.formatter))
     # pyppeteer and websockets narrate every CDP frame, Dramatiq every boot step: quiet unless DEBUG.
     for noisy in ("pyppeteer", "websockets", "pika", "urllib3", "dramatiq"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLevelName(level)))

@@ -20,6 +20,7 @@ from dramatiq.errors import DecodeError
 from dramatiq.message import Message
 
 from . import keys
+from .settings import redact_text
 
 #: Options that belong to a message's failed life, dropped when it is requeued.
 FAILURE_OPTIONS = ("retries", "traceback", "requeue_timestamp", "lock_waits", "eta", "redis_message_id")
@@ -33,7 +34,8 @@ class ReasonStore:
         self.ttl_ms = ttl_ms
 
     def record(self, message_id: str, reason: str) -> None:
-        self.redis_client().set(keys.dead_letter_reason(message_id), reason, px=self.ttl_ms)
+        """Store the reason, credentials in any URL it quotes redacted (status and the dead-letter tool show it)."""
+        self.redis_client().set(keys.dead_letter_reason(message_id), redact_text(reason), px=self.ttl_ms)
 
     def get(self, message_id: str) -> str | None:
         value = self.redis_client().get(keys.dead_letter_reason(message_id))
@@ -78,10 +80,21 @@ class DeadLetter:
             "retries": self.retries,
             "dead_at": self.dead_at,
             "reason": self.reason or ("undecodable payload" if self.message is None else None),
-            "args": list(self.message.args) if self.message else None,
-            "kwargs": self.message.kwargs if self.message else None,
+            "args": _redacted(list(self.message.args)) if self.message else None,
+            "kwargs": _redacted(self.message.kwargs) if self.message else None,
             "size": len(self.raw),
         }
+
+
+def _redacted(value):
+    """Arguments as shown to people: credentials in any URL in them redacted (requeue sends the stored payload)."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, (list, tuple)):
+        return [_redacted(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _redacted(v) for k, v in value.items()}
+    return value
 
 
 def decode_or_none(raw: bytes) -> Message | None:

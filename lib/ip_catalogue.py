@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import logging
+import unicodedata
 from pathlib import Path
 from typing import Iterator
 
@@ -25,14 +26,20 @@ class CatalogueError(ValueError):
     """An IP cannot be added or changed as asked."""
 
 
-def check_keyword(keyword: str) -> str:
-    """The keyword as given, or a clear refusal; it is stored and searched exactly as typed."""
+def check_keyword(keyword: str, what: str = "keyword") -> str:
+    """The keyword (or display name) as given, or a clear refusal; it is stored and searched exactly as typed."""
     if not isinstance(keyword, str) or not keyword.strip():
-        raise CatalogueError("the keyword is empty")
+        raise CatalogueError(f"the {what} is empty")
     if len(keyword) > KEYWORD_MAX_LENGTH:
-        raise CatalogueError(f"the keyword is {len(keyword)} characters long; at most {KEYWORD_MAX_LENGTH} are allowed")
-    if any(ord(c) < 32 or ord(c) == 127 for c in keyword):
-        raise CatalogueError("the keyword contains control characters (tabs, new lines…)")
+        raise CatalogueError(f"the {what} is {len(keyword)} characters long; at most {KEYWORD_MAX_LENGTH} are allowed")
+    for i, c in enumerate(keyword):
+        kind = unicodedata.category(c)
+        if kind == "Cc":  # C0 (NUL, tab, new line…), DEL and C1: never part of a search word
+            raise CatalogueError(f"the {what} contains control characters (U+{ord(c):04X} at position {i + 1}; "
+                                 f"tabs, new lines, NUL… are refused)")
+        if kind == "Cs":  # a lone surrogate: bytes that were not UTF-8 (e.g. on the command line)
+            raise CatalogueError(f"the {what} is not valid Unicode (U+{ord(c):04X} at position {i + 1}: "
+                                 f"was it typed in another encoding than UTF-8?)")
     return keyword
 
 
@@ -47,6 +54,8 @@ class Catalogue:
     def add(self, keyword: str, name: str | None = None, weight: float = 1.0) -> IpMetadata:
         """Add an IP; it is due at once."""
         keyword = check_keyword(keyword)
+        if name:
+            check_keyword(name, "name")
         if not (0 < weight <= 100):
             raise CatalogueError(f"the weight must be above 0 and at most 100; got {weight}")
         now = self.clock.utcnow()

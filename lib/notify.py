@@ -14,13 +14,14 @@ rather a duplicate than a lost alert (seed 003 §7).
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import logging
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import redis
 
@@ -110,8 +111,15 @@ def body_for(channel: Channel, document: dict) -> dict:
 
 
 def post(channel: Channel, body: dict, timeout: float) -> int:
-    request = urllib.request.Request(channel.url, data=json.dumps(body, ensure_ascii=False).encode(), method="POST",
-                                     headers={"Content-Type": "application/json"})
+    url, headers = channel.url, {"Content-Type": "application/json"}
+    parts = urlsplit(url)
+    if "@" in parts.netloc:  # https://user:pass@host/…: HTTP Basic auth. Left in the URL, urllib would look the
+        # whole "user:pass@host" up as a host name, handing the password to the DNS resolver.
+        user, _, password = parts.netloc.rpartition("@")[0].partition(":")
+        headers["Authorization"] = "Basic " + base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode()
+        url = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
+    request = urllib.request.Request(url, data=json.dumps(body, ensure_ascii=False).encode(), method="POST",
+                                     headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             return response.status

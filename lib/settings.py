@@ -99,7 +99,7 @@ def _proxy_list(raw: str) -> tuple[str, ...]:
     proxies = tuple(p.strip() for p in raw.split(",") if p.strip())
     for proxy in proxies:
         if urlsplit(proxy).scheme not in ("http", "https", "socks5"):
-            raise ValueError(f"proxy {proxy!r} must start with http://, https:// or socks5://")
+            raise ValueError(f"proxy {redact_url(proxy)!r} must start with http://, https:// or socks5://")
     return proxies
 
 
@@ -110,7 +110,8 @@ def _webhook_list(raw: str) -> tuple[str, ...]:
     urls = tuple(u.strip() for u in raw.split(",") if u.strip())
     for url in urls:
         if urlsplit(url).scheme not in WEBHOOK_SCHEMES:
-            raise ValueError(f"webhook {url!r} must start with https://, slack+https:// or dingtalk+https://")
+            raise ValueError(
+                f"webhook {redact_url(url)!r} must start with https://, slack+https:// or dingtalk+https://")
     return urls
 
 
@@ -128,16 +129,21 @@ def _log_level(raw: str) -> str:
     return level
 
 
-def _url(*schemes: str) -> Callable[[str], str]:
+def _url(*schemes: str, no_credentials: str | None = None) -> Callable[[str], str]:
+    """A URL parser. ``no_credentials``: the URL must carry no user or password (it is shown to people, or
+    there is a proper setting for them), and this says why."""
     def parse(raw: str) -> str:
         raw = raw.strip()
         try:
-            scheme = urlsplit(raw).scheme
+            parts = urlsplit(raw)
         except ValueError as e:
             raise ValueError(f"not a URL: {e}") from None
-        if scheme not in schemes:
+        if parts.scheme not in schemes:
             allowed = ", ".join(f"{s}://" for s in schemes)
+            scheme = parts.scheme
             raise ValueError(f"unknown URL scheme {scheme + '://' if scheme else '(none)'}; expected one of {allowed}")
+        if no_credentials and "@" in parts.netloc:
+            raise ValueError(f"must not carry credentials ({redact_url(raw)}): {no_credentials}")
         return raw
 
     return parse
@@ -195,13 +201,15 @@ SPECS: tuple[Spec, ...] = (
     Spec("DISPLAY_TZ", "Asia/Tokyo", _timezone, "Time zone hours are shown in (they are stored in UTC)."),
     Spec("CACHE_TTL", "10m", parse_duration, "Lifetime of leaderboard and IP-detail caches."),
     # crawler (seed 000 §3)
-    Spec("MERCARI_BASE_URL", "https://jp.mercari.com", _url("http", "https"),
+    Spec("MERCARI_BASE_URL", "https://jp.mercari.com",
+         _url("http", "https", no_credentials="pages and logs show it; an authenticated proxy goes in PROXY_URLS"),
          "Site the crawler searches (the simulator's URL in tests and the demo)."),
     Spec("MERCARI_API_PATTERN", r"/v2/entities:search", _regex,
          "Regular expression of the search API's URL, whose responses the crawler captures."),
     Spec("CHROMIUM_PATH", None, str, "Chromium binary; unset: found in the usual system paths."),
     Spec("CHROMIUM_NO_SANDBOX", "false", _bool,
-         "Run Chromium without its sandbox. Needed when running as root (containers); see the README."),
+         "Turn Chromium's OS-level sandbox off (`--no-sandbox`). Required as root (containers); see Security in the "
+         "README."),
     Spec("PROXY_URLS", "", _proxy_list, "Comma-separated HTTP(S)/SOCKS5 proxies the crawler rotates through."),
     Spec("PROXY_SWITCH_AFTER", "10", _positive_int, "Consecutive timeout/blocked/network failures before switching."),
     Spec("PROXY_COOLDOWN", "30m", parse_duration, "Least time between two proxy switches."),
@@ -215,8 +223,9 @@ SPECS: tuple[Spec, ...] = (
     Spec("POOL_MARK_USED_INTERVAL", "500ms", parse_duration,
          "How often a consumer sends the ids it handed out to be marked used (one batched message)."),
     # collection from an export API (seed 004)
-    Spec("COLLECT_API_URL", "http://127.0.0.1:8765", _url("http", "https"),
-         "Base URL of the export API (Octoparse OpenAPI or `animetop fake-export-api`)."),
+    Spec("COLLECT_API_URL", "http://127.0.0.1:8765",
+         _url("http", "https", no_credentials="set COLLECT_API_USERNAME and COLLECT_API_PASSWORD instead"),
+         "Base URL of the export API (Octoparse OpenAPI or `animetop fake-export-api`), without credentials."),
     Spec("COLLECT_API_USERNAME", "demo", str, "Export API user."),
     Spec("COLLECT_API_PASSWORD", "demo", str, "Export API password."),
     Spec("COLLECT_SINK", "database", _sink, "Where collected rows go: `database` (table collected_rows) or "
@@ -236,8 +245,9 @@ SPECS: tuple[Spec, ...] = (
     Spec("NOTIFY_RETRIES", "3", _non_negative_int, "Retries of a channel that failed with a timeout or 5xx."),
     Spec("NOTIFY_RETRY_DELAY", "5s", parse_duration, "Delay between those retries."),
     Spec("NOTIFY_TIMEOUT", "10s", parse_duration, "Time limit of one webhook request."),
-    Spec("DASHBOARD_URL", "http://127.0.0.1:8790", _url("http", "https"),
-         "Base URL of the dashboard, for links in notifications."),
+    Spec("DASHBOARD_URL", "http://127.0.0.1:8790",
+         _url("http", "https", no_credentials="it is sent in every alert notification"),
+         "Base URL of the dashboard, for links in notifications (so without credentials)."),
     Spec("METRICS_PORT", "9191", _positive_int,
          "Prometheus /metrics of the worker process type on 127.0.0.1 (the crawler's on the next port)."),
     # time
@@ -426,10 +436,56 @@ def use_settings(settings: Settings | None) -> None:
         _settings = settings
 
 
+#: Query parameters whose values are secrets: webhook tokens (DingTalk's access_token), API keys, signatures.
+_SECRET_QUERY_KEY = re.compile(r"token|secret|passw|pwd|signature|credential|(api|access|private)_?key"
+                               r"|^(key|sig|sign|auth|authorization|session|sessionid|sid)$", re.I)
+#: A path segment that looks like a token (Slack's and Discord's webhook URLs carry theirs in the path):
+#: 16 or more letters, digits, - or _, with both letters and digits.
+_TOKEN_SEGMENT = re.compile(r"^(?=[A-Za-z0-9_-]*[0-9])(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{16,}$")
+
+
 def redact_url(url: str) -> str:
-    """The URL with its password replaced, for logs and status output."""
-    parts = urlsplit(url)
-    if parts.password is None:
+    """The URL with its secrets replaced by ``***``, for logs, status output and stored channel names:
+
+    * the password (``user:***@host``), or a user name given alone (``***@host``, a common way to pass a token),
+      also of a URL cut short after the password began (``user:***``);
+    * the values of query parameters named like a secret (``access_token``, ``key``, ``sign``…);
+    * for http(s) URLs, path segments that look like tokens (``/services/T0/B0/***`` of a Slack webhook).
+    """
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # not even a URL (e.g. a broken IPv6 host): still never show what precedes an @
+        return re.sub(r"//[^/?#]*@", "//***@", url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, _, host = netloc.rpartition("@")
+        user, colon, _password = userinfo.partition(":")
+        netloc = f"{user}:***@{host}" if colon else f"***@{host}"
+    elif ":" in netloc and not netloc.endswith("]") and not netloc.rpartition(":")[2].isdigit():
+        netloc = netloc.partition(":")[0] + ":***"  # "user:passw…" cut short (a truncated message): no host yet
+    query = "&".join(_redact_query_item(item) for item in parts.query.split("&")) if parts.query else ""
+    path = parts.path
+    if parts.scheme.split("+")[-1] in ("http", "https"):
+        path = "/".join("***" if _TOKEN_SEGMENT.match(segment) else segment for segment in path.split("/"))
+    if (netloc, query, path) == (parts.netloc, parts.query, parts.path):
         return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return parts._replace(netloc=netloc).geturl()
+    rebuilt = f"{parts.scheme}:" if parts.scheme else ""
+    if parts.netloc or url[len(rebuilt):].startswith("//"):
+        rebuilt += f"//{netloc}"
+    return rebuilt + path + (f"?{query}" if query else "") + (f"#{parts.fragment}" if parts.fragment else "")
+
+
+_URL_IN_TEXT = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]+")
+
+
+def redact_text(text: str) -> str:
+    """Free text (a log line, an error message, a traceback) with every URL in it passed through
+    ``redact_url``: what a library quotes in an exception must not carry our credentials to a log."""
+    if "://" not in text:
+        return text
+    return _URL_IN_TEXT.sub(lambda m: redact_url(m.group(0)), text)
+
+
+def _redact_query_item(item: str) -> str:
+    name, equals, value = item.partition("=")
+    return f"{name}=***" if equals and value and _SECRET_QUERY_KEY.search(name) else item

@@ -133,6 +133,14 @@ class Supervisor:
 def run_process_type(process_type: str, settings: Settings, actors: str = "actors") -> int:
     from .metrics import PORT_ENV
 
+    if process_type == "crawler":
+        from .crawler.driver import DriverError, check_sandbox
+
+        try:
+            check_sandbox(settings.chromium_no_sandbox)
+        except DriverError as e:
+            print(f"animetop run crawler: {e}", file=sys.stderr)
+            return 2
     command = command_for(process_type, settings, actors)
     ports = {"worker": settings.metrics_port, "crawler": settings.metrics_port + 1}
     if process_type in ports:

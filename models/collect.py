@@ -1,12 +1,12 @@
 import peewee
 
-from .base import BaseModel
+from .base import BaseModel, ExactCharField
 
 
 class CollectionTask(BaseModel):
     """A source task collected incrementally, newest first (seed 004), with its saved progress."""
 
-    task_id = peewee.CharField(max_length=100, unique=True)  # the task's id at the source
+    task_id = ExactCharField(max_length=100, unique=True)  # the task's id at the source
     source_name = peewee.CharField(max_length=100)
     batch_size = peewee.IntegerField(default=100)
     date_field = peewee.CharField(max_length=100, default="date")
@@ -38,7 +38,7 @@ class CollectedRow(BaseModel):
     """The default sink: one row per (task, record key), so overlaps and redeliveries never duplicate."""
 
     task = peewee.IntegerField()  # CollectionTask.id
-    record_key = peewee.CharField(max_length=64)
+    record_key = ExactCharField(max_length=64)
     data = peewee.TextField()  # the row as JSON
     collected_at = peewee.DateTimeField()
 

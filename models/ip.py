@@ -1,6 +1,6 @@
 import peewee
 
-from .base import BaseModel
+from .base import BaseModel, ExactCharField
 
 #: Longest keyword accepted; Mercari's own search box takes well under this.
 KEYWORD_MAX_LENGTH = 200
@@ -9,7 +9,7 @@ KEYWORD_MAX_LENGTH = 200
 class IpMetadata(BaseModel):
     """An IP (franchise) whose market heat is tracked; seed 000 §1.1 ``ip_metadata``."""
 
-    keyword = peewee.CharField(max_length=KEYWORD_MAX_LENGTH, unique=True)
+    keyword = ExactCharField(max_length=KEYWORD_MAX_LENGTH, unique=True)
     display_name = peewee.CharField(max_length=KEYWORD_MAX_LENGTH)
     active = peewee.BooleanField(default=True, index=True)
     weight = peewee.DoubleField(default=1.0)

@@ -1,13 +1,13 @@
 import peewee
 
-from .base import BaseModel
+from .base import BaseModel, ExactCharField
 
 
 class ItemSnapshot(BaseModel):
     """Latest known state of one listing of one IP (seed 000 ``item_snapshots``). Times are Unix seconds."""
 
     ip_id = peewee.IntegerField()
-    source_id = peewee.CharField(max_length=64)
+    source_id = ExactCharField(max_length=64)
     title = peewee.CharField(max_length=500, default="")
     price = peewee.IntegerField(null=True)  # yen; None for listings without a price
     status = peewee.CharField(max_length=16)  # on_sale | sold
@@ -78,7 +78,7 @@ class AlertDelivery(BaseModel):
     """What became of one alert on one channel: sent, failed or deduplicated."""
 
     alert_id = peewee.IntegerField()
-    channel = peewee.CharField(max_length=191)  # the URL, credentials redacted
+    channel = ExactCharField(max_length=191)  # the URL, credentials redacted
     status = peewee.CharField(max_length=16)
     attempts = peewee.IntegerField(default=0)
     detail = peewee.CharField(max_length=500, default="")

@@ -14,6 +14,7 @@ import logging
 from contextlib import asynccontextmanager
 from typing import AsyncIterator, Awaitable, Callable
 
+from ..settings import redact_url
 from .driver import Browser, DriverError, Tab
 
 logger = logging.getLogger(__name__)
@@ -53,7 +54,8 @@ class BrowserManager:
                     logger.warning("browser (pid %s) died: starting a new one", self._current.browser.pid)
                     self._retire(self._current, wait=False)
                 self._current = _Slot(await self._launch(self.proxy))
-                logger.info("browser started (pid %s, proxy %s)", self._current.browser.pid, self.proxy or "none")
+                logger.info("browser started (pid %s, proxy %s)", self._current.browser.pid,
+                            redact_url(self.proxy) if self.proxy else "none")
             return self._current
 
     @asynccontextmanager
@@ -93,7 +95,7 @@ class BrowserManager:
             self._current = _Slot(await self._launch(proxy))
             self.restarts += 1
             logger.info("browser restarted (%s): new pid %s, proxy %s", reason, self._current.browser.pid,
-                        proxy or "none")
+                        redact_url(proxy) if proxy else "none")
         if old is not None:
             self._retire(old, wait=True)
 

@@ -9,6 +9,7 @@ Chromium) and capture of the search API's JSON responses.
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import logging
 import os
 import re
@@ -18,6 +19,7 @@ import tempfile
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from .selectors import ANALYTICS_URL_PATTERNS, BLOCKED_RESOURCE_TYPES
 
@@ -73,6 +75,44 @@ def find_chromium(configured: str | None) -> str:
     raise DriverError("no Chromium found: install it (apt-get install chromium) or set CHROMIUM_PATH")
 
 
+SANDBOX_AS_ROOT = ("Chromium cannot run sandboxed as root: run the crawler as an unprivileged user (safer), or set "
+                   "CHROMIUM_NO_SANDBOX=true to turn Chromium's sandbox off (see the README, Security)")
+
+
+def check_sandbox(no_sandbox: bool) -> None:
+    """Refuse at once, naming the setting, what Chromium would refuse with a cryptic message: its sandbox as root."""
+    if os.geteuid() == 0 and not no_sandbox:
+        raise DriverError(SANDBOX_AS_ROOT)
+
+
+def proxy_server(proxy: str) -> str:
+    """The proxy for ``--proxy-server``: scheme, host and port only. Chromium takes no credentials there, and a
+    command line is readable by every local user (``ps``, ``/proc/PID/cmdline``); they go over CDP instead."""
+    parts = urlsplit(proxy)
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
+
+
+def proxy_credentials(proxy: str | None) -> tuple[str, str] | None:
+    """(user, password) of a proxy URL, if it has any."""
+    if not proxy:
+        return None
+    parts = urlsplit(proxy)
+    if parts.username is None and parts.password is None:
+        return None
+    return unquote(parts.username or ""), unquote(parts.password or "")
+
+
+def chromium_args(*, no_sandbox: bool, proxy: str | None = None) -> list[str]:
+    """Chromium's command-line flags. ``--no-sandbox`` only when asked (``CHROMIUM_NO_SANDBOX``); never a
+    proxy's credentials."""
+    args = list(BASE_ARGS)
+    if no_sandbox:
+        args.append("--no-sandbox")
+    if proxy:
+        args += [f"--proxy-server={proxy_server(proxy)}", "--proxy-bypass-list=<-loopback>"]
+    return args
+
+
 @dataclass
 class Navigation:
     status: int | None
@@ -94,21 +134,43 @@ class Tab:
         if self._api.search(response.url) and response.request.method == "POST":
             self._captured.append(asyncio.ensure_future(response.json()))
 
-    async def prepare(self, block_resources: bool) -> None:
+    async def prepare(self, block_resources: bool, proxy_auth: tuple[str, str] | None = None) -> None:
         await self._page.setUserAgent(USER_AGENT)
         await self._page.setExtraHTTPHeaders({"Accept-Language": "ja-JP,ja;q=0.9"})
         await self._page.evaluateOnNewDocument(STEALTH)
-        if block_resources:
-            session = await self._page.target.createCDPSession()
+        if not block_resources and proxy_auth is None:
+            return
+        # The CDP Fetch domain: drop unneeded resources, and answer the proxy's 407 with its credentials (the
+        # only way to give Chromium a proxy password; it must then see every request, not just blocked ones).
+        session = await self._page.target.createCDPSession()
+        if proxy_auth is None:
             patterns = [{"resourceType": t, "requestStage": "Request"} for t in BLOCKED_RESOURCE_TYPES]
             patterns += [{"urlPattern": u, "requestStage": "Request"} for u in ANALYTICS_URL_PATTERNS]
+        else:
+            patterns = [{"urlPattern": "*", "requestStage": "Request"}]
+        answered: set[str] = set()
 
-            def paused(event) -> None:
-                asyncio.ensure_future(_quietly(session.send(
-                    "Fetch.failRequest", {"requestId": event["requestId"], "errorReason": "BlockedByClient"})))
+        def paused(event) -> None:
+            request_id = event["requestId"]
+            if block_resources and _blocked(event):
+                command = session.send("Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"})
+            else:
+                command = session.send("Fetch.continueRequest", {"requestId": request_id})
+            asyncio.ensure_future(_quietly(command))
 
-            session.on("Fetch.requestPaused", paused)
-            await session.send("Fetch.enable", {"patterns": patterns})
+        def auth_required(event) -> None:
+            request_id = event["requestId"]
+            if event.get("authChallenge", {}).get("source") == "Proxy" and request_id not in answered:
+                answered.add(request_id)  # once: wrong credentials must fail, not loop
+                response = {"response": "ProvideCredentials", "username": proxy_auth[0], "password": proxy_auth[1]}
+            else:
+                response = {"response": "CancelAuth"}
+            asyncio.ensure_future(_quietly(session.send(
+                "Fetch.continueWithAuth", {"requestId": request_id, "authChallengeResponse": response})))
+
+        session.on("Fetch.requestPaused", paused)
+        session.on("Fetch.authRequired", auth_required)
+        await session.send("Fetch.enable", {"patterns": patterns, "handleAuthRequests": proxy_auth is not None})
 
     async def goto(self, url: str, timeout: float) -> Navigation:
         self._captured.clear()
@@ -155,11 +217,8 @@ class Browser:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # websockets 10, pinned by pyppeteer
             from pyppeteer import launch
-        args = list(BASE_ARGS)
-        if no_sandbox:
-            args.append("--no-sandbox")
-        if proxy:
-            args += [f"--proxy-server={proxy}", "--proxy-bypass-list=<-loopback>"]
+        check_sandbox(no_sandbox)
+        args = chromium_args(no_sandbox=no_sandbox, proxy=proxy)
         profile = tempfile.mkdtemp(prefix="animetop-chromium-")
         try:
             browser = await launch(executablePath=chromium, headless=True, args=args, userDataDir=profile,
@@ -167,9 +226,7 @@ class Browser:
                                    logLevel=logging.WARNING)
         except Exception as e:
             shutil.rmtree(profile, ignore_errors=True)
-            hint = (" (running as root needs CHROMIUM_NO_SANDBOX=true)"
-                    if os.geteuid() == 0 and not no_sandbox else "")
-            raise DriverError(f"Chromium failed to start: {e}{hint}") from None
+            raise DriverError(f"Chromium failed to start: {e}") from None
         return cls(browser, profile, proxy)
 
     @property
@@ -190,7 +247,7 @@ class Browser:
         except Exception as e:
             raise DriverError(f"could not open a page: {e}") from None
         tab = Tab(page, api_pattern)
-        await tab.prepare(block_resources)
+        await tab.prepare(block_resources, proxy_credentials(self.proxy))
         return tab
 
     async def close(self) -> None:
@@ -211,6 +268,13 @@ class Browser:
             except Exception:
                 pass
         shutil.rmtree(self._profile, ignore_errors=True)
+
+
+def _blocked(event) -> bool:
+    """Whether a paused request is one of the resources a search page never needs."""
+    url = event.get("request", {}).get("url", "")
+    return event.get("resourceType") in BLOCKED_RESOURCE_TYPES or any(
+        fnmatch.fnmatchcase(url, pattern) for pattern in ANALYTICS_URL_PATTERNS)
 
 
 async def _quietly(awaitable) -> None:
