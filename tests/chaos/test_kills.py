@@ -8,41 +8,24 @@ and idempotency, locks and the result ledger make the redelivery harmless.
 
 from __future__ import annotations
 
-import json
 import random
 import threading
 import time
 
 import dramatiq
-import pytest
 
-from lib import keys
-from lib.broker import build_broker, queue_counts
-from lib.clock import Clock
+from lib.broker import build_broker
 from lib.db import bind_database, create_tables, database
 from lib.ip_catalogue import Catalogue
-from lib.queues import ALL_QUEUES, COLLECT, PIPELINE, POOL
+from lib.queues import COLLECT, PIPELINE, POOL
 from lib.redis_state import state_redis
-from lib.result_processor import CrawlResult, ResultProcessor
 from lib.schedule import ScheduleStore
 from lib.settings import load_settings, use_settings
-from lib.simulator import market
-from models import AppliedResult, IpMetadata, IpStatsHourly, ItemSnapshot
+from models import AppliedResult, ItemSnapshot
 
 from ..helpers import wait_for
-
-HOUR = 3600.0
-KEYWORDS = ["鬼滅の刃", "呪術廻戦", "ONE PIECE", "推しの子", "チェンソーマン", "葬送のフリーレン", "SPY×FAMILY",
-            "ブルーロック", "薬屋のひとりごと", "ダンジョン飯"]
-
-
-def crawl_items(keyword: str, t: float) -> list[dict]:
-    """What a 5+5-page crawl of the market at ``t`` reports (the crawler's message format)."""
-    on_sale = market.search(keyword, {market.ON_SALE}, t)[:600]
-    sold = market.search(keyword, {market.TRADING, market.SOLD_OUT}, t)[:600]
-    return [{"source_id": item.id, "title": item.name, "price": item.price_at(t),
-             "status": "on_sale" if status == market.ON_SALE else "sold", "image_url": "", "item_url": "",
-             "created": item.created, "updated": item.updated_at(t)} for item, status in on_sale + sold]
+from .crawl_results import (KEYWORDS, assert_same_end_state, busy, count, crawl_items, dead_letters,
+                            faulty_run_setup, reference_run, send_results)
 
 
 class Killer(threading.Thread):
@@ -77,114 +60,24 @@ class Killer(threading.Thread):
         return False
 
 
-def end_state(settings) -> dict:
-    """Everything process_result leaves behind, by keyword (ids may differ between databases)."""
-    r = state_redis(settings)
-    ips = {ip.id: ip.keyword for ip in IpMetadata.select()}
-    snapshots = {(ips[s.ip_id], s.source_id): (s.status, s.price, s.first_seen, s.last_seen)
-                 for s in ItemSnapshot.select()}
-    pipe = r.pipeline(transaction=False)
-    for kw_sid in snapshots:
-        ip_id = next(i for i, k in ips.items() if k == kw_sid[0])
-        pipe.hgetall(keys.item_state(ip_id, kw_sid[1]))
-    states = {kw_sid: {k.decode(): v.decode() for k, v in fields.items()}
-              for kw_sid, fields in zip(snapshots, pipe.execute())}
-    schedule = ScheduleStore(r)
-    try:
-        return {
-            "stats": {(ips[s.ip_id], s.hour_bucket): (s.inflow, s.outflow, s.sample_count, _num(s.avg_price),
-                                                       _num(s.min_price), _num(s.max_price), _num(s.liquidity_index))
-                      for s in IpStatsHourly.select()},
-            "ledger": sorted((ips[a.ip_id], a.task_id, a.inflow, a.outflow, a.items) for a in AppliedResult.select()),
-            "weights": {ip.keyword: ip.weight for ip in IpMetadata.select()},
-            "schedule": {ips[i]: schedule.time_of(i) for i in ips},
-            "snapshots": snapshots,
-            "states": states,
-        }
-    finally:
-        database.close()
-
-
-def setup_ips(settings, clock) -> dict[str, int]:
-    catalogue = Catalogue(ScheduleStore(state_redis(settings)), settings, clock)
-    return {kw: catalogue.add(kw).id for kw in KEYWORDS}
-
-
-def baseline_and_second(ip_ids: dict[str, int], t0: float) -> tuple[list[dict], list[dict]]:
-    first = [dict(ip_id=i, task_id=f"crawl-{i}-1", crawled_at=t0, items=crawl_items(kw, t0), pages_crawled=10)
-             for kw, i in ip_ids.items()]
-    second = [dict(ip_id=i, task_id=f"crawl-{i}-2", crawled_at=t0 + 1800, items=crawl_items(kw, t0 + 1800),
-                   pages_crawled=10) for kw, i in ip_ids.items()]
-    return first, second
-
-
 def test_worker_killed_repeatedly_mid_process_result(env, database_url, process_types, tmp_path):
-    t0 = time.time() - 2 * HOUR
-    t0 -= t0 % HOUR
-    clock = Clock()
-
-    # the run without kills: every result applied once, in-process, on a database and Redis of its own
-    reference_env = {**env, "DATABASE_URL": f"sqlite:///{tmp_path / 'reference.sqlite3'}",
-                     "REDIS_URL": env["BROKER_URL"], "BROKER_URL": env["REDIS_URL"]}  # (no broker used here)
-    reference = load_settings(reference_env)
-    use_settings(reference)
-    bind_database(reference.database_url_resolved)
-    create_tables()
-    ip_ids = setup_ips(reference, clock)
-    first, second = baseline_and_second(ip_ids, t0)
-    processor = ResultProcessor(reference, state_redis(reference), clock)
-    for message in first + second:
-        processor.apply(CrawlResult.parse(**message))
-    expected = end_state(reference)
-    state_redis(reference).flushdb()
-    assert sum(v[1] for v in expected["stats"].values()) > 100  # real outflow to lose or double count
-
-    # the same second crawls through a worker process type that keeps getting killed
+    expected, ip_ids, first, second = reference_run(env, tmp_path)
     chaos_env = {**env, "DATABASE_URL": database_url, "WORKER_PROCESSES": "1", "WORKER_THREADS": "2",
                  "LOCK_TTL": "3s"}
-    settings = load_settings(chaos_env)
-    use_settings(settings)
-    bind_database(database_url)
-    create_tables()
-    assert setup_ips(settings, clock) == ip_ids
-    processor = ResultProcessor(settings, state_redis(settings), clock)
-    for message in first:
-        processor.apply(CrawlResult.parse(**message))
-    database.close()
-    broker = build_broker(settings)
-    dramatiq.set_broker(broker)
+    settings, broker = faulty_run_setup(chaos_env, ip_ids, first)
     worker = process_types("worker", chaos_env)
     killer = Killer(worker, broker, PIPELINE, times=3)
-    for message in second:
-        broker.enqueue(dramatiq.Message(queue_name=PIPELINE, actor_name="process_result", args=(),
-                                        kwargs=message, options={}))
+    send_results(broker, second)
     killer.start()
     try:
-        wait_for(lambda: _count(AppliedResult) == 2 * len(KEYWORDS) and not _busy(broker), timeout=150,
+        wait_for(lambda: count(AppliedResult) == 2 * len(KEYWORDS) and not busy(broker), timeout=150,
                  interval=0.5, what="every result applied despite the kills")
     finally:
         killer.stopped.set()
     assert killer.kills_mid_work >= 2, "the killer never caught the worker holding a message"
     assert worker.proc.poll() is None  # the runner stayed up and restarted its worker
-    assert sum(queue_counts(broker, q)["dead"] for q in ALL_QUEUES) == 0
-    actual = end_state(settings)
-    for part in expected:
-        assert actual[part] == expected[part], part
-
-
-def _num(value) -> float | None:
-    return None if value is None else float(value)
-
-
-def _count(model) -> int:
-    try:
-        return model.select().count()
-    finally:
-        database.close()
-
-
-def _busy(broker) -> int:
-    return sum(c["ready"] + c["running"] + c["delayed"] for c in (queue_counts(broker, q) for q in ALL_QUEUES))
+    assert dead_letters(broker) == 0
+    assert_same_end_state(settings, expected)
 
 
 def test_worker_killed_repeatedly_mid_fill(env, database_url, process_types):
@@ -234,10 +127,10 @@ def test_worker_killed_repeatedly_mid_fill(env, database_url, process_types):
         consumer.close()
     assert killer.kills_mid_work >= 2, "the killer never caught the worker holding a message"
     assert len(set(handed)) == total  # every row once: nothing handed out twice, nothing lost
-    wait_for(lambda: _used(Title, USED) == total and not _busy(broker), timeout=60, interval=0.5,
+    wait_for(lambda: _used(Title, USED) == total and not busy(broker), timeout=60, interval=0.5,
              what="every handed-out row marked used")
     assert worker.proc.poll() is None
-    assert sum(queue_counts(broker, q)["dead"] for q in ALL_QUEUES) == 0
+    assert dead_letters(broker) == 0
 
 
 def _used(model, status) -> int:
@@ -275,14 +168,14 @@ def test_worker_killed_repeatedly_mid_collect(env, database_url, process_types):
         killer = Killer(worker, broker, COLLECT, times=3)
         killer.start()
         try:
-            wait_for(lambda: _run_finished("chaos") and not _busy(broker), timeout=150, interval=0.5,
+            wait_for(lambda: _run_finished("chaos") and not busy(broker), timeout=150, interval=0.5,
                      what="the run to finish despite the kills")
         finally:
             killer.stopped.set()
         assert killer.kills_mid_work >= 2, "the killer never caught the worker holding a message"
         assert sink_ids(task) == fresh_ids(api, "chaos")  # every fresh row, none twice (unique per key)
         assert worker.proc.poll() is None
-        assert sum(queue_counts(broker, q)["dead"] for q in ALL_QUEUES) == 0
+        assert dead_letters(broker) == 0
     finally:
         api.stop()
         database.close()
@@ -328,13 +221,13 @@ def test_crawler_killed_repeatedly_mid_crawl(env, process_types, chromium, tmp_p
         killer = Killer(crawler, broker, "crawl", times=3)
         killer.start()
         try:
-            wait_for(lambda: _count(AppliedResult) == 3 and not InFlight(r).members() and not _busy(broker),
+            wait_for(lambda: count(AppliedResult) == 3 and not InFlight(r).members() and not busy(broker),
                      timeout=240, interval=0.5, what="every IP crawled and applied despite the kills")
         finally:
             killer.stopped.set()
         assert killer.kills_mid_work >= 2, "the killer never caught the crawler holding a crawl"
         assert crawler.proc.poll() is None
-        assert sum(queue_counts(broker, q)["dead"] for q in ALL_QUEUES) == 0
+        assert dead_letters(broker) == 0
         t = sim.clock.now()
         for keyword, ip_id in ip_ids.items():
             truth = {item["source_id"]: item["status"] for item in crawl_items(keyword, t)}
