@@ -29,11 +29,14 @@ def leaderboard(kind: str, hours: int) -> str:
     return f"{PREFIX}:leaderboard:{kind}:{hours}"
 
 
-LEADERBOARD_PATTERN = f"{PREFIX}:leaderboard:*"
-
-
 def ip_cache(ip_id: int, name: str) -> str:
     return f"{PREFIX}:ip:{ip_id}:{name}"
+
+
+def cache_index(group: str) -> str:
+    """SET of the cache keys filled in a group (``leaderboard``, ``ip:{id}``): invalidating them reads this set
+    instead of scanning the keyspace, which holds a hash per listing (a scan per result grew with the IPs)."""
+    return f"{PREFIX}:cache-index:{group}"
 
 
 # middleware

@@ -33,18 +33,34 @@ def display_ljust(text: str, width: int) -> str:
     return text + " " * max(0, width - used)
 
 
+#: Deletes the caches listed in each index set (KEYS), then the sets, in one atomic step.
+_INVALIDATE = """
+for _, index in ipairs(KEYS) do
+  for _, key in ipairs(redis.call('SMEMBERS', index)) do
+    redis.call('DEL', key)
+  end
+  redis.call('DEL', index)
+end
+"""
+
+
+def _ip_index(ip_id: int) -> str:
+    return keys.cache_index(f"ip:{ip_id}")
+
+
+LEADERBOARD_INDEX = keys.cache_index("leaderboard")
+
+
 def invalidate_caches(client: redis.Redis, ip_id: int) -> None:
     """Drop every leaderboard and this IP's detail caches (after its stats changed)."""
     try:
-        doomed = list(client.scan_iter(match=keys.LEADERBOARD_PATTERN, count=500))
-        doomed += list(client.scan_iter(match=keys.ip_cache(ip_id, "*"), count=500))
-        if doomed:
-            client.delete(*doomed)
+        client.eval(_INVALIDATE, 2, LEADERBOARD_INDEX, _ip_index(ip_id))
     except redis.RedisError as e:  # caches expire by themselves within CACHE_TTL
         logger.warning("could not invalidate caches for IP %s: %s", ip_id, e)
 
 
-def _cached(client: redis.Redis | None, key: str, ttl: float, compute: Callable[[], Any]) -> Any:
+def _cached(client: redis.Redis | None, key: str, ttl: float, compute: Callable[[], Any], index: str) -> Any:
+    """``key``'s cached value, else ``compute()`` cached for ``ttl`` and listed in the set ``index``."""
     if client is not None:
         try:
             hit = client.get(key)
@@ -56,7 +72,11 @@ def _cached(client: redis.Redis | None, key: str, ttl: float, compute: Callable[
     value = compute()
     if client is not None:
         try:
-            client.set(key, json.dumps(value, ensure_ascii=False, default=str), px=int(ttl * 1000))
+            pipe = client.pipeline()
+            pipe.set(key, json.dumps(value, ensure_ascii=False, default=str), px=int(ttl * 1000))
+            pipe.sadd(index, key)
+            pipe.pexpire(index, int(ttl * 1000))  # outlives every member: each was set with ttl, none later
+            pipe.execute()
         except redis.RedisError as e:
             logger.warning("could not fill cache %s: %s", key, e)
     return value
@@ -79,7 +99,7 @@ class ReadSide:
         if hours < 1:
             raise ValueError("hours must be at least 1")
         rows = _cached(self.client, keys.leaderboard(by, hours), self.settings.cache_ttl,
-                       lambda: self._leaderboard_from_db(by, hours))
+                       lambda: self._leaderboard_from_db(by, hours), LEADERBOARD_INDEX)
         return rows[:limit]
 
     def _leaderboard_from_db(self, by: str, hours: int) -> list[dict]:
@@ -127,7 +147,8 @@ class ReadSide:
             return {"ip_id": ip.id, "keyword": ip.keyword, "name": ip.display_name, "active": ip.active,
                     "weight": ip.weight, "hours": hours, "timezone": self.settings.display_tz,
                     "series": series, "alerts": alerts}
-        return _cached(self.client, keys.ip_cache(ip_id, f"detail:{hours}"), self.settings.cache_ttl, compute)
+        return _cached(self.client, keys.ip_cache(ip_id, f"detail:{hours}"), self.settings.cache_ttl, compute,
+                       _ip_index(ip_id))
 
     def _display(self, naive_utc_dt) -> str:
         from datetime import timezone

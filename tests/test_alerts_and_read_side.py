@@ -114,6 +114,9 @@ def test_leaderboard_order_cache_and_invalidation(db, settings):
     more = [{"source_id": f"s{i}", "status": "sold", "price": 1000} for i in range(10)]
     proc.apply(CrawlResult.parse(ips[0].id, f"{ips[0].id}-3", T0 + 90, more))  # ip 0 sells 9 more
     assert not r.exists(keys.leaderboard("outflow", 24))  # invalidated
+    assert r.exists(keys.ip_cache(ips[1].id, "detail:24"))  # another IP's detail is still good
+    proc.apply(CrawlResult.parse(ips[1].id, f"{ips[1].id}-3", T0 + 90, []))
+    assert not r.exists(keys.ip_cache(ips[1].id, "detail:24"))  # its own is not
     assert side.leaderboard("outflow", 24)[0]["ip_id"] == ips[0].id
 
 
