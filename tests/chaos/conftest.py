@@ -42,6 +42,17 @@ def cmdline(pid: int) -> bytes:
         return b""
 
 
+def threads(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("Threads:"):
+                    return int(line.split()[1])
+    except (FileNotFoundError, ProcessLookupError):
+        pass
+    return 0
+
+
 def rss_kib(pid: int) -> int:
     """Resident memory of one process, in KiB (0 if it is gone)."""
     try:
@@ -66,13 +77,18 @@ class ProcessType:
                                      stdout=out, stderr=subprocess.STDOUT)
 
     def dramatiq_workers(self) -> list[int]:
-        """The Dramatiq worker processes (children of the ``dramatiq`` main process under the runner)."""
+        """The children of the ``dramatiq`` main process under the runner: its worker processes and, once they
+        are up, the /metrics fork (same command line)."""
         return [p for p in descendants(self.proc.pid)
                 if b"dramatiq" in cmdline(p) and b"dramatiq" in cmdline(parent_of(p))]
 
+    def consuming_workers(self) -> list[int]:
+        """The worker processes proper: they run consumer and worker threads, the /metrics fork does not."""
+        return [p for p in self.dramatiq_workers() if threads(p) > 2]
+
     def kill_a_worker(self) -> int | None:
         """SIGKILL one Dramatiq worker process, as the OOM killer would; its pid, or None if none is up."""
-        workers = self.dramatiq_workers()
+        workers = self.consuming_workers()
         if not workers:
             return None
         os.kill(workers[0], signal.SIGKILL)
