@@ -121,9 +121,8 @@ def test_database_down_within_the_retry_budget(env, outage, process_types, tmp_p
 
 
 @pytest.mark.mysql
+@pytest.mark.parametrize("database_url", ["mysql"], indirect=True)  # one database is enough for this path
 def test_database_down_past_the_retry_budget_then_requeued(env, database_url, process_types, tmp_path):
-    if not database_url.startswith("mysql"):
-        pytest.skip("one database is enough for the requeue path")
     outage = MysqlOutage(database_url)
     try:
         expected, second, settings, broker, worker = start(env, outage, process_types, tmp_path,
