@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from typing import Callable
 
@@ -11,7 +12,8 @@ import redis
 from dramatiq import Broker
 from dramatiq.brokers.rabbitmq import RabbitmqBroker
 from dramatiq.brokers.redis import RedisBroker, _RedisConsumer
-from dramatiq.errors import ConnectionClosed, DecodeError
+from dramatiq.common import dq_name
+from dramatiq.errors import BrokerConnectionError, ConnectionClosed, DecodeError
 from dramatiq.middleware import AgeLimit, Callbacks, CurrentMessage, Pipelines, ShutdownNotifications, TimeLimit
 from periodiq import PeriodiqMiddleware
 from urllib.parse import urlsplit
@@ -37,6 +39,39 @@ NAMESPACE = "animetop"
 
 #: How late a periodiq tick may start before the worker skips it as stale.
 PERIODIC_SKIP_DELAY = 50
+#: How long periodiq keeps trying to send a tick while the broker is unreachable (then it skips that one).
+PERIODIC_SEND_PATIENCE = 30.0
+
+
+def _ride_out_broker_outages_in_periodiq() -> None:
+    """periodiq sends the periodic messages from its main loop, and the first send that fails (Redis
+    restarting at that minute) ends the ``periodiq`` command, so the scheduler process type is restarted.
+    Here a send that cannot reach the broker is tried again every second for PERIODIC_SEND_PATIENCE,
+    then that minute's message is skipped with an error (the next minute sends the next one)."""
+    from periodiq import Scheduler
+
+    original = Scheduler.send_actors
+    if getattr(original, "rides_out_broker_outages", False):
+        return
+
+    def send_actors(self, actors, now):
+        for actor in actors:
+            deadline = time.monotonic() + PERIODIC_SEND_PATIENCE
+            while True:
+                try:
+                    original(self, [actor], now)
+                    break
+                except (redis.ConnectionError, redis.TimeoutError, BrokerConnectionError) as e:
+                    if time.monotonic() >= deadline:
+                        logger.error("could not send %s of %s, the broker was unreachable for %.0fs: skipped (%s)",
+                                     actor.actor_name, now, PERIODIC_SEND_PATIENCE, e)
+                        break
+                    logger.warning("could not send %s of %s, the broker is unreachable; trying again (%s)",
+                                   actor.actor_name, now, e)
+                    time.sleep(1.0)
+
+    send_actors.rides_out_broker_outages = True
+    Scheduler.send_actors = send_actors
 
 
 def _ms(seconds: float) -> int:
@@ -44,34 +79,92 @@ def _ms(seconds: float) -> int:
 
 
 class _Consumer(_RedisConsumer):
-    """Dramatiq's Redis consumer, plus two things it lacks.
+    """Dramatiq's Redis consumer, plus what it lacks.
 
     * An undecodable payload makes the stock consumer raise and restart,
       leaving the message unacked forever; here it goes to the dead-letter
       queue with its reason, and the consumer carries on.
     * A worker whose threads are all busy stops fetching and so stops
       heartbeating; with a short heartbeat timeout its in-flight messages
-      would be handed to another worker. Here it heartbeats regardless.
+      would be handed to another worker. Here it heartbeats regardless. A
+      heartbeat that fails is skipped: the fetch that follows reports a lost
+      connection, and only once the messages already fetched are handed out.
+    * Redis restarted under a running worker: on a connection error
+      Dramatiq's consumer thread drops the delayed messages it holds in
+      memory (and a consumer dropped with messages fetched but not handed
+      out loses those), while their ids stay in this worker's ack set, so
+      neither this live worker nor another would ever run them. A new
+      consumer first puts back every message of its queue that this broker
+      took and that no thread of it holds any more.
     """
 
     def __init__(self, broker, queue_name, prefetch, timeout):
         super().__init__(broker, queue_name, prefetch, timeout)
         self._beat_every = broker.heartbeat_timeout / 4000
         self._last_beat = 0.0
+        self._orphans_requeued = False
 
     def __next__(self):
+        if not self._orphans_requeued:
+            try:
+                self._requeue_orphans()
+            except (redis.ConnectionError, redis.TimeoutError) as e:
+                raise ConnectionClosed(e) from None
+            self._orphans_requeued = True
         now = time.monotonic()
         if now - self._last_beat >= self._beat_every:
             try:
                 self.broker.do_heartbeat(self.queue_name)
-            except redis.ConnectionError as e:
-                raise ConnectionClosed(e) from None
-            self._last_beat = now
+                self._last_beat = now
+            except (redis.ConnectionError, redis.TimeoutError) as e:
+                logger.debug("heartbeat on %s failed: %s", self.queue_name, e)
         try:
-            return super().__next__()
+            message = super().__next__()
         except DecodeError as e:
             self._dead_letter_undecodable(e)
             return None
+        if message is not None:
+            self.broker.handed_out(self.queue_name).add(message.options["redis_message_id"])
+        return message
+
+    def _requeue_orphans(self) -> None:
+        """Put back the messages of this queue in this broker's ack set that no thread holds (see above)."""
+        acks = f"{self.broker.namespace}:__acks__.{self.broker.broker_id}.{self.queue_name}"
+        taken = {rid.decode() for rid in self.broker.client.smembers(acks)}
+        held = self.broker.handed_out(self.queue_name)
+        if dq_name(self.queue_name) == self.queue_name:
+            held.clear()  # a delay queue's messages are held by its consumer thread alone, which dropped them
+        orphans = sorted(taken - held)
+        if orphans:
+            self.broker.do_requeue(self.queue_name, *orphans)
+            logger.warning("put back %d message(s) of %s this worker had taken but no longer holds "
+                           "(dropped on a lost Redis connection)", len(orphans), self.queue_name)
+
+    def _finished(self, message) -> None:
+        self.broker.handed_out(self.queue_name).discard(message.options.get("redis_message_id"))
+
+    def ack(self, message):
+        try:
+            super().ack(message)
+        finally:
+            self._finished(message)
+
+    def nack(self, message):
+        try:
+            super().nack(message)
+        finally:
+            self._finished(message)
+
+    def requeue(self, messages):
+        # Dramatiq's consumer thread closes its consumer on errors and catches only Dramatiq's connection
+        # errors there: a raw redis error while Redis is down would end the thread, and its queue with it.
+        messages = list(messages)
+        try:
+            super().requeue(messages)
+        except (redis.ConnectionError, redis.TimeoutError) as e:
+            raise ConnectionClosed(e) from None
+        for message in messages:
+            self._finished(message)
 
     def _dead_letter_undecodable(self, error: DecodeError) -> None:
         reason = f"undecodable message: {describe(error.error)}"
@@ -95,9 +188,20 @@ class AppRedisBroker(RedisBroker):
 
     reasons: ReasonStore
 
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._handed_out: dict[str, set[str]] = {}
+        self._handed_out_lock = threading.Lock()
+
     @property
     def consumer_class(self):
         return _Consumer
+
+    def handed_out(self, queue_name: str) -> set[str]:
+        """Redis ids of the messages of a queue its consumers handed to this process and not yet acked,
+        nacked or put back (set operations are atomic under the GIL; the lock guards creation)."""
+        with self._handed_out_lock:
+            return self._handed_out.setdefault(queue_name, set())
 
 
 def build_middleware(settings: Settings, redis_client: Callable[[], redis.Redis]) -> tuple[list, ReasonStore]:
@@ -136,9 +240,11 @@ def build_middleware(settings: Settings, redis_client: Callable[[], redis.Redis]
 def build_broker(settings: Settings, *, namespace: str = NAMESPACE) -> Broker:
     """The broker BROKER_URL names, with msgpack encoding and the app's middleware.
 
-    Also installs the msgpack encoder process-wide: Dramatiq's encoder is global.
+    Also installs the msgpack encoder process-wide (Dramatiq's encoder is global), and makes periodiq's
+    scheduler loop ride out a broker outage (see ``_ride_out_broker_outages_in_periodiq``).
     """
     dramatiq.set_encoder(MsgpackEncoder(max_bytes=settings.message_max_bytes))
+    _ride_out_broker_outages_in_periodiq()
     url = settings.broker_url_resolved
 
     def redis_client() -> redis.Redis:

@@ -18,11 +18,20 @@ import time
 from pathlib import Path
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 logger = logging.getLogger(__name__)
 
 #: sun_path is 108 bytes on Linux, including the terminating NUL.
 MAX_SOCKET_PATH = 107
+
+
+def _client(socket: Path, timeout: float) -> redis.Redis:
+    """A one-shot client that asks once: redis-py's default retries (10, with backoff) made a ping of the
+    stale socket a killed server leaves behind take seconds."""
+    return redis.Redis(unix_socket_path=str(socket), socket_timeout=timeout, socket_connect_timeout=timeout,
+                       retry=Retry(NoBackoff(), 0))
 
 
 class EmbeddedRedisError(RuntimeError):
@@ -61,7 +70,7 @@ class EmbeddedRedis:
     def ping(self) -> bool:
         if not self.socket.exists():
             return False
-        client = redis.Redis(unix_socket_path=str(self.socket), socket_timeout=1, socket_connect_timeout=1)
+        client = _client(self.socket, 1)
         try:
             return bool(client.ping())
         except (redis.ConnectionError, redis.TimeoutError, OSError):
@@ -117,7 +126,7 @@ class EmbeddedRedis:
         """Shut the server down (it writes its AOF first); False if none was running."""
         if not self.ping():
             return False
-        client = redis.Redis(unix_socket_path=str(self.socket), socket_timeout=5)
+        client = _client(self.socket, 5)
         try:
             client.shutdown()
         except redis.ConnectionError:
