@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from typing import Callable
 
 import dramatiq
@@ -18,7 +19,8 @@ from dramatiq.middleware import AgeLimit, Callbacks, CurrentMessage, Pipelines, 
 from periodiq import PeriodiqMiddleware
 from urllib.parse import urlsplit
 
-from .deadletters import ReasonStore
+from .deadletters import ReasonStore, decode_or_none
+from .errors import BadMessage
 from .encoder import MsgpackEncoder
 from .middleware import (
     ArgumentCheck, DatabaseConnections, DeadLetterReasons, Idempotency, InFlightRelease, LeaseKeeper, Locks,
@@ -124,6 +126,9 @@ class _Consumer(_RedisConsumer):
             self._dead_letter_undecodable(e)
             return None
         if message is not None:
+            if not _is_redis_id(message.options.get("redis_message_id")):
+                self._dead_letter_without_id(message)
+                return None
             self.broker.handed_out(self.queue_name).add(message.options["redis_message_id"])
         return message
 
@@ -181,6 +186,46 @@ class _Consumer(_RedisConsumer):
         except redis.ConnectionError as e:
             raise ConnectionClosed(e) from None
         logger.error("undecodable message on %s could not be found to dead-letter: %s", self.queue_name, reason)
+
+    def _dead_letter_without_id(self, message) -> None:
+        """A message whose options lack the id of its Redis entry (a producer other than Dramatiq's enqueue
+        wrote it) could never be acked, nacked or put back: it would stay taken for good, and be run again each
+        time its worker restarts. Found by its message id among the taken ones and dead-lettered at once."""
+        self.queued_message_ids.discard(message.message_id)
+        reason = describe(BadMessage(
+            f"not a message of this broker: its options carry no Redis id "
+            f"(redis_message_id={message.options.get('redis_message_id')!r:.60})"))
+        client = self.broker.client
+        acks = f"{self.broker.namespace}:__acks__.{self.broker.broker_id}.{self.queue_name}"
+        payloads = f"{self.broker.namespace}:{self.queue_name}.msgs"
+        try:
+            for rid in client.smembers(acks):
+                raw = client.hget(payloads, rid)
+                if raw is None or message.message_id.encode() not in raw:
+                    continue
+                found = decode_or_none(raw)
+                if (found is not None and found.message_id == message.message_id
+                        and not _is_redis_id(found.options.get("redis_message_id"))):
+                    self.broker.reasons.record(message.message_id, reason)
+                    self.broker.do_nack(self.queue_name, rid.decode())
+                    logger.error("dead-lettered message %s (%s on %s): %s", message.message_id, message.actor_name,
+                                 self.queue_name, reason)
+                    return
+        except redis.ConnectionError as e:
+            raise ConnectionClosed(e) from None
+        logger.error("message %s on %s could not be found to dead-letter: %s", message.message_id, self.queue_name,
+                     reason)
+
+
+def _is_redis_id(value) -> bool:
+    """Whether a message's ``redis_message_id`` option looks like one the broker gave (a UUID)."""
+    if not isinstance(value, str) or len(value) != 36:
+        return False
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
 
 
 class AppRedisBroker(RedisBroker):
