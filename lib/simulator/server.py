@@ -195,7 +195,7 @@ class MarketSimulator(LocalHttpServer):
                 page = int(token.split(":")[1]) + 1 if token.startswith("v1:") else 1
                 t = sim.clock.now()
                 items, found = sim.page_items(condition.get("keyword", ""), statuses, page, t)
-                if sim._record is not None and mode == "normal":
+                if sim._record is not None and mode in ("normal", "slow"):
                     sim.record_served(condition.get("keyword", ""), statuses, page, t, items)
                 if mode == "slow" and sim.delay_ms:
                     time.sleep(sim.delay_ms / 1000)
