@@ -1,10 +1,32 @@
-"""``python -m bench``: every benchmark, each as ratios against a floor measured in the same run."""
+"""``python -m bench [NAME ...] [OPTIONS]``: every benchmark (or the named ones), each as ratios against a floor
+measured in the same run. Options go to a single named benchmark: ``python -m bench load --ips 100,1000``."""
 
-from . import collect, crawl, encoding, pool, process_result, schedule_tick
+import sys
 
-BENCHMARKS = [encoding.main, schedule_tick.main, process_result.main, pool.main, collect.main, crawl.main]
+from . import collect, crawl, encoding, load, pool, process_result, schedule_tick
+
+BENCHMARKS = {"encoding": encoding.main, "schedule_tick": schedule_tick.main, "process_result": process_result.main,
+              "pool": pool.main, "collect": collect.main, "crawl": crawl.main, "load": load.main}
+
+
+def main(argv: list[str]) -> int:
+    names = []
+    while argv and argv[0] in BENCHMARKS:
+        names.append(argv.pop(0))
+    if argv and argv[0] in ("-h", "--help") and not names:
+        print(__doc__ + "\nbenchmarks: " + ", ".join(BENCHMARKS))
+        return 0
+    if argv and (len(names) != 1 or names[0] != "load"):
+        print(f"python -m bench: unknown benchmark or option {argv[0]!r}; benchmarks: {', '.join(BENCHMARKS)} "
+              "(options only after `load`)", file=sys.stderr)
+        return 2
+    failed = 0
+    for name in names or list(BENCHMARKS):
+        code = load.main(argv) if name == "load" else BENCHMARKS[name]()
+        failed += bool(code)
+        print()
+    return 1 if failed else 0
+
 
 if __name__ == "__main__":
-    for bench in BENCHMARKS:
-        bench()
-        print()
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,41 @@
+"""The load benchmark at a tiny scale: it runs to the end, prints its tables with every IP crawled, and
+leaves no process behind. Speeds are printed, never asserted."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _running(pattern: bytes) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    if pattern in f.read():
+                        found.append(int(entry))
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+    return found
+
+
+def test_load_benchmark_tiny_scale(tmp_path, chromium):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)}  # its DATA_DIRs go under tmp_path
+    result = subprocess.run([sys.executable, "-m", "bench", "load", "--ips", "3,5", "--cycles", "1"],
+                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=150)
+    out = result.stdout
+    assert result.returncode == 0, out + result.stderr
+    rows = re.findall(r"^\s+(\d+)\s+(\d+)\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+.*\s(\d+)/(\d+)$", out, re.M)
+    assert [(r[0], r[2], r[3]) for r in rows] == [("3", "3", "3"), ("5", "5", "5")], out  # every IP crawled
+    assert all(int(r[1]) >= int(r[0]) for r in rows), out  # at least one crawl per IP in the window
+    for section in ("queue depth", "peak memory per process type", "CPU seconds per crawl"):
+        assert section in out, out
+    assert re.search(r"seconds per crawl, 5 IPs \(floor: 3 IPs\).*ratio", out), out
+    assert re.search(r"seconds per crawl, 3 IPs \(floor: bare fetch of its pages\).*ratio", out), out
+    assert "!" not in out.split("CPU seconds per crawl")[1], out  # no incomplete scale, no dead letters
+    assert _running(str(tmp_path).encode()) == []  # its redis-servers and Chromiums are gone
+    assert list(tmp_path.glob("animetop-load-*")) == []  # and its data
