@@ -276,8 +276,8 @@ def build_middleware(settings: Settings, redis_client: Callable[[], redis.Redis]
         DeadLetterReasons(reasons),
         InFlightRelease(redis_client),
         DatabaseConnections(),
-        BrowserShutdown(),
         AsyncIO(),
+        BrowserShutdown(),  # after AsyncIO: its after-shutdown hook runs first, while the loop still runs
     ]
     return middleware, reasons
 

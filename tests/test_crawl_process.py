@@ -17,6 +17,7 @@ from lib.schedule_tick import Scheduler
 from lib.simulator import MarketSimulator
 from models import AppliedResult
 
+from .chaos.crawl_results import crawl_items
 from .helpers import wait_for
 
 ROOT = Path(__file__).parent.parent
@@ -101,4 +102,36 @@ def _applied() -> int:
     try:
         return AppliedResult.select().count()
     finally:
+        database.close()
+
+
+def test_crawler_stopped_mid_crawl_finishes_it_first(env, settings, broker, sim, chromium):
+    """SIGTERM (a deploy, Ctrl-C) lets the crawl in flight finish with every page before the browser closes."""
+    full_env = {**os.environ, **env, "MERCARI_BASE_URL": sim.url, "CHROMIUM_PATH": chromium,
+                "CHROMIUM_NO_SANDBOX": "true", "CRAWLER_THREADS": "1", "WORKER_PROCESSES": "1",
+                "WORKER_THREADS": "2", "WORKER_SHUTDOWN_TIMEOUT": "60s"}
+    bind_database(settings.database_url_resolved)
+    create_tables()
+    r = state_redis(settings)
+    ip = Catalogue(ScheduleStore(r), settings).add("鬼滅の刃")
+    procs = [subprocess.Popen([sys.executable, "-m", "lib.cli", "run", kind], env=full_env, cwd=ROOT,
+                              start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             for kind in ("crawler", "worker")]
+    try:
+        sim.set_mode("slow", delay_ms=500)
+        assert Scheduler(settings, r, broker).tick().enqueued == [ip.id]
+        wait_for(lambda: sim.counters["pages"] >= 2, timeout=90, what="the crawl to get going")
+        os.killpg(procs[0].pid, signal.SIGTERM)
+        assert procs[0].wait(timeout=90) == 0
+        assert sim.counters["pages"] == 10  # every page of the crawl, once: nothing was redone
+        wait_for(lambda: _applied() == 1, timeout=60, what="the finished crawl's result to be applied")
+        truth = {item["source_id"] for item in crawl_items("鬼滅の刃", sim.clock.now())}
+        assert AppliedResult.get().items == len(truth)  # and no page went missing
+        assert InFlight(r).members() == set()
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in procs:
+            proc.wait(timeout=60)
         database.close()

@@ -1,4 +1,7 @@
-"""Closes the crawler's browser when a worker stops, so no Chromium outlives its worker."""
+"""Closes the crawler's browser when a worker stops, so no Chromium outlives its worker.
+
+After the worker threads have finished their messages, not before: a browser closed at the start of the
+shutdown would fail the crawls still in flight (retried, or sent on with pages missing)."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ logger = logging.getLogger(__name__)
 
 
 class BrowserShutdown(Middleware):
-    def before_worker_shutdown(self, broker, worker):
+    def after_worker_shutdown(self, broker, worker):
         from dramatiq.asyncio import get_event_loop_thread
 
         from ..crawler import crawl
