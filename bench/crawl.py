@@ -8,7 +8,6 @@ import asyncio
 import os
 import tempfile
 import time
-from pathlib import Path
 
 from lib.crawler.crawl import Crawler
 from lib.crawler.driver import Browser, find_chromium

@@ -9,7 +9,6 @@ import threading
 import time
 from pathlib import Path
 
-from lib import keys
 from lib.db import bind_database, create_tables, database
 from lib.pool import PoolConsumer, PoolEmpty, PoolFiller, load_rows, mark_used, model_of
 from lib.redis_state import state_redis

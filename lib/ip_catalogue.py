@@ -82,7 +82,7 @@ class Catalogue:
 
     def disable(self, ip_id: int) -> IpMetadata:
         """Stop crawling an IP: inactive in the database and gone from the schedule."""
-        ip = self.get(ip_id)
+        self.get(ip_id)  # an unknown id raises here
         IpMetadata.update(active=False, updated_at=self.clock.utcnow()).where(IpMetadata.id == ip_id).execute()
         self.schedule.remove(ip_id)
         return self.get(ip_id)

@@ -27,7 +27,7 @@ from models.pool import AVAILABLE, QUEUED, USED, PoolRow
 
 from . import keys
 from .clock import Clock, get_clock
-from .db import database, is_mysql, write_transaction
+from .db import is_mysql, write_transaction
 from .execution_state import ExecutionState
 from .settings import Settings
 

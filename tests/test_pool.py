@@ -6,11 +6,10 @@ import time
 from pathlib import Path
 
 import pytest
-import redis as redis_lib
 
 from lib import keys
 from lib.embedded_redis import EmbeddedRedis
-from lib.pool import (AVAILABLE, PoolConsumer, PoolEmpty, PoolError, PoolFiller, load_rows, mark_used,
+from lib.pool import (PoolConsumer, PoolEmpty, PoolError, PoolFiller, load_rows, mark_used,
                       model_of)
 from lib.redis_state import connect, state_redis
 from lib.settings import load_settings

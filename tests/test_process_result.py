@@ -1,18 +1,14 @@
 """process_result: transitions, hourly statistics, exactly-once effect, alerts, closed loop, read side."""
 
-from datetime import datetime
 from decimal import Decimal
 
-import dramatiq
 import pytest
 
 from lib import keys
 from lib.clock import FrozenClock, naive_utc
 from lib.execution_state import ExecutionState
-from lib.item_state import Transition
 from lib.ip_catalogue import Catalogue
 from lib.market_stats import adjusted_weight
-from lib.read_side import ReadSide
 from lib.redis_state import state_redis
 from lib.result_processor import CrawlResult, ResultProcessor
 from lib.schedule import CRAWL_JOB, ScheduleStore, interval_for

@@ -1,11 +1,9 @@
 """process_result through real workers: concurrency, duplicates, bad input, a database outage."""
 
-import threading
 import time
 from urllib.parse import urlsplit
 
 import dramatiq
-import pytest
 
 from lib.clock import naive_utc
 from lib.db import bind_database, create_tables, database

@@ -3,7 +3,6 @@
 import time
 
 import dramatiq
-import redis
 
 from lib.deadletters import DeadLetters
 from lib.errors import BadMessage

@@ -5,17 +5,14 @@ import time
 from datetime import datetime, timedelta, timezone
 
 import dramatiq
-import peewee
 import pytest
 
-from lib import keys
 from lib.clock import FrozenClock
 from lib.deadletters import DeadLetters
 from lib.execution_state import ExecutionState
-from lib.ip_catalogue import Catalogue
 from lib.queues import CRAWL
 from lib.redis_state import state_redis
-from lib.schedule import CRAWL_JOB, InFlight, ScheduleStore, interval_for, startup_offset
+from lib.schedule import CRAWL_JOB, interval_for, startup_offset
 from lib.schedule_tick import CRAWL_ACTOR, Scheduler
 from lib.settings import load_settings
 from models import CollectorExecutionState, IpMetadata

@@ -27,7 +27,7 @@ import pytest
 
 from lib import keys
 from lib.broker import build_broker, queue_counts
-from lib.clock import naive_utc, to_timestamp
+from lib.clock import to_timestamp
 from lib.deadletters import DeadLetters
 from lib.execution_state import ExecutionState
 from lib.ip_catalogue import Catalogue

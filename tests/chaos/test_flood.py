@@ -23,7 +23,6 @@ are refused by the worker, not by Redis, so they too sit in ``<queue>.XQ.msgs`` 
 
 from __future__ import annotations
 
-import os
 import random
 import re
 import socket
@@ -33,7 +32,6 @@ import uuid
 
 import dramatiq
 import msgpack
-import pytest
 from dramatiq import Message
 from dramatiq.brokers.redis import RedisBroker
 

@@ -13,6 +13,7 @@ import threading
 import time
 
 import dramatiq
+import pytest
 
 from lib.broker import build_broker
 from lib.db import bind_database, create_tables, database
@@ -80,6 +81,8 @@ def test_worker_killed_repeatedly_mid_process_result(env, database_url, process_
     assert_same_end_state(settings, expected)
 
 
+@pytest.mark.mysql
+@pytest.mark.parametrize("database_url", ["mysql"], indirect=True)  # the row-locking claim; SQLite's in test_pool
 def test_worker_killed_repeatedly_mid_fill(env, database_url, process_types):
     """Fills and mark_used run in a worker that keeps getting killed while a consumer drains the pool:
     every row is handed out exactly once and ends up used."""
@@ -87,9 +90,9 @@ def test_worker_killed_repeatedly_mid_fill(env, database_url, process_types):
     from models import Title
     from models.pool import USED
 
-    total = 30_000
+    total = 15_000
     chaos_env = {**env, "DATABASE_URL": database_url, "WORKER_PROCESSES": "1", "WORKER_THREADS": "2",
-                 "POOL_SIZE": "5000", "POOL_THRESHOLD": "2500", "LOCK_BUSY_RETRY_DELAY": "500ms"}
+                 "POOL_SIZE": "3000", "POOL_THRESHOLD": "1500", "LOCK_BUSY_RETRY_DELAY": "500ms"}
     settings = load_settings(chaos_env)
     use_settings(settings)
     bind_database(database_url)
@@ -140,6 +143,7 @@ def _used(model, status) -> int:
         database.close()
 
 
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # the run_id claim is the same SQL on both
 def test_worker_killed_repeatedly_mid_collect(env, database_url, process_types):
     """A collection run whose worker keeps getting killed fills the sink exactly as an undisturbed run does."""
     from lib.collector import COLLECT_ACTOR, Collector, DatabaseSink, add_task, find_task

@@ -193,7 +193,8 @@ def worker_tree(worker) -> dict[int, bytes]:
 
 # == 1. Redis restarted =======================================================================================
 
-@pytest.mark.parametrize("stop", ["SHUTDOWN", "SIGKILL"])
+@pytest.mark.parametrize("database_url, stop", [  # each way of stopping once, on one database each
+    ("sqlite", "SIGKILL"), pytest.param("mysql", "SHUTDOWN", marks=pytest.mark.mysql)], indirect=["database_url"])
 def test_redis_restart_keeps_schedule_messages_and_states_and_the_worker_reconnects(app, process_types, stop):
     r, b = app.state, app.broker_db
     now = time.time()

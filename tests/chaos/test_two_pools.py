@@ -97,7 +97,8 @@ def test_two_schedulers_and_two_worker_pools(env, process_types, chromium, tmp_p
         # pages so slow that crawls queue up past the IPs' intervals: the IPs fall due again while their
         # crawl is still queued or running, which only the in-flight set keeps from being crawled twice
         sim.set_mode("slow", delay_ms=3000)
-        # what two periodiq processes do at the same minute, without waiting for one
+        # what two periodiq processes do at the same minute, without waiting for one (the test may not last
+        # until a minute boundary; test_redis_loss waits for one)
         for _ in range(2):
             send(broker, SCHEDULER, TICK_ACTOR)
             send(broker, COLLECT, "start_due_collections")
@@ -110,7 +111,7 @@ def test_two_schedulers_and_two_worker_pools(env, process_types, chromium, tmp_p
                                                                          group_id=group_id))
         handed: list[int] = []
         most_pending, samples = 0, 0
-        ends = time.monotonic() + 70  # a real minute boundary falls inside: both periodiq processes fire
+        ends = time.monotonic() + 45
         next_sample = time.monotonic()
         try:
             while time.monotonic() < ends:
@@ -127,7 +128,7 @@ def test_two_schedulers_and_two_worker_pools(env, process_types, chromium, tmp_p
                     next_sample = time.monotonic() + 0.3
         finally:
             consumer.close()
-        assert samples > 100 and most_pending >= 3  # the queue was really looked at while it was full
+        assert samples > 60 and most_pending >= 3  # the queue was really looked at while it was full
         for p in started:
             if p.kind == "scheduler":
                 assert p.stop() == 0
