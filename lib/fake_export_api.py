@@ -53,8 +53,9 @@ class FakeExportApi(LocalHttpServer):
     name = "fake-export-api"
 
     def __init__(self, port: int = 0, *, token_ttl: float = 3600, rate_limit: float = 20.0,
-                 username: str = "demo", password: str = "demo") -> None:
+                 username: str = "demo", password: str = "demo", latency: float = 0.0) -> None:
         self.tasks: dict[str, FakeTask] = {}
+        self.latency = latency  # seconds each data request takes, as a remote API's would
         self.token_ttl = token_ttl
         self.rate_limit = rate_limit
         self.username, self.password = username, password
@@ -127,6 +128,8 @@ class FakeExportApi(LocalHttpServer):
                 if path.startswith("/_control/"):
                     return self._control(path, body)
                 api.stats["requests"] += 1
+                if api.latency:
+                    time.sleep(api.latency)
                 if api.down:
                     return self._send(503, {"error": "down"})
                 if path != "/token":
@@ -163,6 +166,8 @@ class FakeExportApi(LocalHttpServer):
                 if parts.path == "/_control/stats":
                     return self._send(200, api.stats)
                 api.stats["requests"] += 1
+                if api.latency:
+                    time.sleep(api.latency)
                 if api.down:
                     return self._send(503, {"error": "down"})
                 if api._throttled():

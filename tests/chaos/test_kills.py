@@ -38,15 +38,17 @@ class Killer(threading.Thread):
         self.kills_mid_work = 0
         self.random = random.Random(seed)
         self.stopped = threading.Event()
+        self.done_killing = threading.Event()
 
     def run(self) -> None:
         while self.kills_mid_work < self.times and not self.stopped.is_set():
             if self.live_worker_holds_messages():
-                time.sleep(self.random.uniform(0.05, 0.4))  # somewhere inside the work
+                time.sleep(self.random.uniform(0, 0.2))  # somewhere inside the work, if it lasts
                 if self.live_worker_holds_messages() and self.process_type.kill_a_worker():
                     self.kills_mid_work += 1
                     time.sleep(0.5)
             time.sleep(0.02)
+        self.done_killing.set()
 
     def live_worker_holds_messages(self) -> bool:
         """A consumer that heartbeats (not one already killed, whose messages wait for requeueing) holds some."""
@@ -90,7 +92,7 @@ def test_worker_killed_repeatedly_mid_fill(env, database_url, process_types):
     from models import Title
     from models.pool import USED
 
-    total = 15_000
+    total = 10_000
     chaos_env = {**env, "DATABASE_URL": database_url, "WORKER_PROCESSES": "1", "WORKER_THREADS": "2",
                  "POOL_SIZE": "3000", "POOL_THRESHOLD": "1500", "LOCK_BUSY_RETRY_DELAY": "500ms"}
     settings = load_settings(chaos_env)
@@ -123,8 +125,8 @@ def test_worker_killed_repeatedly_mid_fill(env, database_url, process_types):
                 # rows a killed filler claimed wait for a fill to reconcile them (the periodic fill's job)
                 send(FILL_ACTOR, kind="titles", group_id=1)
                 time.sleep(0.5)
-            if len(handed) % 50 == 0:
-                time.sleep(0.005)  # a consumer at a few thousand rows a second, so fills overlap the kills
+            if not killer.done_killing.is_set():
+                time.sleep(0.002)  # a consumer at a few hundred rows a second while the killer is at work
     finally:
         killer.stopped.set()
         consumer.close()
@@ -152,7 +154,7 @@ def test_worker_killed_repeatedly_mid_collect(env, database_url, process_types):
 
     from ..test_collect import DAY_ROWS, fresh_ids, sink_ids
 
-    api = FakeExportApi(rate_limit=1000).start()
+    api = FakeExportApi(rate_limit=1000, latency=0.1).start()  # ~50 windows of 0.1 s: the kills land in them
     try:
         chaos_env = {**env, "DATABASE_URL": database_url, "WORKER_PROCESSES": "1", "WORKER_THREADS": "2",
                      "COLLECT_API_URL": api.url, "LOCK_TTL": "3s"}
@@ -161,7 +163,7 @@ def test_worker_killed_repeatedly_mid_collect(env, database_url, process_types):
         bind_database(database_url)
         create_tables()
         api.add_task("chaos", rows=10 * DAY_ROWS)  # ten days of rows, seven of them fresh
-        task = add_task("chaos", "fake", key_field="id", batch_size=40)
+        task = add_task("chaos", "fake", key_field="id", batch_size=20)
         broker = build_broker(settings)
         dramatiq.set_broker(broker)
         worker = process_types("worker", chaos_env)
