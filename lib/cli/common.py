@@ -1,0 +1,77 @@
+"""What every command shares: the command registry and the app's pieces, imported late (a command that
+needs no broker starts quickly and never touches Redis)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Callable
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
+
+
+def command(name: str):
+    def register(fn):
+        COMMANDS[name] = fn
+        return fn
+    return register
+
+
+def _broker():
+    """Import the actors (which configures this process) and return the broker."""
+    import actors
+
+    return actors.broker
+
+
+def _settings():
+    from ..app import settings_or_exit
+
+    return settings_or_exit()
+
+
+def _catalogue():
+    from ..db import bind_database
+    from ..ip_catalogue import Catalogue
+    from ..redis_state import state_redis
+    from ..schedule import ScheduleStore
+
+    settings = _settings()
+    bind_database(settings.database_url_resolved)
+    return Catalogue(ScheduleStore(state_redis(settings)), settings)
+
+
+def _ip_id(value: str | None) -> int:
+    from ..ip_catalogue import CatalogueError
+
+    try:
+        return int(value or "")
+    except ValueError:
+        raise CatalogueError(f"expected an IP id (a number); got {value!r}") from None
+
+
+def _serve_until_interrupted(server, banner: str) -> int:
+    """Keep a background server (LocalHttpServer) up until Ctrl-C."""
+    print(f"{banner}; Ctrl-C stops it", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.stop()
+    return 0
+
+
+def _read_side():
+    from ..db import bind_database
+    from ..read_side import ReadSide
+    from ..redis_state import state_redis
+
+    settings = _settings()
+    bind_database(settings.database_url_resolved)
+    try:
+        client = state_redis(settings)
+    except Exception as e:  # the database answers on its own
+        print(f"animetop: Redis unavailable ({e}); reading the database", file=sys.stderr)
+        client = None
+    return ReadSide(settings, client)

@@ -1,0 +1,80 @@
+"""``animetop run``, ``status``, ``dashboard``, ``demo`` and the local ``simulator``."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from .common import _broker, _read_side, _serve_until_interrupted, _settings, command
+
+
+@command("run")
+def cmd_run(args) -> int:
+    from ..app import configure_logging
+    from ..redis_state import ensure_redis_server
+    from ..supervisor import run_process_type
+
+    settings = _settings()
+    configure_logging(settings.log_level)
+    ensure_redis_server(settings)
+    if args.process_type == "scheduler":
+        # periodiq's first tick may be up to a minute away: tick once now, so a restart resumes at once.
+        from ..schedule_tick import tick_message
+
+        broker = _broker()
+        broker.enqueue(tick_message())
+        broker.get_actor("fill_all_pools").send()  # the start-up fill
+    return run_process_type(args.process_type, settings, args.actors)
+
+
+@command("status")
+def cmd_status(args) -> int:
+    from ..redis_state import state_redis
+    from ..status import gather, render
+
+    broker = _broker()
+    settings = _settings()
+    while True:
+        status = gather(settings, broker, state_redis(settings))
+        if args.format == "json":
+            print(json.dumps(status, ensure_ascii=False, indent=2, default=str))
+        else:
+            if args.watch:
+                print("\033[2J\033[H", end="")
+            print(render(status), flush=True)
+        if not args.watch:
+            return 0
+        try:
+            time.sleep(args.interval)
+        except KeyboardInterrupt:
+            return 0
+
+
+@command("dashboard")
+def cmd_dashboard(args) -> int:
+    from ..dashboard import Dashboard, summary_status
+    from ..redis_state import state_redis
+
+    broker = _broker()
+    settings = _settings()
+    side = _read_side()
+    dash = Dashboard(settings, side, lambda: summary_status(settings, state_redis(settings), broker),
+                     port=args.port).start()
+    return _serve_until_interrupted(dash, f"dashboard on {dash.url} (read-only)")
+
+
+@command("demo")
+def cmd_demo(args) -> int:
+    from ..demo import run_demo
+
+    return run_demo(args.minutes, args.speed, args.ips, keep=args.keep, record=args.record)
+
+
+@command("simulator")
+def cmd_simulator(args) -> int:
+    from ..simulator import MarketSimulator
+
+    sim = MarketSimulator(args.port, speed=args.speed).start()
+    return _serve_until_interrupted(
+        sim, f"market simulator on {sim.url} (speed {args.speed}x); point MERCARI_BASE_URL at it. "
+             f"Try {sim.url}/search?keyword=%E9%AC%BC%E6%BB%85%E3%81%AE%E5%88%83&status=on_sale")

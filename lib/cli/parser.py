@@ -1,0 +1,103 @@
+"""The command line's arguments, all in one place."""
+
+from __future__ import annotations
+
+import argparse
+
+DESCRIPTION = "animetop: the operator's command line"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="animetop", description=DESCRIPTION)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("settings", help="print the effective settings (passwords redacted)")
+    p.add_argument("--markdown", action="store_true", help="print the settings table for the README")
+
+    p = sub.add_parser("db", help="database tasks")
+    p.add_argument("action", choices=["init"], help="init: create all tables (idempotent)")
+
+    p = sub.add_parser("enqueue", help="send a message to an actor")
+    p.add_argument("actor")
+    p.add_argument("kwargs", nargs="?", default="{}", help='keyword arguments as a JSON object')
+    p.add_argument("--delay-ms", type=int, default=None)
+
+    p = sub.add_parser("deadletters", help="inspect and requeue dead-lettered messages")
+    p.add_argument("action", choices=["list", "show", "requeue", "purge"])
+    p.add_argument("ids", nargs="*", help="dead letter IDs (the ID column or the message id)")
+    p.add_argument("--queue", help="only this queue")
+    p.add_argument("--all", action="store_true", help="requeue: every dead letter (of --queue)")
+    p.add_argument("--format", choices=["table", "json"], default="table")
+
+    p = sub.add_parser("ip", help="manage the IPs (franchises) being tracked")
+    p.add_argument("action", choices=["add", "list", "show", "disable", "enable", "import"])
+    p.add_argument("value", nargs="?", help="add: KEYWORD; show/disable/enable: ID; import: FILE")
+    p.add_argument("--hours", type=int, default=24, help="show: hours of history (default 24)")
+    p.add_argument("--name", help="add: display name (default: the keyword)")
+    p.add_argument("--weight", type=float, default=1.0, help="add: initial weight (default 1.0)")
+    p.add_argument("--format", choices=["table", "json"], default="table")
+
+    p = sub.add_parser("pool", help="title/content pools")
+    p.add_argument("action", choices=["load", "status"])
+    p.add_argument("kind", nargs="?", help="titles or contents")
+    p.add_argument("file", nargs="?", help="one text a line, CSV with a text column, or JSON lines")
+    p.add_argument("--group", type=int)
+    p.add_argument("--batch", type=int)
+
+    p = sub.add_parser("collect", help="incremental collection tasks from the export API")
+    p.add_argument("action", choices=["add", "list", "enable", "disable", "run"])
+    p.add_argument("task", nargs="?", help="the source's task id (or our numeric id)")
+    p.add_argument("--source", help="add: source name")
+    p.add_argument("--batch-size", type=int, default=100)
+    p.add_argument("--date-field", default="date")
+    p.add_argument("--key-field", help="add: a stable id field of the rows (default: hash of the row)")
+    p.add_argument("--filter-days", type=int, default=7)
+    p.add_argument("--max-expired", type=int, default=3, help="add: expired batches in a row that end a first run")
+    p.add_argument("--interval", type=int, default=3600, help="add: seconds between runs")
+
+    p = sub.add_parser("status", help="queue depths, in-flight crawls, schedule, locks, recent errors")
+    p.add_argument("--watch", action="store_true", help="refresh until Ctrl-C")
+    p.add_argument("--interval", type=float, default=2.0)
+    p.add_argument("--format", choices=["table", "json"], default="table")
+
+    p = sub.add_parser("dashboard", help="serve the read-only web dashboard")
+    p.add_argument("--port", type=int, default=8790)
+
+    p = sub.add_parser("demo", help="run the whole system offline against the simulator for a few minutes")
+    p.add_argument("--minutes", type=float, default=2.0)
+    p.add_argument("--speed", type=float, default=120.0, help="simulated seconds per real second")
+    p.add_argument("--ips", type=int, default=12, help="how many sample IPs (at most 12)")
+    p.add_argument("--keep", action="store_true", help="leave the embedded Redis running afterwards")
+    p.add_argument("--record", metavar="FILE",
+                   help="write every search page the simulator served as JSON lines (ground truth to check "
+                        "the numbers against)")
+
+    p = sub.add_parser("simulator", help="serve the local Mercari market simulator")
+    p.add_argument("--port", type=int, default=8780)
+    p.add_argument("--speed", type=float, default=1.0, help="simulated seconds per real second")
+
+    p = sub.add_parser("fake-export-api", help="serve a local fake of the export API (tests, demo)")
+    p.add_argument("--port", type=int, default=8765)
+    p.add_argument("--task", action="append", default=[], help="NAME:ROWS, repeatable (default rows 1000)")
+    p.add_argument("--bad-every", type=int, default=0, help="every Nth row malformed")
+
+    p = sub.add_parser("alerts", help="market alerts and their notifications")
+    p.add_argument("action", choices=["list", "test"])
+    p.add_argument("url", nargs="?", help="test: a channel URL (https://…, slack+https://…, dingtalk+https://…)")
+    p.add_argument("--ip", type=int)
+    p.add_argument("--since", default="24h")
+    p.add_argument("--format", choices=["table", "json"], default="table")
+
+    p = sub.add_parser("leaderboard", help="IPs ranked by market flow")
+    p.add_argument("--by", choices=["inflow", "outflow", "liquidity"], default="outflow")
+    p.add_argument("--hours", type=int, default=24)
+    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--format", choices=["table", "json", "csv"], default="table")
+
+    p = sub.add_parser("run", help="run a process type of the Procfile, restarting it if it dies")
+    p.add_argument("process_type", choices=["worker", "crawler", "scheduler"])
+    p.add_argument("--actors", default="actors", help="module that declares the actors (default: actors)")
+
+    p = sub.add_parser("redis", help="the embedded redis-server (when REDIS_URL is unset)")
+    p.add_argument("action", choices=["start", "stop", "status"])
+    return parser
