@@ -6,7 +6,7 @@ import json
 import sys
 import time
 
-from .common import _settings, command
+from .common import app_settings, command
 
 
 @command("alerts")
@@ -14,7 +14,7 @@ def cmd_alerts(args) -> int:
     from ..notify import Channel, PermanentDeliveryError, TransientDeliveryError, body_for, post
     from ..settings import parse_duration
 
-    settings = _settings()
+    settings = app_settings()
     if args.action == "test":
         if not args.url:
             print("animetop alerts test: name a CHANNEL_URL", file=sys.stderr)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from .common import _broker, _serve_until_interrupted, _settings, command
+from .common import app_broker, serve_until_interrupted, app_settings, command
 
 
 @command("collect")
@@ -12,11 +12,11 @@ def cmd_collect(args) -> int:
     from ..collector import CollectError, add_task, find_task
 
     if args.action == "run":
-        broker = _broker()  # configures the process: database, broker
+        broker = app_broker()  # configures the process: database, broker
         from ..collector import app_collector
 
         try:
-            first = app_collector(_settings()).start(find_task(args.task))
+            first = app_collector(app_settings()).start(find_task(args.task))
         except CollectError as e:
             print(f"animetop collect run: {e}", file=sys.stderr)
             return 1
@@ -29,7 +29,7 @@ def cmd_collect(args) -> int:
     from ..db import bind_database
     from models import CollectionTask
 
-    bind_database(_settings().database_url_resolved)
+    bind_database(app_settings().database_url_resolved)
     try:
         if args.action == "add":
             task = add_task(args.task, args.source or args.task, batch_size=args.batch_size,
@@ -61,5 +61,5 @@ def cmd_fake_export_api(args) -> int:
     for spec in args.task:
         name, _, rows = spec.partition(":")
         api.add_task(name, int(rows or 1000), bad_every=args.bad_every)
-    return _serve_until_interrupted(
+    return serve_until_interrupted(
         api, f"fake export API on {api.url} (user demo / password demo); tasks: {', '.join(api.tasks) or 'none'}")

@@ -18,31 +18,31 @@ def command(name: str):
     return register
 
 
-def _broker():
+def app_broker():
     """Import the actors (which configures this process) and return the broker."""
     import actors
 
     return actors.broker
 
 
-def _settings():
+def app_settings():
     from ..app import settings_or_exit
 
     return settings_or_exit()
 
 
-def _catalogue():
+def app_catalogue():
     from ..db import bind_database
     from ..ip_catalogue import Catalogue
     from ..redis_state import state_redis
     from ..schedule import ScheduleStore
 
-    settings = _settings()
+    settings = app_settings()
     bind_database(settings.database_url_resolved)
     return Catalogue(ScheduleStore(state_redis(settings)), settings)
 
 
-def _ip_id(value: str | None) -> int:
+def parse_ip_id(value: str | None) -> int:
     from ..ip_catalogue import CatalogueError
 
     try:
@@ -51,7 +51,7 @@ def _ip_id(value: str | None) -> int:
         raise CatalogueError(f"expected an IP id (a number); got {value!r}") from None
 
 
-def _serve_until_interrupted(server, banner: str) -> int:
+def serve_until_interrupted(server, banner: str) -> int:
     """Keep a background server (LocalHttpServer) up until Ctrl-C."""
     print(f"{banner}; Ctrl-C stops it", flush=True)
     try:
@@ -62,12 +62,12 @@ def _serve_until_interrupted(server, banner: str) -> int:
     return 0
 
 
-def _read_side():
+def app_read_side():
     from ..db import bind_database
     from ..read_side import ReadSide
     from ..redis_state import state_redis
 
-    settings = _settings()
+    settings = app_settings()
     bind_database(settings.database_url_resolved)
     try:
         client = state_redis(settings)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 from ..settings import SPECS, redact_url
-from .common import _settings, command
+from .common import app_settings, command
 
 
 @command("settings")
@@ -15,7 +15,7 @@ def cmd_settings(args) -> int:
             default = f"`{spec.default}`" if spec.default is not None else "(unset)"
             print(f"| `{spec.name}` | {default} | {spec.doc} |")
         return 0
-    settings = _settings()
+    settings = app_settings()
     for spec in SPECS:
         value = settings.values[spec.name]
         if "PASSWORD" in spec.name and value:
@@ -35,7 +35,7 @@ def cmd_settings(args) -> int:
 def cmd_db(args) -> int:
     from ..db import bind_database, create_tables
 
-    settings = _settings()
+    settings = app_settings()
     bind_database(settings.database_url_resolved)
     tables = create_tables()
     print(f"database {redact_url(settings.database_url_resolved)}: {len(tables)} tables ready"
@@ -47,7 +47,7 @@ def cmd_db(args) -> int:
 def cmd_redis(args) -> int:
     from ..embedded_redis import EmbeddedRedis
 
-    settings = _settings()
+    settings = app_settings()
     if not settings.embedded_redis:
         print(f"REDIS_URL is set ({redact_url(settings.state_redis_url)}): no embedded Redis to manage")
         return 1

@@ -6,7 +6,7 @@ import json
 import sys
 from datetime import datetime, timezone
 
-from .common import _catalogue, _ip_id, _read_side, command
+from .common import app_catalogue, parse_ip_id, app_read_side, command
 
 
 @command("ip")
@@ -15,16 +15,16 @@ def cmd_ip(args) -> int:
 
     if args.action == "show":
         return _show_ip(args)
-    catalogue = _catalogue()
+    catalogue = app_catalogue()
     try:
         if args.action == "add":
             ip = catalogue.add(args.value, args.name, args.weight)
             print(f"added IP {ip.id}: {ip.keyword!r} (weight {ip.weight}), due now")
         elif args.action == "disable":
-            ip = catalogue.disable(_ip_id(args.value))
+            ip = catalogue.disable(parse_ip_id(args.value))
             print(f"disabled IP {ip.id} ({ip.keyword!r}); removed from the schedule")
         elif args.action == "enable":
-            ip = catalogue.enable(_ip_id(args.value))
+            ip = catalogue.enable(parse_ip_id(args.value))
             print(f"enabled IP {ip.id} ({ip.keyword!r})")
         elif args.action == "import":
             added, problems = catalogue.import_file(args.value)
@@ -63,7 +63,7 @@ def _print_ips(catalogue, fmt: str) -> None:
 
 @command("leaderboard")
 def cmd_leaderboard(args) -> int:
-    rows = _read_side().leaderboard(args.by, args.hours, args.limit)
+    rows = app_read_side().leaderboard(args.by, args.hours, args.limit)
     columns = ["rank", "ip_id", "keyword", "inflow", "outflow", "liquidity"]
     if args.format == "json":
         print(json.dumps(rows, ensure_ascii=False, indent=2))
@@ -84,7 +84,7 @@ def cmd_leaderboard(args) -> int:
 
 def _show_ip(args) -> int:
     try:
-        detail = _read_side().ip_detail(_ip_id(args.value), args.hours)
+        detail = app_read_side().ip_detail(parse_ip_id(args.value), args.hours)
     except LookupError as e:
         print(f"animetop ip show: {e}", file=sys.stderr)
         return 1

@@ -6,7 +6,7 @@ import json
 import sys
 from datetime import datetime, timezone
 
-from .common import _broker, command
+from .common import app_broker, command
 
 
 @command("enqueue")
@@ -24,7 +24,7 @@ def cmd_enqueue(args) -> int:
     if not isinstance(kwargs, dict):
         print("animetop enqueue: the arguments must be a JSON object of keyword arguments", file=sys.stderr)
         return 2
-    broker = _broker()
+    broker = app_broker()
     try:
         actor = broker.get_actor(args.actor)
     except ActorNotFound:
@@ -45,7 +45,7 @@ def cmd_enqueue(args) -> int:
 def cmd_deadletters(args) -> int:
     from ..deadletters import DeadLetters, NotRequeueable
 
-    broker = _broker()
+    broker = app_broker()
     letters = DeadLetters.for_broker(broker, broker.reasons)
     if args.action == "list":
         rows = letters.list(args.queue)

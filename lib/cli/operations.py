@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 
-from .common import _broker, _read_side, _serve_until_interrupted, _settings, command
+from .common import app_broker, app_read_side, serve_until_interrupted, app_settings, command
 
 
 @command("run")
@@ -14,14 +14,14 @@ def cmd_run(args) -> int:
     from ..redis_state import ensure_redis_server
     from ..supervisor import run_process_type
 
-    settings = _settings()
+    settings = app_settings()
     configure_logging(settings.log_level)
     ensure_redis_server(settings)
     if args.process_type == "scheduler":
         # periodiq's first tick may be up to a minute away: tick once now, so a restart resumes at once.
         from ..schedule_tick import tick_message
 
-        broker = _broker()
+        broker = app_broker()
         broker.enqueue(tick_message())
         broker.get_actor("fill_all_pools").send()  # the start-up fill
     return run_process_type(args.process_type, settings, args.actors)
@@ -32,8 +32,8 @@ def cmd_status(args) -> int:
     from ..redis_state import state_redis
     from ..status import gather, render
 
-    broker = _broker()
-    settings = _settings()
+    broker = app_broker()
+    settings = app_settings()
     while True:
         status = gather(settings, broker, state_redis(settings))
         if args.format == "json":
@@ -55,12 +55,12 @@ def cmd_dashboard(args) -> int:
     from ..dashboard import Dashboard, summary_status
     from ..redis_state import state_redis
 
-    broker = _broker()
-    settings = _settings()
-    side = _read_side()
+    broker = app_broker()
+    settings = app_settings()
+    side = app_read_side()
     dash = Dashboard(settings, side, lambda: summary_status(settings, state_redis(settings), broker),
                      port=args.port).start()
-    return _serve_until_interrupted(dash, f"dashboard on {dash.url} (read-only)")
+    return serve_until_interrupted(dash, f"dashboard on {dash.url} (read-only)")
 
 
 @command("demo")
@@ -75,6 +75,6 @@ def cmd_simulator(args) -> int:
     from ..simulator import MarketSimulator
 
     sim = MarketSimulator(args.port, speed=args.speed).start()
-    return _serve_until_interrupted(
+    return serve_until_interrupted(
         sim, f"market simulator on {sim.url} (speed {args.speed}x); point MERCARI_BASE_URL at it. "
              f"Try {sim.url}/search?keyword=%E9%AC%BC%E6%BB%85%E3%81%AE%E5%88%83&status=on_sale")

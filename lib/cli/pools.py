@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from .common import _settings, command
+from .common import app_settings, command
 
 
 @command("pool")
@@ -15,7 +15,7 @@ def cmd_pool(args) -> int:
     from ..db import bind_database
     from ..pool import KINDS, PoolError, load_rows, model_of
 
-    settings = _settings()
+    settings = app_settings()
     bind_database(settings.database_url_resolved)
     if args.action == "status":
         from ..redis_state import state_redis
