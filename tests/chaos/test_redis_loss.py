@@ -313,7 +313,8 @@ def test_redis_wiped_rebuilds_the_schedule_from_the_database_and_counts_nothing_
 
     # Redis lost: everything, broker database included
     r.flushall()
-    assert r.dbsize() == 0 and b.dbsize() == 0
+    # (a live worker's next heartbeat may already be back, nothing else)
+    assert r.dbsize() == 0 and set(b.keys()) <= {f"{NS}:__heartbeats__".encode()}
 
     # the next tick (periodiq sends one a minute) finds the schedule empty and rebuilds it from the database
     app.send(tick_message())
