@@ -63,40 +63,6 @@ def sim():
     server.stop()
 
 
-def test_crawler_killed_mid_crawl_redelivers_and_leaves_no_orphans(env, settings, broker, sim, chromium):
-    full_env = {**os.environ, **env, "MERCARI_BASE_URL": sim.url, "CHROMIUM_PATH": chromium,
-                "CHROMIUM_NO_SANDBOX": "true", "CRAWLER_THREADS": "1", "WORKER_PROCESSES": "1",
-                "WORKER_THREADS": "2", "WORKER_SHUTDOWN_TIMEOUT": "20s"}
-    bind_database(settings.database_url_resolved)
-    create_tables()
-    r = state_redis(settings)
-    ip = Catalogue(ScheduleStore(r), settings).add("鬼滅の刃")
-    before = chromium_pids()
-    procs = [subprocess.Popen([sys.executable, "-m", "lib.cli", "run", kind], env=full_env, cwd=ROOT,
-                              start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-             for kind in ("crawler", "worker")]
-    try:
-        sim.set_mode("slow", delay_ms=700)  # ~1 s a page: the crawl is still running when we strike
-        assert Scheduler(settings, r, broker).tick().enqueued == [ip.id]
-        wait_for(lambda: sim.counters["pages"] >= 3, timeout=90, what="the crawl to get going")
-        crawler_main = children(procs[0].pid)
-        workers = [p for main in crawler_main for p in children(main)]
-        dramatiq_children = [p for p in workers if b"dramatiq" in open(f"/proc/{p}/cmdline", "rb").read()]
-        assert dramatiq_children, "no Dramatiq worker process found under the crawler"
-        os.kill(dramatiq_children[0], signal.SIGKILL)  # the crawler dies mid-crawl
-        sim.set_mode("normal")
-        wait_for(lambda: _applied() == 1, timeout=120, what="the redelivered crawl's result to be applied")
-        wait_for(lambda: InFlight(r).members() == set(), timeout=10, what="the IP released")
-        assert AppliedResult.get().items > 1000
-    finally:
-        for proc in procs:
-            os.killpg(proc.pid, signal.SIGTERM)
-        for proc in procs:
-            proc.wait(timeout=60)
-        database.close()
-    wait_for(lambda: not (chromium_pids() - before), timeout=20, what="every Chromium gone")
-
-
 def _applied() -> int:
     try:
         return AppliedResult.select().count()

@@ -65,17 +65,3 @@ def test_repeated_sigterm_to_the_group_finishes_in_flight_work(worker_process, s
     os.killpg(proc.pid, signal.SIGINT)
     assert proc.wait(timeout=60) == 0
     assert r.lrange("finished", 0, -1) == [b"graceful"]
-
-
-def test_killed_worker_is_restarted_and_its_message_comes_back_in_seconds(worker_process, settings):
-    r = state_redis(settings)
-    proc = worker_process()
-    send_slow(4, "killed")
-    started = wait_for(lambda: r.lrange("started", 0, -1), timeout=60, what="the slow message to start")
-    pid = int(started[0].decode().split(":")[1])
-    os.kill(pid, signal.SIGKILL)  # the Dramatiq worker child, mid-message
-    # Within a minute, where the broker's stock settings took ~15 minutes.
-    wait_for(lambda: r.lrange("finished", 0, -1) == [b"killed"], timeout=60,
-             what="the killed worker's message to be redelivered and finish")
-    assert len(r.lrange("started", 0, -1)) == 2
-    assert proc.poll() is None  # the runner itself stayed up and restarted the worker

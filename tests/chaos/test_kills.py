@@ -63,13 +63,15 @@ class Killer(threading.Thread):
         return False
 
 
+@pytest.mark.mysql
+@pytest.mark.parametrize("database_url", ["mysql"], indirect=True)  # production's database; SQLite in the others
 def test_worker_killed_repeatedly_mid_process_result(env, database_url, process_types, tmp_path):
     expected, ip_ids, first, second = reference_run(env, tmp_path)
     chaos_env = {**env, "DATABASE_URL": database_url, "WORKER_PROCESSES": "1", "WORKER_THREADS": "2",
                  "LOCK_TTL": "3s"}
     settings, broker = faulty_run_setup(chaos_env, ip_ids, first)
     worker = process_types("worker", chaos_env)
-    killer = Killer(worker, broker, PIPELINE, times=3)
+    killer = Killer(worker, broker, PIPELINE, times=2)
     send_results(broker, second)
     killer.start()
     try:
@@ -92,7 +94,7 @@ def test_worker_killed_repeatedly_mid_fill(env, database_url, process_types):
     from models import Title
     from models.pool import USED
 
-    total = 10_000
+    total = 6_000
     chaos_env = {**env, "DATABASE_URL": database_url, "WORKER_PROCESSES": "1", "WORKER_THREADS": "2",
                  "POOL_SIZE": "3000", "POOL_THRESHOLD": "1500", "LOCK_BUSY_RETRY_DELAY": "500ms"}
     settings = load_settings(chaos_env)
@@ -112,7 +114,7 @@ def test_worker_killed_repeatedly_mid_fill(env, database_url, process_types):
                             request_fill=lambda kind, group_id: send(FILL_ACTOR, kind=kind, group_id=group_id))
     worker = process_types("worker", chaos_env)
     send(FILL_ACTOR, kind="titles", group_id=1)
-    killer = Killer(worker, broker, POOL, times=3)
+    killer = Killer(worker, broker, POOL, times=2)
     killer.start()
     handed: list[int] = []
     deadline = time.monotonic() + 150
@@ -154,7 +156,7 @@ def test_worker_killed_repeatedly_mid_collect(env, database_url, process_types):
 
     from ..test_collect import DAY_ROWS, fresh_ids, sink_ids
 
-    api = FakeExportApi(rate_limit=1000, latency=0.1).start()  # ~50 windows of 0.1 s: the kills land in them
+    api = FakeExportApi(rate_limit=1000, latency=0.05).start()  # ~50 windows of 0.05 s: the kills land in them
     try:
         chaos_env = {**env, "DATABASE_URL": database_url, "WORKER_PROCESSES": "1", "WORKER_THREADS": "2",
                      "COLLECT_API_URL": api.url, "LOCK_TTL": "3s"}
@@ -171,7 +173,7 @@ def test_worker_killed_repeatedly_mid_collect(env, database_url, process_types):
         broker.enqueue(dramatiq.Message(queue_name=COLLECT, actor_name=COLLECT_ACTOR, args=(),
                                         kwargs=first.as_kwargs(), options={}))
         database.close()
-        killer = Killer(worker, broker, COLLECT, times=3)
+        killer = Killer(worker, broker, COLLECT, times=2)
         killer.start()
         try:
             wait_for(lambda: _run_finished("chaos") and not busy(broker), timeout=150, interval=0.5,
@@ -224,7 +226,7 @@ def test_crawler_killed_repeatedly_mid_crawl(env, process_types, chromium, tmp_p
         sim.set_mode("slow", delay_ms=300)  # a crawl lasts seconds: the kills land inside one
         ScheduleStore(r).schedule_many({i: 0 for i in ip_ids.values()})
         assert sorted(Scheduler(settings, r, broker).tick().enqueued) == sorted(ip_ids.values())
-        killer = Killer(crawler, broker, "crawl", times=3)
+        killer = Killer(crawler, broker, "crawl", times=2)
         killer.start()
         try:
             wait_for(lambda: count(AppliedResult) == 3 and not InFlight(r).members() and not busy(broker),

@@ -111,7 +111,7 @@ def test_two_schedulers_and_two_worker_pools(env, process_types, chromium, tmp_p
                                                                          group_id=group_id))
         handed: list[int] = []
         most_pending, samples = 0, 0
-        ends = time.monotonic() + 45
+        ends = time.monotonic() + 35
         next_sample = time.monotonic()
         try:
             while time.monotonic() < ends:
