@@ -152,7 +152,7 @@ def drain(broker, settings, queues: tuple[str, ...], timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         counts = [queue_counts(broker, q) for q in queues]
-        busy = sum(c["ready"] + c["running"] for c in counts)
+        busy = sum(c["ready"] + c.get("running", 0) for c in counts)
         if busy == 0 and ("crawl" not in queues or not in_flight.members()):
             return True
         time.sleep(0.5)
