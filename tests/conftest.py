@@ -107,13 +107,10 @@ def database_url(request, tmp_path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'db.sqlite3'}"
     need(MYSQL_URL, "MySQL/MariaDB")
-    import pymysql
+    from .helpers import mysql_admin
 
-    parts = urlsplit(MYSQL_URL)
-    conn = pymysql.connect(host=parts.hostname, port=parts.port or 3306, user=parts.username or "root",
-                           password=parts.password or "")
+    conn, name = mysql_admin(MYSQL_URL)
     with conn.cursor() as cur:
-        name = parts.path.strip("/")
         cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
         cur.execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
     conn.close()

@@ -14,6 +14,18 @@ def wait_for(condition, timeout: float = 20.0, interval: float = 0.05, what: str
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
+def mysql_admin(url: str):
+    """A connection as the administrator of the MySQL/MariaDB server of ``url`` (autocommit), and its database name."""
+    from urllib.parse import urlsplit
+
+    import pymysql
+
+    parts = urlsplit(url)
+    conn = pymysql.connect(host=parts.hostname, port=parts.port or 3306, user=parts.username or "root",
+                           password=parts.password or "", autocommit=True)
+    return conn, parts.path.strip("/")
+
+
 def run_cli(env: dict, *args: str, timeout: float = 60):
     """Run ``animetop ARGS`` as a user would, in a fresh process with ``env``."""
     import os
@@ -106,15 +118,21 @@ class TcpProxy:
 
 
 class ForwardProxy:
-    """A minimal HTTP forward proxy on loopback, counting what passes through it (proxy-switch tests)."""
+    """A minimal HTTP forward proxy on loopback, counting what passes through it (proxy-switch tests).
 
-    def __init__(self) -> None:
+    With ``user`` and ``password`` it wants Basic proxy credentials and answers 407 without them
+    (``challenged`` counts those answers, ``requests`` what it forwarded).
+    """
+
+    def __init__(self, user: str | None = None, password: str | None = None) -> None:
+        import base64
         import threading
         import urllib.request
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
         proxy = self
-        self.requests = 0
+        self.requests = self.challenged = 0
+        expected = ("Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()) if user else None
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
         class Handler(BaseHTTPRequestHandler):
@@ -124,10 +142,18 @@ class ForwardProxy:
                 pass
 
             def _forward(self):
+                if expected is not None and self.headers.get("Proxy-Authorization") != expected:
+                    proxy.challenged += 1
+                    self.send_response(407)
+                    self.send_header("Proxy-Authenticate", 'Basic realm="test"')
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 proxy.requests += 1
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else None
-                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("proxy-connection", "host")}
+                headers = {k: v for k, v in self.headers.items()
+                           if k.lower() not in ("proxy-connection", "proxy-authorization", "host", "connection")}
                 request = urllib.request.Request(self.path, data=body, method=self.command, headers=headers)
                 try:
                     response = opener.open(request, timeout=30)
@@ -146,7 +172,8 @@ class ForwardProxy:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.port = self.server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def stop(self) -> None:

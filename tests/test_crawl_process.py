@@ -1,4 +1,4 @@
-"""crawl_ip in the real process types: a crawler killed mid-crawl gets its message back and nothing is orphaned."""
+"""crawl_ip in the real process types: a crawler stopped mid-crawl finishes it first (kills: tests/chaos)."""
 
 import os
 import signal
@@ -20,40 +20,6 @@ from .chaos.crawl_results import crawl_items
 from .helpers import wait_for
 
 ROOT = Path(__file__).parent.parent
-
-
-def children(pid: int) -> list[int]:
-    out = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-                if int(fields[1]) == pid:
-                    out.append(int(entry))
-            except (FileNotFoundError, ProcessLookupError, IndexError):
-                continue
-    return out
-
-
-def descendants(pid: int) -> list[int]:
-    found = []
-    for child in children(pid):
-        found += [child, *descendants(child)]
-    return found
-
-
-def chromium_pids() -> set[int]:
-    out = set()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    if b"animetop-chromium-" in f.read():
-                        out.add(int(entry))
-            except FileNotFoundError:
-                continue
-    return out
 
 
 @pytest.fixture

@@ -43,7 +43,7 @@ from lib.db import bind_database, create_tables, database
 from lib.settings import load_settings, redact_text, redact_url, use_settings
 
 from ..conftest import MYSQL_URL, need
-from ..helpers import run_cli, wait_for
+from ..helpers import ForwardProxy, mysql_admin, run_cli, wait_for
 from .conftest import descendants
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -244,12 +244,7 @@ def test_mysql_tables_from_before_exact_columns_are_converted_by_db_init(tmp_pat
     """Tables created with the server's default (case- and emoji-folding) collation: `db init` converts the
     columns that identify things, so distinct keywords, item ids and record keys stop colliding."""
     need(MYSQL_URL, "MySQL/MariaDB")
-    import pymysql
-
-    parts = urlsplit(MYSQL_URL)
-    name = parts.path.strip("/")
-    conn = pymysql.connect(host=parts.hostname, port=parts.port or 3306, user=parts.username or "root",
-                           password=parts.password or "", autocommit=True)
+    conn, name = mysql_admin(MYSQL_URL)
     with conn.cursor() as cur:
         cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
         cur.execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci")
@@ -413,18 +408,14 @@ def redis_with_user(redis_server, creds):
 def mysql_with_user(creds):
     """The test database, reachable by a MariaDB/MySQL user with a password, removed afterwards."""
     need(MYSQL_URL, "MySQL/MariaDB")
-    import pymysql
-
-    parts = urlsplit(MYSQL_URL)
-    name = parts.path.strip("/")
-    conn = pymysql.connect(host=parts.hostname, port=parts.port or 3306, user=parts.username or "root",
-                           password=parts.password or "", autocommit=True)
+    conn, name = mysql_admin(MYSQL_URL)
     with conn.cursor() as cur:
         cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
         cur.execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
         for host in ("%", "localhost"):
             cur.execute("CREATE USER %s@%s IDENTIFIED BY %s", (creds.db_user, host, creds.db_pw))
             cur.execute(f"GRANT ALL PRIVILEGES ON `{name}`.* TO %s@%s", (creds.db_user, host))
+    parts = urlsplit(MYSQL_URL)
     yield f"mysql://{creds.db_user}:{creds.db_pw}@{parts.hostname}:{parts.port or 3306}/{name}"
     with conn.cursor() as cur:
         for host in ("%", "localhost"):
@@ -891,61 +882,6 @@ def test_as_an_unprivileged_user_chromium_runs_sandboxed(chromium):
         child.wait(timeout=60)
 
 
-class AuthProxy:
-    """An HTTP forward proxy on loopback that wants Basic proxy credentials (answers 407 without them)."""
-
-    def __init__(self, user: str, password: str) -> None:
-        import urllib.error
-        import urllib.request
-
-        proxy = self
-        self.challenged = self.forwarded = 0
-        expected = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def _forward(self):
-                if self.headers.get("Proxy-Authorization") != expected:
-                    proxy.challenged += 1
-                    self.send_response(407)
-                    self.send_header("Proxy-Authenticate", 'Basic realm="test"')
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                    return
-                proxy.forwarded += 1
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else None
-                headers = {k: v for k, v in self.headers.items()
-                           if k.lower() not in ("proxy-connection", "proxy-authorization", "host", "connection")}
-                request = urllib.request.Request(self.path, data=body, method=self.command, headers=headers)
-                try:
-                    response = opener.open(request, timeout=30)
-                    status, raw, rheaders = response.status, response.read(), response.headers
-                except urllib.error.HTTPError as e:
-                    status, raw, rheaders = e.code, e.read(), e.headers
-                self.send_response(status)
-                for k, v in rheaders.items():
-                    if k.lower() not in ("transfer-encoding", "connection", "content-length"):
-                        self.send_header(k, v)
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-            do_GET = do_POST = _forward
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 def test_with_the_setting_on_chromium_runs_unsandboxed_and_proxy_credentials_go_over_cdp(chromium, creds, caplog):
     """CHROMIUM_NO_SANDBOX on, as the crawler runs it: --no-sandbox on the command line, renderers without
     seccomp in the browser's namespace. Through an authenticating proxy, the password is in neither the
@@ -960,7 +896,7 @@ def test_with_the_setting_on_chromium_runs_unsandboxed_and_proxy_credentials_go_
     if os.geteuid() != 0:
         pytest.skip("as root only: an unprivileged run is covered by the sandboxed test")
     sim = MarketSimulator(speed=0).start()
-    proxy = AuthProxy("puser", creds.proxy_pw)
+    proxy = ForwardProxy("puser", creds.proxy_pw)
     good = f"http://puser:{creds.proxy_pw}@127.0.0.1:{proxy.port}"
     wrong = f"http://puser:{creds.api_pw}@127.0.0.1:{proxy.port}"
 
@@ -988,7 +924,7 @@ def test_with_the_setting_on_chromium_runs_unsandboxed_and_proxy_credentials_go_
         proxy.stop()
         sim.stop()
     assert not isinstance(page, Exception) and len(page.items) > 0, page
-    assert proxy.challenged >= 1 and proxy.forwarded >= 2               # 407 answered over CDP, then through
+    assert proxy.challenged >= 1 and proxy.requests >= 2               # 407 answered over CDP, then through
     assert isinstance(failed, Exception)                                # a wrong password fails, not loops
     assert "--no-sandbox" in browser["cmdline"]
     assert f"--proxy-server=http://127.0.0.1:{proxy.port}" in browser["cmdline"]
