@@ -23,8 +23,17 @@ from lib.embedded_redis import EmbeddedRedis
 from lib.settings import load_settings, use_settings
 
 IN_CI = os.environ.get("CI") == "true"
-#: Redis databases the tests flush; TEST_REDIS_DBS="12,13" lets a second test run share the server.
-STATE_DB, BROKER_DB = (int(n) for n in os.environ.get("TEST_REDIS_DBS", "14,15").split(","))
+#: The pytest-xdist worker this process is ("gw0", "gw1", …; none without xdist): each worker gets Redis
+#: databases, a MySQL database and a metrics port of its own, so the two halves of the suite never meet.
+XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+WORKER_INDEX = int(XDIST_WORKER[2:]) if XDIST_WORKER.startswith("gw") else 0
+
+#: Redis databases the tests flush (TEST_REDIS_DBS="10,11" lets a second test run share the server); each
+#: xdist worker takes the pair below the previous one's.
+STATE_DB, BROKER_DB = (int(n) - 2 * WORKER_INDEX for n in os.environ.get("TEST_REDIS_DBS", "14,15").split(","))
+if XDIST_WORKER:
+    # process types the tests start (and the demo's) serve /metrics here unless a test picks a port
+    os.environ.setdefault("METRICS_PORT", str(9191 + 10 * (WORKER_INDEX + 1)))
 
 #: Fast reliability settings so tests never wait for production delays.
 FAST = {
@@ -98,7 +107,8 @@ def settings(env):
     use_settings(None)
 
 
-MYSQL_URL = os.environ.get("TEST_MYSQL_URL", "mysql://root@127.0.0.1:3306/animetop_test")
+MYSQL_URL = os.environ.get("TEST_MYSQL_URL", "mysql://root@127.0.0.1:3306/animetop_test") + (
+    f"_{XDIST_WORKER}" if XDIST_WORKER else "")
 
 
 @pytest.fixture(params=["sqlite", pytest.param("mysql", marks=pytest.mark.mysql)])

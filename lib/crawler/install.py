@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -16,9 +17,17 @@ def ensure_chromium(configured: str | None = None) -> str:
     except DriverError:
         if configured or os.geteuid() != 0 or not shutil.which("apt-get"):
             raise
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    subprocess.run(["apt-get", "update", "-qq"], check=False, capture_output=True, env=env)
-    result = subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], capture_output=True, text=True, env=env)
+    # one installer at a time (two demos, two test workers): apt-get fails on a held dpkg lock
+    with open("/tmp/animetop-chromium-install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            return find_chromium(None)  # installed while we waited
+        except DriverError:
+            pass
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        subprocess.run(["apt-get", "update", "-qq"], check=False, capture_output=True, env=env)
+        result = subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], capture_output=True, text=True,
+                                env=env)
     try:
         return find_chromium(None)
     except DriverError:
