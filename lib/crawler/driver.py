@@ -25,9 +25,6 @@ from .selectors import ANALYTICS_URL_PATTERNS, BLOCKED_RESOURCE_TYPES
 
 logger = logging.getLogger(__name__)
 
-#: Launches tried before a browser that will not start is an error (see ``Browser.launch``).
-LAUNCH_ATTEMPTS = 3
-
 CHROMIUM_CANDIDATES = ("/usr/lib/chromium/chromium", "/usr/bin/chromium", "/usr/bin/chromium-browser",
                        "/usr/bin/google-chrome", "/usr/bin/google-chrome-stable")
 
@@ -222,21 +219,15 @@ class Browser:
             from pyppeteer import launch
         check_sandbox(no_sandbox)
         args = chromium_args(no_sandbox=no_sandbox, proxy=proxy)
-        for attempt in range(1, LAUNCH_ATTEMPTS + 1):
-            profile = tempfile.mkdtemp(prefix="animetop-chromium-")
-            try:
-                browser = await launch(executablePath=chromium, headless=True, args=args, userDataDir=profile,
-                                       handleSIGINT=False, handleSIGTERM=False, handleSIGHUP=False,
-                                       autoClose=False, logLevel=logging.WARNING)
-                return cls(browser, profile, proxy)
-            except Exception as e:
-                shutil.rmtree(profile, ignore_errors=True)
-                # pyppeteer picks the DevTools port by binding and releasing a free one: a browser launched at
-                # the same moment by another process can take it first, and ours exits at once. Try again.
-                if attempt == LAUNCH_ATTEMPTS:
-                    raise DriverError(f"Chromium failed to start: {e}") from None
-                logger.warning("Chromium failed to start (%s); trying again", e)
-                await asyncio.sleep(0.5 * attempt)
+        profile = tempfile.mkdtemp(prefix="animetop-chromium-")
+        try:
+            browser = await launch(executablePath=chromium, headless=True, args=args, userDataDir=profile,
+                                   handleSIGINT=False, handleSIGTERM=False, handleSIGHUP=False, autoClose=False,
+                                   logLevel=logging.WARNING)
+        except Exception as e:
+            shutil.rmtree(profile, ignore_errors=True)
+            raise DriverError(f"Chromium failed to start: {e}") from None
+        return cls(browser, profile, proxy)
 
     @property
     def pid(self) -> int | None:
