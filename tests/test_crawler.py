@@ -266,3 +266,24 @@ def _alive(pid) -> bool:
             return f.read().split()[2] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_chromium_starts_under_a_long_tmpdir(chromium, tmp_path, monkeypatch):
+    """Chromium exits silently when its sockets' paths run past 108 bytes: a long TMPDIR (a deep CI or pytest
+    temporary directory) must not keep the crawler from starting."""
+    import tempfile
+
+    deep = tmp_path / ("d" * 100)
+    deep.mkdir()
+    monkeypatch.setenv("TMPDIR", str(deep))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
+
+    async def go():
+        browser = await Browser.launch(chromium, no_sandbox=os.geteuid() == 0)
+        try:
+            tab = await browser.new_tab(r"$^", block_resources=False)
+            return await tab.evaluate("() => 6 * 7")
+        finally:
+            await browser.close()
+
+    assert run(go()) == 42

@@ -25,6 +25,17 @@ from .selectors import ANALYTICS_URL_PATTERNS, BLOCKED_RESOURCE_TYPES
 
 logger = logging.getLogger(__name__)
 
+#: Chromium puts unix sockets in its profile and temporary directories and exits at once, without a word,
+#: when their paths are longer than the kernel allows (108 bytes): with a long TMPDIR both go under /tmp.
+TMPDIR_MAX = 60
+
+
+def _short_tmpdir() -> str:
+    parent = tempfile.gettempdir()
+    if len(parent) > TMPDIR_MAX and os.access("/tmp", os.W_OK):
+        return "/tmp"
+    return parent
+
 CHROMIUM_CANDIDATES = ("/usr/lib/chromium/chromium", "/usr/bin/chromium", "/usr/bin/chromium-browser",
                        "/usr/bin/google-chrome", "/usr/bin/google-chrome-stable")
 
@@ -219,11 +230,12 @@ class Browser:
             from pyppeteer import launch
         check_sandbox(no_sandbox)
         args = chromium_args(no_sandbox=no_sandbox, proxy=proxy)
-        profile = tempfile.mkdtemp(prefix="animetop-chromium-")
+        tmpdir = _short_tmpdir()
+        profile = tempfile.mkdtemp(prefix="animetop-chromium-", dir=tmpdir)
         try:
             browser = await launch(executablePath=chromium, headless=True, args=args, userDataDir=profile,
                                    handleSIGINT=False, handleSIGTERM=False, handleSIGHUP=False, autoClose=False,
-                                   logLevel=logging.WARNING)
+                                   logLevel=logging.WARNING, env={**os.environ, "TMPDIR": tmpdir})
         except Exception as e:
             shutil.rmtree(profile, ignore_errors=True)
             raise DriverError(f"Chromium failed to start: {e}") from None
