@@ -307,8 +307,10 @@ def test_redis_wiped_rebuilds_the_schedule_from_the_database_and_counts_nothing_
 
     stats_before = stats_of(wiped.id)
     assert set(stats_before) == {hour_bucket(t1), hour_bucket(t2)}
-    schedule_before = app.schedule.all()
-    assert schedule_before == pytest.approx({wiped.id: t2 + 6 * 3600, twin.id: t3 + 6 * 3600})
+    # the ledger row commits before the result's last step reschedules the IP: wait for that step too
+    expected_schedule = pytest.approx({wiped.id: t2 + 6 * 3600, twin.id: t3 + 6 * 3600})
+    schedule_before = wait_for(lambda: (s := app.schedule.all()) == expected_schedule and s, timeout=30,
+                               what="the third crawl's reschedule")
     assert item_states(r, wiped.id)
 
     # Redis lost: everything, broker database included
