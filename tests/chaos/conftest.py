@@ -42,27 +42,25 @@ def cmdline(pid: int) -> bytes:
         return b""
 
 
-def threads(pid: int) -> int:
+def _status_number(pid: int, field: str) -> int:
+    """A number from /proc/PID/status (0 if the process is gone)."""
     try:
         with open(f"/proc/{pid}/status") as f:
             for line in f:
-                if line.startswith("Threads:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1])
     except (FileNotFoundError, ProcessLookupError):
         pass
     return 0
+
+
+def threads(pid: int) -> int:
+    return _status_number(pid, "Threads")
 
 
 def rss_kib(pid: int) -> int:
     """Resident memory of one process, in KiB (0 if it is gone)."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except (FileNotFoundError, ProcessLookupError):
-        pass
-    return 0
+    return _status_number(pid, "VmRSS")
 
 
 class ProcessType:
