@@ -1,11 +1,11 @@
-"""collect_batch and the periodic collection starter (logic in ``lib.collector``)."""
+"""collect_batch and the periodic collection starter (logic in ``lib.collection.collector``)."""
 
 import dramatiq
 from periodiq import cron
 
-from lib.collector import COLLECT_ACTOR, BatchMessage, app_collector, due_tasks
-from lib.queues import COLLECT
-from lib.settings import get_settings
+from lib.collection.collector import COLLECT_ACTOR, BatchMessage, app_collector, due_tasks
+from lib.messaging.queues import COLLECT
+from lib.core.settings import get_settings
 
 
 @dramatiq.actor(actor_name=COLLECT_ACTOR, queue_name=COLLECT, max_retries=5, time_limit=300_000,

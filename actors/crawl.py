@@ -1,13 +1,13 @@
-"""crawl_ip: one IP's 5 on-sale + 5 sold search pages in headless Chromium (logic in ``lib.crawler``)."""
+"""crawl_ip: one IP's 5 on-sale + 5 sold search pages in headless Chromium (logic in ``lib.crawling``)."""
 
 import dramatiq
 
-from lib.crawler.crawl import process_crawler
-from lib.metrics import observe_crawl
-from lib.queues import CRAWL
-from lib.result_processor import PROCESS_RESULT_OPTIONS
-from lib.schedule_tick import CRAWL_ACTOR
-from lib.settings import get_settings
+from lib.crawling.crawl import process_crawler
+from lib.operations.metrics import observe_crawl
+from lib.messaging.queues import CRAWL
+from lib.market.processing import PROCESS_RESULT_OPTIONS
+from lib.scheduling.tick import CRAWL_ACTOR
+from lib.core.settings import get_settings
 
 
 @dramatiq.actor(actor_name=CRAWL_ACTOR, queue_name=CRAWL, max_retries=3, min_backoff=30_000, time_limit=600_000,

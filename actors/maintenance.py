@@ -4,7 +4,7 @@ import logging
 
 import dramatiq
 
-from lib.queues import MAINTENANCE
+from lib.messaging.queues import MAINTENANCE
 
 logger = logging.getLogger(__name__)
 

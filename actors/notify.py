@@ -1,11 +1,11 @@
-"""notify_alert and deliver_alert: alert webhooks, once each (logic in ``lib.notify``)."""
+"""notify_alert and deliver_alert: alert webhooks, once each (logic in ``lib.alerts.notify``)."""
 
 import dramatiq
 from dramatiq.middleware import CurrentMessage
 
-from lib.notify import DELIVER_ACTOR_OPTIONS, NOTIFY_ACTOR_OPTIONS, Notifier, deliver_once, handle_alert
-from lib.redis_state import state_redis
-from lib.settings import get_settings
+from lib.alerts.notify import DELIVER_ACTOR_OPTIONS, NOTIFY_ACTOR_OPTIONS, Notifier, deliver_once, handle_alert
+from lib.core.redis_client import state_redis
+from lib.core.settings import get_settings
 
 
 @dramatiq.actor(**NOTIFY_ACTOR_OPTIONS)

@@ -1,16 +1,16 @@
-"""process_result: applies one crawl result (logic in ``lib.result_processor``)."""
+"""process_result: applies one crawl result (logic in ``lib.market.processing``)."""
 
 import time
 
 import dramatiq
 
-from lib.clock import get_clock, naive_utc
-from lib.metrics import observe_result
-from lib.notify import NOTIFY_ACTOR_OPTIONS, pending_alerts
+from lib.core.clock import get_clock, naive_utc
+from lib.operations.metrics import observe_result
+from lib.alerts.notify import NOTIFY_ACTOR_OPTIONS, pending_alerts
 
-from lib.redis_state import state_redis
-from lib.result_processor import PROCESS_RESULT_OPTIONS, CrawlResult, ResultProcessor
-from lib.settings import get_settings
+from lib.core.redis_client import state_redis
+from lib.market.processing import PROCESS_RESULT_OPTIONS, CrawlResult, ResultProcessor
+from lib.core.settings import get_settings
 
 
 @dramatiq.actor(**PROCESS_RESULT_OPTIONS)

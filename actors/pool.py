@@ -1,15 +1,15 @@
-"""Title/content pools: fill_pool, mark_used and the periodic fill (logic in ``lib.pool``)."""
+"""Title/content pools: fill_pool, mark_used and the periodic fill (logic in ``lib.text_pools.pool``)."""
 
 import dramatiq
 from periodiq import cron
 
-from lib.pool import FILL_ACTOR, KINDS, MARK_USED_ACTOR, PoolFiller, active_groups, mark_used as mark_rows_used
-from lib.pool import model_of
-from lib import keys
-from lib.errors import LockBusy
-from lib.queues import POOL
-from lib.redis_state import state_redis
-from lib.settings import get_settings
+from lib.text_pools.pool import FILL_ACTOR, KINDS, MARK_USED_ACTOR, PoolFiller, active_groups, mark_used as mark_rows_used
+from lib.text_pools.pool import model_of
+from lib.core import keys
+from lib.core.errors import LockBusy
+from lib.messaging.queues import POOL
+from lib.core.redis_client import state_redis
+from lib.core.settings import get_settings
 
 
 @dramatiq.actor(actor_name=FILL_ACTOR, queue_name=POOL, max_retries=3)

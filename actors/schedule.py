@@ -1,10 +1,10 @@
-"""schedule_tick: turns due IPs into crawl tasks (logic in ``lib.schedule_tick``)."""
+"""schedule_tick: turns due IPs into crawl tasks (logic in ``lib.scheduling.tick``)."""
 
 import dramatiq
 
-from lib.redis_state import state_redis
-from lib.schedule_tick import TICK_ACTOR_OPTIONS, Scheduler
-from lib.settings import get_settings
+from lib.core.redis_client import state_redis
+from lib.scheduling.tick import TICK_ACTOR_OPTIONS, Scheduler
+from lib.core.settings import get_settings
 
 
 @dramatiq.actor(**TICK_ACTOR_OPTIONS)

@@ -9,11 +9,11 @@ import time
 import urllib.request
 from pathlib import Path
 
-from lib.clock import Clock
-from lib.collector import Collector, DatabaseSink, add_task, find_task
-from lib.db import bind_database, create_tables, database
-from lib.export_api import ExportApiClient
-from lib.fake_export_api import FakeExportApi
+from lib.core.clock import Clock
+from lib.collection.collector import Collector, DatabaseSink, add_task, find_task
+from lib.core.db import bind_database, create_tables, database
+from lib.collection.export_api import ExportApiClient
+from lib.standins.fake_export_api import FakeExportApi
 from models import CollectedRow
 
 from .common import bench_settings, report

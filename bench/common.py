@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
 
-from lib.settings import load_settings, use_settings
+from lib.core.settings import load_settings, use_settings
 
 
 def best_of(fn: Callable[[], object], repeat: int = 5) -> float:

@@ -9,11 +9,11 @@ import os
 import tempfile
 import time
 
-from lib.crawler.crawl import Crawler
-from lib.crawler.driver import Browser, find_chromium
-from lib.crawler.page_fetch import search_url
-from lib.settings import load_settings
-from lib.simulator import MarketSimulator
+from lib.crawling.crawl import Crawler
+from lib.crawling.driver import Browser, find_chromium
+from lib.crawling.page_fetch import search_url
+from lib.core.settings import load_settings
+from lib.standins.simulator import MarketSimulator
 
 from .common import report
 

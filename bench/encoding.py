@@ -11,8 +11,8 @@ from pathlib import Path
 import dramatiq
 from dramatiq.encoder import JSONEncoder
 
-from lib.broker import build_broker
-from lib.encoder import MsgpackEncoder
+from lib.messaging.broker import build_broker
+from lib.messaging.encoder import MsgpackEncoder
 
 from .common import bench_settings, best_of, report
 

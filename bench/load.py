@@ -62,7 +62,7 @@ PSS_EVERY = 5
 
 def keywords(count: int, max_rate: float = 40.0) -> list[str]:
     """``count`` distinct keywords whose simulated market is quiet (cheap for the simulator to generate)."""
-    from lib.simulator import market
+    from lib.standins.simulator import market
 
     out, n = [], 0
     while len(out) < count:
@@ -178,7 +178,7 @@ class Outcome:
 
 def load_env(data_dir: Path, sim_url: str, speed: float, anchor: float, chromium: str, args) -> dict[str, str]:
     """The demo's settings, with a short interval (saturated closed loop), fewer pages, free metrics ports."""
-    from lib.demo import demo_env
+    from lib.operations.demo import demo_env
 
     interval = f"{args.interval * speed:g}s"  # real seconds → clock seconds
     env = demo_env(data_dir, sim_url, speed, anchor, chromium)
@@ -226,12 +226,12 @@ class Run:
 
     # -- start --------------------------------------------------------------
     def start(self) -> None:
-        from lib.broker import build_broker
-        from lib.clock import Clock, set_clock
-        from lib.db import bind_database, create_tables
-        from lib.embedded_redis import EmbeddedRedis
-        from lib.settings import load_settings, use_settings
-        from lib.simulator import MarketSimulator
+        from lib.messaging.broker import build_broker
+        from lib.core.clock import Clock, set_clock
+        from lib.core.db import bind_database, create_tables
+        from lib.core.embedded_redis import EmbeddedRedis
+        from lib.core.settings import load_settings, use_settings
+        from lib.standins.simulator import MarketSimulator
 
         speed = self.args.speed
         self.anchor = time.time()
@@ -250,7 +250,7 @@ class Run:
         create_tables()
         self.broker = build_broker(self.settings)
         self.logs.mkdir(parents=True, exist_ok=True)
-        from lib.settings import SPECS
+        from lib.core.settings import SPECS
 
         # the process types get exactly the bench's settings, none of the caller's (REDIS_URL, DATABASE_URL…)
         inherited = {k: v for k, v in os.environ.items() if k not in {spec.name for spec in SPECS}}
@@ -304,11 +304,11 @@ class Run:
 
     # -- run ------------------------------------------------------------------
     def run(self) -> Outcome:
-        from lib.broker import queue_counts
-        from lib.ip_catalogue import Catalogue
-        from lib.redis_state import state_redis
-        from lib.schedule import ScheduleStore
-        from lib.schedule_tick import tick_message
+        from lib.messaging.broker import queue_counts
+        from lib.scheduling.catalogue import Catalogue
+        from lib.core.redis_client import state_redis
+        from lib.scheduling.schedule import ScheduleStore
+        from lib.scheduling.tick import tick_message
 
         out = Outcome(self.ips, self.cycles)
         baseline = self.wait_idle()
@@ -354,7 +354,7 @@ class Run:
         return out
 
     def done_ips(self) -> int:
-        from lib.db import database
+        from lib.core.db import database
 
         try:
             row = database.execute_sql(
@@ -376,8 +376,8 @@ class Run:
             return 0.0
 
     def dead_letters(self) -> int:
-        from lib.broker import queue_counts
-        from lib.queues import ALL_QUEUES
+        from lib.messaging.broker import queue_counts
+        from lib.messaging.queues import ALL_QUEUES
 
         return sum(queue_counts(self.broker, q)["dead"] for q in ALL_QUEUES)
 
@@ -386,7 +386,7 @@ class Run:
         start to ``window_end`` (clock time; default: the last result applied)."""
         from datetime import datetime
 
-        from lib.db import database
+        from lib.core.db import database
         from models import AppliedResult
 
         speed = self.args.speed
@@ -424,7 +424,7 @@ class Run:
 
     def done_at(self) -> float | None:
         """Clock time when the last IP got its ``cycles``-th result applied."""
-        from lib.db import database
+        from lib.core.db import database
 
         try:
             row = database.execute_sql(
@@ -512,9 +512,9 @@ def run_scale(ips: int, cycles: int, root: Path, chromium: str, args) -> Outcome
 
 async def bare_crawl_seconds(sim_url: str, chromium: str, pages: tuple[int, int], ips: int = 6) -> float:
     """Median seconds to navigate to and read one IP's pages in one tab of one browser, nothing else around."""
-    from lib.crawler.driver import Browser
-    from lib.crawler.page_fetch import search_url
-    from lib.crawler.selectors import ON_SALE_PARAM, SOLD_PARAM
+    from lib.crawling.driver import Browser
+    from lib.crawling.page_fetch import search_url
+    from lib.crawling.selectors import ON_SALE_PARAM, SOLD_PARAM
 
     browser = await Browser.launch(chromium, no_sandbox=os.geteuid() == 0)
     try:
@@ -534,7 +534,7 @@ async def bare_crawl_seconds(sim_url: str, chromium: str, pages: tuple[int, int]
 
 
 def floor_seconds(chromium: str, pages: tuple[int, int], speed: float) -> float:
-    from lib.simulator import MarketSimulator
+    from lib.standins.simulator import MarketSimulator
 
     sim = MarketSimulator(speed=speed).start()
     try:
@@ -644,7 +644,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     from lib.app import configure_logging
-    from lib.crawler.install import ensure_chromium
+    from lib.crawling.install import ensure_chromium
 
     args = parse_args(argv)
     configure_logging("WARNING")

@@ -9,10 +9,10 @@ import threading
 import time
 from pathlib import Path
 
-from lib.db import bind_database, create_tables, database
-from lib.pool import PoolConsumer, PoolEmpty, PoolFiller, load_rows, mark_used, model_of
-from lib.redis_state import state_redis
-from lib.settings import load_settings, use_settings
+from lib.core.db import bind_database, create_tables, database
+from lib.text_pools.pool import PoolConsumer, PoolEmpty, PoolFiller, load_rows, mark_used, model_of
+from lib.core.redis_client import state_redis
+from lib.core.settings import load_settings, use_settings
 from models import Title
 from models.pool import AVAILABLE
 

@@ -8,13 +8,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from lib import keys
-from lib.clock import FrozenClock
-from lib.db import bind_database, create_tables, database, on_conflict_update
-from lib.ip_catalogue import Catalogue
-from lib.redis_state import state_redis
-from lib.result_processor import CrawlResult, ResultProcessor
-from lib.schedule import ScheduleStore
+from lib.core import keys
+from lib.core.clock import FrozenClock
+from lib.core.db import bind_database, create_tables, database, on_conflict_update
+from lib.scheduling.catalogue import Catalogue
+from lib.core.redis_client import state_redis
+from lib.market.processing import CrawlResult, ResultProcessor
+from lib.scheduling.schedule import ScheduleStore
 from models import ItemSnapshot
 
 from .common import bench_settings, report

@@ -8,14 +8,14 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from lib.broker import build_broker, enqueue_many
-from lib.clock import FrozenClock
-from lib.db import bind_database, create_tables, database
-from lib.queues import CRAWL
-from lib.redis_state import state_redis
-from lib.schedule import IpDue, ScheduleStore
-from lib.schedule_tick import Scheduler, crawl_message
-from lib.settings import load_settings, use_settings
+from lib.messaging.broker import build_broker, enqueue_many
+from lib.core.clock import FrozenClock
+from lib.core.db import bind_database, create_tables, database
+from lib.messaging.queues import CRAWL
+from lib.core.redis_client import state_redis
+from lib.scheduling.schedule import IpDue, ScheduleStore
+from lib.scheduling.tick import Scheduler, crawl_message
+from lib.core.settings import load_settings, use_settings
 from models import IpMetadata
 
 from .common import bench_settings, report

@@ -8,10 +8,10 @@ import sys
 import dramatiq
 from dramatiq import Broker
 
-from .broker import build_broker
-from .clock import Clock, set_clock
-from .db import bind_database
-from .settings import Settings, SettingsError, get_settings, redact_text
+from lib.messaging.broker import build_broker
+from lib.core.clock import Clock, set_clock
+from lib.core.db import bind_database
+from lib.core.settings import Settings, SettingsError, get_settings, redact_text
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(process)d %(name)s: %(message)s"
 

@@ -1,6 +1,6 @@
 import peewee
 
-from lib.db import database, is_mysql
+from lib.core.db import database, is_mysql
 
 #: MySQL/MariaDB binary collations, best first. The NO PAD ones also tell "a" from "a " (MariaDB ≥ 10.2,
 #: MySQL ≥ 8.0); plain utf8mb4_bin, the fallback, ignores trailing spaces like every PAD SPACE collation.

@@ -18,9 +18,9 @@ import dramatiq
 import pytest
 import redis
 
-from lib.db import bind_database, database
-from lib.embedded_redis import EmbeddedRedis
-from lib.settings import load_settings, use_settings
+from lib.core.db import bind_database, database
+from lib.core.embedded_redis import EmbeddedRedis
+from lib.core.settings import load_settings, use_settings
 
 IN_CI = os.environ.get("CI") == "true"
 #: The pytest-xdist worker this process is ("gw0", "gw1", …; none without xdist): each worker gets Redis
@@ -77,7 +77,7 @@ def redis_server(tmp_path_factory) -> str:
 
 
 def _with_db(base: str, db: int) -> str:
-    from lib.settings import with_redis_db
+    from lib.core.settings import with_redis_db
 
     return with_redis_db(base, db)
 
@@ -130,7 +130,7 @@ def database_url(request, tmp_path) -> str:
 @pytest.fixture
 def db(database_url):
     """The database bound and all tables created."""
-    from lib.db import create_tables
+    from lib.core.db import create_tables
 
     bound = bind_database(database_url)
     create_tables()
@@ -142,7 +142,7 @@ def db(database_url):
 @pytest.fixture
 def broker(settings):
     """A real broker (Redis unless the test overrides BROKER_URL) installed as Dramatiq's global."""
-    from lib.broker import build_broker
+    from lib.messaging.broker import build_broker
 
     broker = build_broker(settings)
     dramatiq.set_broker(broker)
@@ -173,8 +173,8 @@ def start_worker():
 @pytest.fixture(scope="session")
 def chromium() -> str:
     """Chromium for the crawler tests, installed from Debian's packages where missing (as root)."""
-    from lib.crawler.driver import DriverError
-    from lib.crawler.install import ensure_chromium
+    from lib.crawling.driver import DriverError
+    from lib.crawling.install import ensure_chromium
 
     try:
         return ensure_chromium()

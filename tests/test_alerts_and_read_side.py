@@ -6,14 +6,14 @@ from decimal import Decimal
 import pytest
 import redis as redis_lib
 
-from lib import keys
-from lib.clock import FrozenClock, naive_utc
-from lib.ip_catalogue import Catalogue
-from lib.market_stats import (HOT_LIQUIDITY, OUTFLOW_SURGE, SOLD_PRICE_MOVE, evaluate_alerts, record_alerts)
-from lib.read_side import ReadSide
-from lib.redis_state import state_redis
-from lib.result_processor import CrawlResult, ResultProcessor
-from lib.schedule import ScheduleStore
+from lib.core import keys
+from lib.core.clock import FrozenClock, naive_utc
+from lib.scheduling.catalogue import Catalogue
+from lib.market.statistics import (HOT_LIQUIDITY, OUTFLOW_SURGE, SOLD_PRICE_MOVE, evaluate_alerts, record_alerts)
+from lib.market.read_side import ReadSide
+from lib.core.redis_client import state_redis
+from lib.market.processing import CrawlResult, ResultProcessor
+from lib.scheduling.schedule import ScheduleStore
 from models import IpAlert, IpStatsHourly
 
 H = 3600.0

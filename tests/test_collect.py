@@ -5,11 +5,11 @@ from datetime import datetime, timedelta
 import dramatiq
 import pytest
 
-from lib.clock import Clock
-from lib.collector import (COLLECT_ACTOR, BatchMessage, Collector, DatabaseSink, add_task, find_task, parse_date,
+from lib.core.clock import Clock
+from lib.collection.collector import (COLLECT_ACTOR, BatchMessage, Collector, DatabaseSink, add_task, find_task, parse_date,
                            record_key)
-from lib.export_api import ApiShapeError, ExportApiClient, parse_page
-from lib.fake_export_api import FakeExportApi
+from lib.collection.export_api import ApiShapeError, ExportApiClient, parse_page
+from lib.standins.fake_export_api import FakeExportApi
 from models import CollectedRow, CollectionTask
 
 from .helpers import run_cli, wait_for

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from lib.db import bind_database, create_tables, database
-from lib.ip_catalogue import Catalogue
-from lib.redis_state import state_redis
-from lib.schedule import InFlight, ScheduleStore
-from lib.schedule_tick import Scheduler
-from lib.simulator import MarketSimulator
+from lib.core.db import bind_database, create_tables, database
+from lib.scheduling.catalogue import Catalogue
+from lib.core.redis_client import state_redis
+from lib.scheduling.schedule import InFlight, ScheduleStore
+from lib.scheduling.tick import Scheduler
+from lib.standins.simulator import MarketSimulator
 from models import AppliedResult
 
 from .chaos.crawl_results import crawl_items

@@ -6,12 +6,12 @@ import signal
 
 import pytest
 
-from lib.crawler.crawl import Crawler, CrawlFailed
-from lib.crawler.driver import Browser
-from lib.crawler.page_fetch import ErrorKind, PageError, fetch_page, search_url
-from lib.crawler.proxies import ProxyRotator
-from lib.settings import load_settings
-from lib.simulator import MarketSimulator
+from lib.crawling.crawl import Crawler, CrawlFailed
+from lib.crawling.driver import Browser
+from lib.crawling.page_fetch import ErrorKind, PageError, fetch_page, search_url
+from lib.crawling.proxies import ProxyRotator
+from lib.core.settings import load_settings
+from lib.standins.simulator import MarketSimulator
 
 from .helpers import ForwardProxy
 

@@ -2,11 +2,11 @@
 
 import asyncio
 
-from lib.clock import FrozenClock
-from lib.crawler.driver import Browser
-from lib.dashboard import Dashboard, summary_status
-from lib.read_side import ReadSide
-from lib.redis_state import state_redis
+from lib.core.clock import FrozenClock
+from lib.crawling.driver import Browser
+from lib.operations.dashboard import Dashboard, summary_status
+from lib.market.read_side import ReadSide
+from lib.core.redis_client import state_redis
 
 from .test_alerts_and_read_side import T0, seed_results
 

@@ -5,7 +5,7 @@ import threading
 import dramatiq
 import peewee
 
-from lib.db import database, open_database
+from lib.core.db import database, open_database
 from models import ALL_MODELS, BaseModel
 
 from .helpers import run_cli, wait_for

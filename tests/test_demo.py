@@ -15,7 +15,7 @@ import sys
 from collections import defaultdict
 from datetime import datetime, timezone
 
-from lib.item_state import CREATED_CLOCK_SLACK
+from lib.market.item_state import CREATED_CLOCK_SLACK
 
 HOUR = 3600
 

@@ -1,7 +1,7 @@
 import pytest
 from dramatiq.errors import DecodeError
 
-from lib.encoder import MessageTooLarge, MsgpackEncoder
+from lib.messaging.encoder import MessageTooLarge, MsgpackEncoder
 
 
 def message(**kwargs):

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from lib.ip_catalogue import Catalogue, CatalogueError
-from lib.redis_state import state_redis
-from lib.schedule import ScheduleStore
+from lib.scheduling.catalogue import Catalogue, CatalogueError
+from lib.core.redis_client import state_redis
+from lib.scheduling.schedule import ScheduleStore
 from models import IpMetadata
 
 from .helpers import run_cli

@@ -9,13 +9,13 @@ import dramatiq
 import pytest
 import redis as redis_lib
 
-from lib.clock import naive_utc
-from lib.ip_catalogue import Catalogue
-from lib.notify import (DELIVER_ACTOR_OPTIONS, FAILED, NOTIFY_ACTOR_OPTIONS, SENT, Notifier, deliver_once,
+from lib.core.clock import naive_utc
+from lib.scheduling.catalogue import Catalogue
+from lib.alerts.notify import (DELIVER_ACTOR_OPTIONS, FAILED, NOTIFY_ACTOR_OPTIONS, SENT, Notifier, deliver_once,
                         handle_alert)
-from lib.redis_state import state_redis
-from lib.schedule import ScheduleStore
-from lib.settings import load_settings
+from lib.core.redis_client import state_redis
+from lib.scheduling.schedule import ScheduleStore
+from lib.core.settings import load_settings
 from models import AlertDelivery, IpAlert
 
 from .helpers import run_cli, wait_for
@@ -141,7 +141,7 @@ def test_alerts_cli(db, env, receiver, database_url):
 
 
 def test_alerts_no_channel_has_heard_of_are_pending(db, env):
-    from lib.notify import Channel, pending_alerts
+    from lib.alerts.notify import Channel, pending_alerts
 
     settings = load_settings(env)
     ip = Catalogue(ScheduleStore(state_redis(settings)), settings).add("薬屋のひとりごと")

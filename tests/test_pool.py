@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from lib import keys
-from lib.embedded_redis import EmbeddedRedis
-from lib.pool import (PoolConsumer, PoolEmpty, PoolError, PoolFiller, load_rows, mark_used,
+from lib.core import keys
+from lib.core.embedded_redis import EmbeddedRedis
+from lib.text_pools.pool import (PoolConsumer, PoolEmpty, PoolError, PoolFiller, load_rows, mark_used,
                       model_of)
-from lib.redis_state import connect, state_redis
-from lib.settings import load_settings
+from lib.core.redis_client import connect, state_redis
+from lib.core.settings import load_settings
 from models import Content, Title
 from models.pool import QUEUED, USED
 
@@ -184,8 +184,8 @@ def test_consumer_triggers_one_fill_and_batches_mark_used_through_the_broker(db,
     import dramatiq
     from dramatiq import Message
 
-    from lib.pool import FILL_ACTOR, MARK_USED_ACTOR
-    from lib.queues import POOL
+    from lib.text_pools.pool import FILL_ACTOR, MARK_USED_ACTOR
+    from lib.messaging.queues import POOL
 
     settings = load_settings({**env, "POOL_SIZE": "50", "POOL_THRESHOLD": "20", "POOL_MARK_USED_INTERVAL": "100ms"})
     r = state_redis(settings)

@@ -4,15 +4,15 @@ from decimal import Decimal
 
 import pytest
 
-from lib import keys
-from lib.clock import FrozenClock, naive_utc
-from lib.execution_state import ExecutionState
-from lib.ip_catalogue import Catalogue
-from lib.market_stats import adjusted_weight
-from lib.redis_state import state_redis
-from lib.result_processor import CrawlResult, ResultProcessor
-from lib.schedule import CRAWL_JOB, ScheduleStore, interval_for
-from lib.settings import load_settings
+from lib.core import keys
+from lib.core.clock import FrozenClock, naive_utc
+from lib.core.execution_state import ExecutionState
+from lib.scheduling.catalogue import Catalogue
+from lib.market.statistics import adjusted_weight
+from lib.core.redis_client import state_redis
+from lib.market.processing import CrawlResult, ResultProcessor
+from lib.scheduling.schedule import CRAWL_JOB, ScheduleStore, interval_for
+from lib.core.settings import load_settings
 from models import IpMetadata, IpStatsHourly, ItemSnapshot
 
 H = 3600.0
@@ -149,7 +149,7 @@ def test_duplicate_delivery_counts_once(proc, ip):
 # were written, before commit), after commit before Redis, and after Redis before the closed loop.
 CRASH_POINTS = {
     "decide": (ResultProcessor, "decide"),
-    "inside_transaction": ("lib.result_processor", "record_alerts"),
+    "inside_transaction": ("lib.market.processing", "record_alerts"),
     "apply_states": (ResultProcessor, "apply_states"),
     "close_loop": (ResultProcessor, "close_loop"),
 }
@@ -228,7 +228,7 @@ def test_closed_loop_reschedules_from_the_new_weight(proc, ip, settings):
 
 
 def test_malformed_results_are_refused():
-    from lib.errors import BadMessage
+    from lib.core.errors import BadMessage
 
     for items, words in [([{"source_id": "m1", "status": "gone"}], "status"),
                          ([{"source_id": "", "status": "sold"}], "source_id"),

@@ -5,13 +5,13 @@ from urllib.parse import urlsplit
 
 import dramatiq
 
-from lib.clock import naive_utc
-from lib.db import bind_database, create_tables, database
-from lib.deadletters import DeadLetters
-from lib.ip_catalogue import Catalogue
-from lib.redis_state import state_redis
-from lib.result_processor import PROCESS_RESULT_OPTIONS, CrawlResult, ResultProcessor
-from lib.schedule import ScheduleStore
+from lib.core.clock import naive_utc
+from lib.core.db import bind_database, create_tables, database
+from lib.messaging.dead_letters import DeadLetters
+from lib.scheduling.catalogue import Catalogue
+from lib.core.redis_client import state_redis
+from lib.market.processing import PROCESS_RESULT_OPTIONS, CrawlResult, ResultProcessor
+from lib.scheduling.schedule import ScheduleStore
 from models import AppliedResult, IpStatsHourly
 
 from .conftest import MYSQL_URL, need

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lib.redis_state import state_redis
+from lib.core.redis_client import state_redis
 
 from .helpers import wait_for
 

@@ -4,9 +4,9 @@ import time
 
 import dramatiq
 
-from lib.deadletters import DeadLetters
-from lib.errors import BadMessage
-from lib.redis_state import state_redis
+from lib.messaging.dead_letters import DeadLetters
+from lib.core.errors import BadMessage
+from lib.core.redis_client import state_redis
 
 from .helpers import run_cli, wait_for
 

@@ -7,14 +7,14 @@ from datetime import datetime, timedelta, timezone
 import dramatiq
 import pytest
 
-from lib.clock import FrozenClock
-from lib.deadletters import DeadLetters
-from lib.execution_state import ExecutionState
-from lib.queues import CRAWL
-from lib.redis_state import state_redis
-from lib.schedule import CRAWL_JOB, interval_for, startup_offset
-from lib.schedule_tick import CRAWL_ACTOR, Scheduler
-from lib.settings import load_settings
+from lib.core.clock import FrozenClock
+from lib.messaging.dead_letters import DeadLetters
+from lib.core.execution_state import ExecutionState
+from lib.messaging.queues import CRAWL
+from lib.core.redis_client import state_redis
+from lib.scheduling.schedule import CRAWL_JOB, interval_for, startup_offset
+from lib.scheduling.tick import CRAWL_ACTOR, Scheduler
+from lib.core.settings import load_settings
 from models import CollectorExecutionState, IpMetadata
 
 from .helpers import wait_for
@@ -234,7 +234,7 @@ def test_janitor_releases_a_stuck_member(scheduler, settings, clock):
 
 def test_crawls_go_out_within_seconds_of_their_due_time(db, settings, broker, start_worker):
     """Real time: a tick now sees an IP due in 3 s and wakes up for it with a delayed tick."""
-    from lib.clock import Clock
+    from lib.core.clock import Clock
 
     r = state_redis(settings)
     real = Scheduler(settings, r, broker, Clock())
@@ -258,7 +258,7 @@ def test_crawls_go_out_within_seconds_of_their_due_time(db, settings, broker, st
 
 def test_two_periodiq_processes_sending_the_same_minute_run_one_tick(db, settings, broker, start_worker):
     """periodiq has no guard against a second scheduler process: the tick actor's own options are."""
-    from lib.schedule_tick import TICK_ACTOR_OPTIONS
+    from lib.scheduling.tick import TICK_ACTOR_OPTIONS
 
     r = state_redis(settings)
 

@@ -3,7 +3,7 @@ import sys
 
 import pytest
 
-from lib.settings import SPECS, SettingsError, load_settings, redact_url
+from lib.core.settings import SPECS, SettingsError, load_settings, redact_url
 
 
 def test_defaults_follow_seed_000_appendix_a(tmp_path):

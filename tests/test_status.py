@@ -2,11 +2,11 @@
 
 import json
 
-from lib.clock import Clock
-from lib.ip_catalogue import Catalogue
-from lib.redis_state import state_redis
-from lib.schedule import ScheduleStore
-from lib.schedule_tick import Scheduler
+from lib.core.clock import Clock
+from lib.scheduling.catalogue import Catalogue
+from lib.core.redis_client import state_redis
+from lib.scheduling.schedule import ScheduleStore
+from lib.scheduling.tick import Scheduler
 
 from .helpers import run_cli
 

@@ -6,13 +6,13 @@ import json
 import sys
 import time
 
-from .common import app_settings, command
+from lib.cli.common import app_settings, command
 
 
 @command("alerts")
 def cmd_alerts(args) -> int:
-    from ..notify import Channel, PermanentDeliveryError, TransientDeliveryError, body_for, post
-    from ..settings import parse_duration
+    from lib.alerts.notify import Channel, PermanentDeliveryError, TransientDeliveryError, body_for, post
+    from lib.core.settings import parse_duration
 
     settings = app_settings()
     if args.action == "test":
@@ -29,8 +29,8 @@ def cmd_alerts(args) -> int:
             return 1
         print(f"sent a sample alert to {channel.name} (HTTP {status})")
         return 0
-    from ..clock import naive_utc
-    from ..db import bind_database
+    from lib.core.clock import naive_utc
+    from lib.core.db import bind_database
     from models import AlertDelivery, IpAlert
 
     bind_database(settings.database_url_resolved)

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import sys
 
-from .common import app_broker, serve_until_interrupted, app_settings, command
+from lib.cli.common import app_broker, serve_until_interrupted, app_settings, command
 
 
 @command("collect")
 def cmd_collect(args) -> int:
-    from ..collector import CollectError, add_task, find_task
+    from lib.collection.collector import CollectError, add_task, find_task
 
     if args.action == "run":
         broker = app_broker()  # configures the process: database, broker
-        from ..collector import app_collector
+        from lib.collection.collector import app_collector
 
         try:
             first = app_collector(app_settings()).start(find_task(args.task))
@@ -26,7 +26,7 @@ def cmd_collect(args) -> int:
         broker.get_actor("collect_batch").send(**first.as_kwargs())
         print(f"run {first.run_id} of task {args.task}: first window at offset {first.offset} (down to {first.end})")
         return 0
-    from ..db import bind_database
+    from lib.core.db import bind_database
     from models import CollectionTask
 
     bind_database(app_settings().database_url_resolved)
@@ -55,7 +55,7 @@ def cmd_collect(args) -> int:
 
 @command("fake-export-api")
 def cmd_fake_export_api(args) -> int:
-    from ..fake_export_api import FakeExportApi
+    from lib.standins.fake_export_api import FakeExportApi
 
     api = FakeExportApi(args.port).start()
     for spec in args.task:

@@ -26,16 +26,16 @@ def app_broker():
 
 
 def app_settings():
-    from ..app import settings_or_exit
+    from lib.app import settings_or_exit
 
     return settings_or_exit()
 
 
 def app_catalogue():
-    from ..db import bind_database
-    from ..ip_catalogue import Catalogue
-    from ..redis_state import state_redis
-    from ..schedule import ScheduleStore
+    from lib.core.db import bind_database
+    from lib.scheduling.catalogue import Catalogue
+    from lib.core.redis_client import state_redis
+    from lib.scheduling.schedule import ScheduleStore
 
     settings = app_settings()
     bind_database(settings.database_url_resolved)
@@ -43,7 +43,7 @@ def app_catalogue():
 
 
 def parse_ip_id(value: str | None) -> int:
-    from ..ip_catalogue import CatalogueError
+    from lib.scheduling.catalogue import CatalogueError
 
     try:
         return int(value or "")
@@ -63,9 +63,9 @@ def serve_until_interrupted(server, banner: str) -> int:
 
 
 def app_read_side():
-    from ..db import bind_database
-    from ..read_side import ReadSide
-    from ..redis_state import state_redis
+    from lib.core.db import bind_database
+    from lib.market.read_side import ReadSide
+    from lib.core.redis_client import state_redis
 
     settings = app_settings()
     bind_database(settings.database_url_resolved)

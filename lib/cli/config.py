@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 
-from ..settings import SPECS, redact_url
-from .common import app_settings, command
+from lib.core.settings import SPECS, redact_url
+from lib.cli.common import app_settings, command
 
 
 @command("settings")
@@ -33,7 +33,7 @@ def cmd_settings(args) -> int:
 
 @command("db")
 def cmd_db(args) -> int:
-    from ..db import bind_database, create_tables
+    from lib.core.db import bind_database, create_tables
 
     settings = app_settings()
     bind_database(settings.database_url_resolved)
@@ -45,7 +45,7 @@ def cmd_db(args) -> int:
 
 @command("redis")
 def cmd_redis(args) -> int:
-    from ..embedded_redis import EmbeddedRedis
+    from lib.core.embedded_redis import EmbeddedRedis
 
     settings = app_settings()
     if not settings.embedded_redis:

@@ -6,12 +6,12 @@ import json
 import sys
 from datetime import datetime, timezone
 
-from .common import app_catalogue, parse_ip_id, app_read_side, command
+from lib.cli.common import app_catalogue, parse_ip_id, app_read_side, command
 
 
 @command("ip")
 def cmd_ip(args) -> int:
-    from ..ip_catalogue import CatalogueError
+    from lib.scheduling.catalogue import CatalogueError
 
     if args.action == "show":
         return _show_ip(args)

@@ -6,15 +6,15 @@ import json
 import sys
 from datetime import datetime, timezone
 
-from .common import app_broker, command
+from lib.cli.common import app_broker, command
 
 
 @command("enqueue")
 def cmd_enqueue(args) -> int:
     from dramatiq.errors import ActorNotFound
 
-    from ..middleware.arguments import check_arguments
-    from ..errors import BadMessage
+    from lib.messaging.middleware.arguments import check_arguments
+    from lib.core.errors import BadMessage
 
     try:
         kwargs = json.loads(args.kwargs) if args.kwargs else {}
@@ -43,7 +43,7 @@ def cmd_enqueue(args) -> int:
 
 @command("deadletters")
 def cmd_deadletters(args) -> int:
-    from ..deadletters import DeadLetters, NotRequeueable
+    from lib.messaging.dead_letters import DeadLetters, NotRequeueable
 
     broker = app_broker()
     letters = DeadLetters.for_broker(broker, broker.reasons)

@@ -5,21 +5,21 @@ from __future__ import annotations
 import json
 import time
 
-from .common import app_broker, app_read_side, serve_until_interrupted, app_settings, command
+from lib.cli.common import app_broker, app_read_side, serve_until_interrupted, app_settings, command
 
 
 @command("run")
 def cmd_run(args) -> int:
-    from ..app import configure_logging
-    from ..redis_state import ensure_redis_server
-    from ..supervisor import run_process_type
+    from lib.app import configure_logging
+    from lib.core.redis_client import ensure_redis_server
+    from lib.operations.supervisor import run_process_type
 
     settings = app_settings()
     configure_logging(settings.log_level)
     ensure_redis_server(settings)
     if args.process_type == "scheduler":
         # periodiq's first tick may be up to a minute away: tick once now, so a restart resumes at once.
-        from ..schedule_tick import tick_message
+        from lib.scheduling.tick import tick_message
 
         broker = app_broker()
         broker.enqueue(tick_message())
@@ -29,8 +29,8 @@ def cmd_run(args) -> int:
 
 @command("status")
 def cmd_status(args) -> int:
-    from ..redis_state import state_redis
-    from ..status import gather, render
+    from lib.core.redis_client import state_redis
+    from lib.operations.status import gather, render
 
     broker = app_broker()
     settings = app_settings()
@@ -52,8 +52,8 @@ def cmd_status(args) -> int:
 
 @command("dashboard")
 def cmd_dashboard(args) -> int:
-    from ..dashboard import Dashboard, summary_status
-    from ..redis_state import state_redis
+    from lib.operations.dashboard import Dashboard, summary_status
+    from lib.core.redis_client import state_redis
 
     broker = app_broker()
     settings = app_settings()
@@ -65,14 +65,14 @@ def cmd_dashboard(args) -> int:
 
 @command("demo")
 def cmd_demo(args) -> int:
-    from ..demo import run_demo
+    from lib.operations.demo import run_demo
 
     return run_demo(args.minutes, args.speed, args.ips, keep=args.keep, record=args.record)
 
 
 @command("simulator")
 def cmd_simulator(args) -> int:
-    from ..simulator import MarketSimulator
+    from lib.standins.simulator import MarketSimulator
 
     sim = MarketSimulator(args.port, speed=args.speed).start()
     return serve_until_interrupted(

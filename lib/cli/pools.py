@@ -5,21 +5,21 @@ from __future__ import annotations
 import json
 import sys
 
-from .common import app_settings, command
+from lib.cli.common import app_settings, command
 
 
 @command("pool")
 def cmd_pool(args) -> int:
     from pathlib import Path
 
-    from ..db import bind_database
-    from ..pool import KINDS, PoolError, load_rows, model_of
+    from lib.core.db import bind_database
+    from lib.text_pools.pool import KINDS, PoolError, load_rows, model_of
 
     settings = app_settings()
     bind_database(settings.database_url_resolved)
     if args.action == "status":
-        from ..redis_state import state_redis
-        from .. import keys
+        from lib.core.redis_client import state_redis
+        from lib.core import keys
 
         client = state_redis(settings)
         print(f"{'KIND':9} {'GROUP':>6} {'IN REDIS':>9} {'AVAILABLE':>10} {'QUEUED':>7} {'USED':>8}")

@@ -6,17 +6,17 @@ import time
 
 import dramatiq
 
-from lib import keys
-from lib.broker import build_broker, queue_counts
-from lib.clock import Clock
-from lib.db import bind_database, create_tables, database
-from lib.ip_catalogue import Catalogue
-from lib.queues import ALL_QUEUES, PIPELINE
-from lib.redis_state import state_redis
-from lib.result_processor import CrawlResult, ResultProcessor
-from lib.schedule import ScheduleStore
-from lib.settings import Settings, load_settings, use_settings
-from lib.simulator import market
+from lib.core import keys
+from lib.messaging.broker import build_broker, queue_counts
+from lib.core.clock import Clock
+from lib.core.db import bind_database, create_tables, database
+from lib.scheduling.catalogue import Catalogue
+from lib.messaging.queues import ALL_QUEUES, PIPELINE
+from lib.core.redis_client import state_redis
+from lib.market.processing import CrawlResult, ResultProcessor
+from lib.scheduling.schedule import ScheduleStore
+from lib.core.settings import Settings, load_settings, use_settings
+from lib.standins.simulator import market
 from models import AppliedResult, IpMetadata, IpStatsHourly, ItemSnapshot
 
 HOUR = 3600.0

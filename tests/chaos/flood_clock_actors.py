@@ -14,9 +14,9 @@ import time
 import dramatiq
 from dramatiq.middleware import CurrentMessage
 
-from lib import keys
-from lib.queues import MAINTENANCE
-from lib.redis_state import state_redis
+from lib.core import keys
+from lib.messaging.queues import MAINTENANCE
+from lib.core.redis_client import state_redis
 
 #: Scenario 4: the valid messages of the flood.
 FLOOD_QUEUE = MAINTENANCE

@@ -25,17 +25,17 @@ from decimal import Decimal
 import dramatiq
 import pytest
 
-from lib import keys
-from lib.broker import build_broker, queue_counts
-from lib.clock import to_timestamp
-from lib.deadletters import DeadLetters
-from lib.execution_state import ExecutionState
-from lib.ip_catalogue import Catalogue
-from lib.queues import MAINTENANCE, PIPELINE
-from lib.redis_state import state_redis
-from lib.result_processor import PROCESS_RESULT_OPTIONS
-from lib.schedule import CRAWL_JOB, ScheduleStore, interval_for
-from lib.settings import load_settings, use_settings
+from lib.core import keys
+from lib.messaging.broker import build_broker, queue_counts
+from lib.core.clock import to_timestamp
+from lib.messaging.dead_letters import DeadLetters
+from lib.core.execution_state import ExecutionState
+from lib.scheduling.catalogue import Catalogue
+from lib.messaging.queues import MAINTENANCE, PIPELINE
+from lib.core.redis_client import state_redis
+from lib.market.processing import PROCESS_RESULT_OPTIONS
+from lib.scheduling.schedule import CRAWL_JOB, ScheduleStore, interval_for
+from lib.core.settings import load_settings, use_settings
 from models import AppliedResult, IpAlert, IpMetadata, IpStatsHourly, ItemSnapshot
 
 from ..helpers import wait_for

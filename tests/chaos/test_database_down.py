@@ -16,7 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-from lib.db import bind_database
+from lib.core.db import bind_database
 from models import AppliedResult
 
 from ..helpers import TcpProxy, run_cli, wait_for

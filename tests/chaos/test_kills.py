@@ -15,13 +15,13 @@ import time
 import dramatiq
 import pytest
 
-from lib.broker import build_broker
-from lib.db import bind_database, create_tables, database
-from lib.ip_catalogue import Catalogue
-from lib.queues import COLLECT, PIPELINE, POOL
-from lib.redis_state import state_redis
-from lib.schedule import ScheduleStore
-from lib.settings import load_settings, use_settings
+from lib.messaging.broker import build_broker
+from lib.core.db import bind_database, create_tables, database
+from lib.scheduling.catalogue import Catalogue
+from lib.messaging.queues import COLLECT, PIPELINE, POOL
+from lib.core.redis_client import state_redis
+from lib.scheduling.schedule import ScheduleStore
+from lib.core.settings import load_settings, use_settings
 from models import AppliedResult, ItemSnapshot
 
 from ..helpers import wait_for
@@ -90,7 +90,7 @@ def test_worker_killed_repeatedly_mid_process_result(env, database_url, process_
 def test_worker_killed_repeatedly_mid_fill(env, database_url, process_types):
     """Fills and mark_used run in a worker that keeps getting killed while a consumer drains the pool:
     every row is handed out exactly once and ends up used."""
-    from lib.pool import FILL_ACTOR, MARK_USED_ACTOR, PoolConsumer, PoolEmpty, load_rows
+    from lib.text_pools.pool import FILL_ACTOR, MARK_USED_ACTOR, PoolConsumer, PoolEmpty, load_rows
     from models import Title
     from models.pool import USED
 
@@ -150,9 +150,9 @@ def _used(model, status) -> int:
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # the run_id claim is the same SQL on both
 def test_worker_killed_repeatedly_mid_collect(env, database_url, process_types):
     """A collection run whose worker keeps getting killed fills the sink exactly as an undisturbed run does."""
-    from lib.collector import COLLECT_ACTOR, Collector, DatabaseSink, add_task, find_task
-    from lib.export_api import ExportApiClient
-    from lib.fake_export_api import FakeExportApi
+    from lib.collection.collector import COLLECT_ACTOR, Collector, DatabaseSink, add_task, find_task
+    from lib.collection.export_api import ExportApiClient
+    from lib.standins.fake_export_api import FakeExportApi
 
     from ..test_collect import DAY_ROWS, fresh_ids, sink_ids
 
@@ -190,7 +190,7 @@ def test_worker_killed_repeatedly_mid_collect(env, database_url, process_types):
 
 
 def _run_finished(task_id: str) -> bool:
-    from lib.collector import find_task
+    from lib.collection.collector import find_task
 
     try:
         task = find_task(task_id)
@@ -202,9 +202,9 @@ def _run_finished(task_id: str) -> bool:
 def test_crawler_killed_repeatedly_mid_crawl(env, process_types, chromium, tmp_path):
     """Crawls whose crawler keeps getting killed (Chromium and all) are redone: each IP's result is applied
     once and holds exactly what the (frozen) market shows, the IPs are released, no Chromium is left."""
-    from lib.schedule import InFlight
-    from lib.schedule_tick import Scheduler
-    from lib.simulator import MarketSimulator
+    from lib.scheduling.schedule import InFlight
+    from lib.scheduling.tick import Scheduler
+    from lib.standins.simulator import MarketSimulator
 
     from ..test_demo import _running
 

@@ -4,7 +4,7 @@ Both run the app as it runs with nothing configured: no REDIS_URL and no BROKER_
 starts the private redis-server under DATA_DIR (unix socket, AOF ``appendfsync everysec``) and the broker
 (database 0) and the application state (database 1) both live on it. The worker is the real ``worker``
 process type (``animetop run worker``), sharing the test's database (a SQLite file, or MariaDB). Crawl results
-are built from the market simulator's truth (``lib.simulator.market.search``) and sent as ``process_result``
+are built from the market simulator's truth (``lib.standins.simulator.market.search``) and sent as ``process_result``
 messages, as the crawler would send them, so no Chromium is needed.
 
 1. **Restart.** With IPs in the schedule ZSET, crawls claimed in flight, crawl tasks waiting (ready and
@@ -46,24 +46,24 @@ import pytest
 import redis
 from dramatiq import Message
 
-from lib import keys
-from lib.broker import build_broker
-from lib.db import database
-from lib.embedded_redis import MAX_SOCKET_PATH, EmbeddedRedis
-from lib.ip_catalogue import Catalogue
-from lib.market_stats import hour_bucket
-from lib.queues import CRAWL, PIPELINE
-from lib.redis_state import state_redis
-from lib.schedule import InFlight, ScheduleStore, ip_due_from_row
-from lib.schedule_tick import Scheduler, crawl_message, tick_message
-from lib.settings import load_settings, use_settings
-from lib.simulator import market
+from lib.core import keys
+from lib.messaging.broker import build_broker
+from lib.core.db import database
+from lib.core.embedded_redis import MAX_SOCKET_PATH, EmbeddedRedis
+from lib.scheduling.catalogue import Catalogue
+from lib.market.statistics import hour_bucket
+from lib.messaging.queues import CRAWL, PIPELINE
+from lib.core.redis_client import state_redis
+from lib.scheduling.schedule import InFlight, ScheduleStore, ip_due_from_row
+from lib.scheduling.tick import Scheduler, crawl_message, tick_message
+from lib.core.settings import load_settings, use_settings
+from lib.standins.simulator import market
 from models import AppliedResult, IpMetadata, IpStatsHourly, ItemSnapshot
 
 from ..helpers import wait_for
 from .conftest import children, cmdline, descendants
 
-#: Broker keys are prefixed with this (lib.broker.NAMESPACE).
+#: Broker keys are prefixed with this (lib.messaging.broker.NAMESPACE).
 NS = "animetop"
 
 #: Quiet simulated markets (20–40 new listings an hour): cheap to compute, yet every crawl sees changes.

@@ -38,9 +38,9 @@ import redis
 from dramatiq.errors import DecodeError
 
 from lib import cli
-from lib.clock import Clock, naive_utc
-from lib.db import bind_database, create_tables, database
-from lib.settings import load_settings, redact_text, redact_url, use_settings
+from lib.core.clock import Clock, naive_utc
+from lib.core.db import bind_database, create_tables, database
+from lib.core.settings import load_settings, redact_text, redact_url, use_settings
 
 from ..conftest import MYSQL_URL, need
 from ..helpers import ForwardProxy, mysql_admin, run_cli, wait_for
@@ -98,9 +98,9 @@ def cli_settings(db, database_url, env):
 
 
 def test_hostile_keywords_round_trip_through_cli_catalogue_read_side_and_results(cli_settings, env, database_url):
-    from lib.read_side import ReadSide
-    from lib.redis_state import state_redis
-    from lib.result_processor import CrawlResult, ResultProcessor
+    from lib.market.read_side import ReadSide
+    from lib.core.redis_client import state_redis
+    from lib.market.processing import CrawlResult, ResultProcessor
     from models import IpMetadata, ItemSnapshot
 
     settings = cli_settings
@@ -161,9 +161,9 @@ def test_hostile_keywords_round_trip_through_cli_catalogue_read_side_and_results
 
 def test_keywords_with_control_characters_are_refused_clearly_and_nothing_is_stored(cli_settings, env,
                                                                                     database_url):
-    from lib.ip_catalogue import Catalogue, CatalogueError
-    from lib.redis_state import state_redis
-    from lib.schedule import ScheduleStore
+    from lib.scheduling.catalogue import Catalogue, CatalogueError
+    from lib.core.redis_client import state_redis
+    from lib.scheduling.schedule import ScheduleStore
     from models import IpMetadata
 
     catalogue = Catalogue(ScheduleStore(state_redis(cli_settings)), cli_settings)
@@ -183,8 +183,8 @@ def test_keywords_with_control_characters_are_refused_clearly_and_nothing_is_sto
 
 
 def test_pool_texts_round_trip_unchanged_through_database_and_redis(cli_settings):
-    from lib.pool import PoolConsumer, PoolError, PoolFiller
-    from lib.redis_state import state_redis
+    from lib.text_pools.pool import PoolConsumer, PoolError, PoolFiller
+    from lib.core.redis_client import state_redis
     from models import Content, Title
 
     settings = cli_settings
@@ -216,7 +216,7 @@ def test_pool_texts_round_trip_unchanged_through_database_and_redis(cli_settings
 
 
 def test_collection_task_ids_record_keys_and_rows_round_trip(cli_settings):
-    from lib.collector import DatabaseSink, add_task, find_task
+    from lib.collection.collector import DatabaseSink, add_task, find_task
     from models import CollectedRow, CollectionTask
 
     task_ids = [d for d in DATA if 0 < len(d) <= 100 and d.strip()]
@@ -493,8 +493,8 @@ def test_worker_logs_dead_letter_reasons_and_status_carry_no_credentials(secret_
     URLs: its log lines and the dead-letter reasons `status` shows are redacted."""
     from dramatiq import Message
 
-    from lib.broker import build_broker
-    from lib.deadletters import DeadLetters
+    from lib.messaging.broker import build_broker
+    from lib.messaging.dead_letters import DeadLetters
 
     env = {**secret_env, "LOG_LEVEL": "DEBUG", "WORKER_PROCESSES": "1", "WORKER_THREADS": "2",
            "WORKER_SHUTDOWN_TIMEOUT": "5s", "METRICS_PORT": str(20000 + os.getpid() % 20000)}
@@ -561,8 +561,8 @@ class Receiver:
 
 
 def test_alert_channels_are_stored_logged_and_listed_without_their_secrets(db, database_url, env, creds, caplog):
-    from lib.notify import SENT, Notifier
-    from lib.redis_state import state_redis
+    from lib.alerts.notify import SENT, Notifier
+    from lib.core.redis_client import state_redis
     from models import AlertDelivery, IpAlert
 
     receiver = Receiver("hookuser", creds.hook_pw, creds.ding_token)
@@ -597,8 +597,8 @@ def test_alert_channels_are_stored_logged_and_listed_without_their_secrets(db, d
 
 
 def test_proxy_credentials_stay_out_of_logs(creds, caplog):
-    from lib.crawler.proxies import ProxyRotator, health_check
-    from lib.crawler.page_fetch import ErrorKind
+    from lib.crawling.proxies import ProxyRotator, health_check
+    from lib.crawling.page_fetch import ErrorKind
 
     proxies = (f"http://puser:{creds.proxy_pw}@127.0.0.1:9", f"socks5://{creds.proxy_token}@127.0.0.1:9",
                f"https://puser:{creds.proxy_pw}@127.0.0.1:9")
@@ -679,7 +679,7 @@ HOSTILE_PAYLOADS = {
 
 @pytest.mark.parametrize("name", list(HOSTILE_PAYLOADS))
 def test_hostile_msgpack_is_refused_at_once_with_little_memory(name):
-    from lib.encoder import MsgpackEncoder
+    from lib.messaging.encoder import MsgpackEncoder
 
     payload, words = HOSTILE_PAYLOADS[name]
     encoder = MsgpackEncoder(max_bytes=65536)
@@ -700,7 +700,7 @@ def test_hostile_msgpack_is_refused_at_once_with_little_memory(name):
 def test_a_full_size_message_of_empty_containers_stays_small():
     """16 MB (the default MESSAGE_MAX_BYTES) of empty arrays would be over 1 GB of Python lists and seconds of
     CPU; the container cap stops it early."""
-    from lib.encoder import MsgpackEncoder
+    from lib.messaging.encoder import MsgpackEncoder
 
     encoder = MsgpackEncoder()
     n = encoder.max_bytes - 16
@@ -718,7 +718,7 @@ def test_a_full_size_message_of_empty_containers_stays_small():
 
 def test_real_messages_are_far_from_the_limits():
     from bench.encoding import crawl_result, message_of
-    from lib.encoder import MsgpackEncoder
+    from lib.messaging.encoder import MsgpackEncoder
 
     encoder = MsgpackEncoder()
     data = message_of(crawl_result(items=5000))      # five times a full crawl (10 pages of ~120)
@@ -729,9 +729,9 @@ def test_real_messages_are_far_from_the_limits():
 
 
 def test_hostile_messages_are_dead_lettered_with_the_reason_by_a_real_worker(env, start_worker):
-    from lib.broker import build_broker
-    from lib.deadletters import DeadLetters
-    from lib.redis_state import state_redis
+    from lib.messaging.broker import build_broker
+    from lib.messaging.dead_letters import DeadLetters
+    from lib.core.redis_client import state_redis
 
     settings = load_settings({**env, "MESSAGE_MAX_BYTES": "65536"})
     use_settings(settings)
@@ -769,7 +769,7 @@ def test_hostile_messages_are_dead_lettered_with_the_reason_by_a_real_worker(env
 # == 4. Chromium runs sandboxed unless CHROMIUM_NO_SANDBOX is on ================================================
 
 def test_the_launch_arguments_turn_the_sandbox_off_only_when_asked_and_never_carry_proxy_credentials():
-    from lib.crawler.driver import chromium_args, proxy_credentials
+    from lib.crawling.driver import chromium_args, proxy_credentials
 
     assert "--no-sandbox" not in chromium_args(no_sandbox=False)
     assert "--no-sandbox" in chromium_args(no_sandbox=True)
@@ -807,7 +807,7 @@ def chromium_processes(browser_pid: int) -> tuple[dict, list[dict]]:
 def test_as_root_without_the_setting_start_up_fails_clearly_naming_it(chromium, env):
     import asyncio
 
-    from lib.crawler.driver import Browser, DriverError
+    from lib.crawling.driver import Browser, DriverError
 
     # What Chromium itself does as root with its sandbox on: refuse, with a message that names no setting of ours.
     raw = subprocess.run([chromium, "--headless", "--disable-gpu", "--dump-dom", "about:blank"],
@@ -824,7 +824,7 @@ def test_as_root_without_the_setting_start_up_fails_clearly_naming_it(chromium, 
 
 SANDBOXED_SCRIPT = r"""
 import asyncio, json, sys
-from lib.crawler.driver import Browser
+from lib.crawling.driver import Browser
 
 async def main():
     browser = await Browser.launch(sys.argv[1], no_sandbox=False)
@@ -888,10 +888,10 @@ def test_with_the_setting_on_chromium_runs_unsandboxed_and_proxy_credentials_go_
     command line (readable by every local user) nor the logs, and still reaches the proxy."""
     import asyncio
 
-    from lib.crawler.browsers import BrowserManager
-    from lib.crawler.driver import Browser
-    from lib.crawler.page_fetch import fetch_page, search_url
-    from lib.simulator import MarketSimulator
+    from lib.crawling.browsers import BrowserManager
+    from lib.crawling.driver import Browser
+    from lib.crawling.page_fetch import fetch_page, search_url
+    from lib.standins.simulator import MarketSimulator
 
     if os.geteuid() != 0:
         pytest.skip("as root only: an unprivileged run is covered by the sandboxed test")

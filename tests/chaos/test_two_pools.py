@@ -16,20 +16,20 @@ from collections import Counter, defaultdict
 
 import dramatiq
 
-from lib.broker import build_broker, queue_counts
-from lib.clock import Clock, set_clock
-from lib.collector import COLLECT_JOB, add_task
-from lib.db import bind_database, create_tables, database
-from lib.demo import demo_env
-from lib.fake_export_api import FakeExportApi
-from lib.ip_catalogue import Catalogue
-from lib.pool import FILL_ACTOR, MARK_USED_ACTOR, PoolConsumer, PoolEmpty, load_rows
-from lib.queues import ALL_QUEUES, COLLECT, CRAWL, POOL, SCHEDULER
-from lib.redis_state import state_redis
-from lib.schedule import InFlight, ScheduleStore
-from lib.schedule_tick import TICK_ACTOR
-from lib.settings import load_settings, use_settings
-from lib.simulator import MarketSimulator
+from lib.messaging.broker import build_broker, queue_counts
+from lib.core.clock import Clock, set_clock
+from lib.collection.collector import COLLECT_JOB, add_task
+from lib.core.db import bind_database, create_tables, database
+from lib.operations.demo import demo_env
+from lib.standins.fake_export_api import FakeExportApi
+from lib.scheduling.catalogue import Catalogue
+from lib.text_pools.pool import FILL_ACTOR, MARK_USED_ACTOR, PoolConsumer, PoolEmpty, load_rows
+from lib.messaging.queues import ALL_QUEUES, COLLECT, CRAWL, POOL, SCHEDULER
+from lib.core.redis_client import state_redis
+from lib.scheduling.schedule import InFlight, ScheduleStore
+from lib.scheduling.tick import TICK_ACTOR
+from lib.core.settings import load_settings, use_settings
+from lib.standins.simulator import MarketSimulator
 from models import AppliedResult, CollectorExecutionState, IpMetadata
 
 from ..helpers import wait_for

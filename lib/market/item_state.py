@@ -1,0 +1,192 @@
+"""The per-listing state machine (seed 000 §4.2): what changed since an item was last seen.
+
+States live in Redis hashes ``animetop:item:{ip_id}:{source_id}`` (status,
+price, first_seen, last_seen) with a TTL by status. Reading and writing a
+1,000-item result takes a handful of round trips: pipelines of at most
+``CHUNK`` commands and one Lua call per chunk.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+import redis
+
+from lib.core import keys
+from lib.core.clock import Clock, get_clock
+from lib.core.errors import BadMessage
+
+ON_SALE = "on_sale"
+SOLD = "sold"
+STATUSES = (ON_SALE, SOLD)
+
+#: Most commands in one pipeline or script call.
+CHUNK = 500
+
+
+class Transition(str, enum.Enum):
+    NEW_LISTING = "new_listing"  # first seen on sale: inflow
+    SOLD = "sold"                # on sale → sold: outflow
+    NEW_SOLD = "new_sold"        # first seen sold: outflow
+    PRICE_CHANGE = "price_change"
+    RELISTED = "relisted"        # sold → on sale
+
+    @property
+    def inflow(self) -> int:
+        return 1 if self is Transition.NEW_LISTING else 0
+
+    @property
+    def outflow(self) -> int:
+        return 1 if self in (Transition.SOLD, Transition.NEW_SOLD) else 0
+
+
+@dataclass(frozen=True)
+class CrawlItem:
+    """One listing as the crawler saw it."""
+
+    source_id: str
+    title: str
+    price: int | None
+    status: str
+    image_url: str = ""
+    item_url: str = ""
+    created: float | None = None
+    updated: float | None = None
+
+    @classmethod
+    def parse(cls, raw: Any) -> "CrawlItem":
+        """Validate one item of a crawl-result message; ``BadMessage`` says what is wrong."""
+        if not isinstance(raw, dict):
+            raise BadMessage(f"an item is a {type(raw).__name__}, not a map")
+        source_id = raw.get("source_id")
+        if not isinstance(source_id, str) or not source_id or len(source_id) > 64:
+            raise BadMessage(f"item source_id must be a non-empty string of at most 64 characters: {source_id!r:.80}")
+        status = raw.get("status")
+        if status not in STATUSES:
+            raise BadMessage(f"item {source_id}: status must be one of {STATUSES}, got {status!r:.40}")
+        price = raw.get("price")
+        if price is not None and (not isinstance(price, int) or isinstance(price, bool) or price < 0):
+            raise BadMessage(f"item {source_id}: price must be a non-negative whole number of yen or null")
+        for name in ("created", "updated"):
+            value = raw.get(name)
+            if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool)):
+                raise BadMessage(f"item {source_id}: {name} must be a Unix time or null")
+        return cls(
+            source_id=source_id, title=str(raw.get("title") or "")[:500], price=price, status=status,
+            image_url=str(raw.get("image_url") or "")[:500], item_url=str(raw.get("item_url") or "")[:500],
+            created=raw.get("created"), updated=raw.get("updated"),
+        )
+
+
+@dataclass(frozen=True)
+class ItemState:
+    status: str
+    price: int | None
+    first_seen: float
+    last_seen: float
+
+
+@dataclass(frozen=True)
+class Change:
+    """What one crawled item does to the state machine."""
+
+    item: CrawlItem
+    before: ItemState | None
+    after: ItemState
+    transition: Transition | None
+
+
+#: How far a listing's ``created`` time may precede our clock and still count as new (the two clocks differ).
+CREATED_CLOCK_SLACK = 60.0
+
+
+def decide(before: ItemState | None, item: CrawlItem, seen_at: float, *, baseline: bool,
+           resurfaced_after: float, window_start: float | None = None) -> Change | None:
+    """The transition an item makes, or None for a result older than the item's state (never move back).
+
+    ``baseline``: the IP's first crawl stores states but counts nothing. Inflow is listings *created* in
+    the window since the IP's previous crawl (``window_start``): a listing first seen on sale but created
+    before it was below the pages we read and has moved up as others sold, so it is not new. Without a
+    window, one created more than ``resurfaced_after`` seconds ago is an old listing resurfacing.
+    """
+    if before is not None and seen_at < before.last_seen:
+        return None
+    after = ItemState(status=item.status, price=item.price,
+                      first_seen=before.first_seen if before else seen_at, last_seen=seen_at)
+    transition = None
+    if before is None:
+        if baseline:
+            transition = None
+        elif item.status == SOLD:
+            transition = Transition.NEW_SOLD
+        elif item.created is not None and seen_at - item.created > resurfaced_after:
+            transition = None
+        elif (item.created is not None and window_start is not None
+              and item.created < window_start - CREATED_CLOCK_SLACK):
+            transition = None
+        else:
+            transition = Transition.NEW_LISTING
+    elif before.status == ON_SALE and item.status == SOLD:
+        transition = Transition.SOLD
+    elif before.status == SOLD and item.status == ON_SALE:
+        transition = Transition.RELISTED
+    elif item.status == ON_SALE and before.price != item.price:
+        transition = Transition.PRICE_CHANGE
+    return Change(item=item, before=before, after=after, transition=transition)
+
+
+# Writes a state unless the stored one is newer: a late, older result never moves an item back.
+_APPLY = """
+local n = #KEYS
+for i = 1, n do
+  local a = (i - 1) * 6
+  local last = redis.call('HGET', KEYS[i], 'last_seen')
+  if (not last) or tonumber(last) <= tonumber(ARGV[a + 4]) then
+    redis.call('HSET', KEYS[i], 'status', ARGV[a + 1], 'price', ARGV[a + 2], 'first_seen', ARGV[a + 3],
+               'last_seen', ARGV[a + 4])
+    redis.call('PEXPIRE', KEYS[i], ARGV[a + 5])
+  end
+end
+return n
+"""
+
+
+class ItemStateStore:
+    """Item states of all IPs in Redis."""
+
+    def __init__(self, client: redis.Redis, ttl_on_sale: float, ttl_sold: float, clock: Clock | None = None) -> None:
+        self.client = client
+        clock = clock or get_clock()
+        # TTLs are in clock time; Redis expires in real time
+        self.ttl = {ON_SALE: clock.real_seconds(ttl_on_sale), SOLD: clock.real_seconds(ttl_sold)}
+        self._apply = client.register_script(_APPLY)
+
+    def read(self, ip_id: int, source_ids: list[str]) -> dict[str, ItemState]:
+        found: dict[str, ItemState] = {}
+        for start in range(0, len(source_ids), CHUNK):
+            chunk = source_ids[start:start + CHUNK]
+            pipe = self.client.pipeline(transaction=False)
+            for source_id in chunk:
+                pipe.hgetall(keys.item_state(ip_id, source_id))
+            for source_id, fields in zip(chunk, pipe.execute()):
+                if fields:
+                    found[source_id] = _state_of(fields)
+        return found
+
+    def write(self, ip_id: int, states: Iterable[tuple[str, ItemState]]) -> None:
+        states = list(states)
+        for start in range(0, len(states), CHUNK):
+            chunk = states[start:start + CHUNK]
+            args: list = []
+            for _, s in chunk:
+                args += [s.status, "" if s.price is None else s.price, s.first_seen, s.last_seen,
+                         int(self.ttl[s.status] * 1000), 0]
+            self._apply(keys=[keys.item_state(ip_id, sid) for sid, _ in chunk], args=args)
+
+
+def _state_of(fields: dict) -> ItemState:
+    price = fields.get(b"price", b"")
+    return ItemState(status=fields[b"status"].decode(), price=int(price) if price else None,
+                     first_seen=float(fields[b"first_seen"]), last_seen=float(fields[b"last_seen"]))

@@ -1,0 +1,210 @@
+"""Applies one crawl result (seed 000 §4.1), with an exactly-once effect on the statistics.
+
+Order, chosen so that a crash at any point followed by redelivery ends as
+one clean run:
+
+1. read the items' states (Redis, falling back to the database snapshots
+   when Redis lost states it should still have) and decide each transition;
+2. in ONE database transaction: the ledger row of the task id, snapshots,
+   hourly stats, alerts, the IP's weight and last crawl — or nothing, if the
+   ledger already has the task (a redelivery after a commit);
+3. write the new states to Redis (idempotent: never moves an item back);
+4. record the execution, reschedule the IP (closed loop), drop caches.
+
+Steps 3–4 are idempotent, so they simply run again on redelivery.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis
+
+from models import AppliedResult, IpMetadata, ItemSnapshot
+
+from lib.core.clock import Clock, get_clock, naive_utc, to_timestamp
+from lib.core.db import on_conflict_update, write_transaction
+from lib.core.errors import BadMessage
+from lib.core.execution_state import ExecutionState
+from lib.market.item_state import SOLD, Change, CrawlItem, ItemState, ItemStateStore, decide
+from lib.market.statistics import HourDelta, add_to_hour, adjusted_weight, evaluate_alerts, hour_bucket, record_alerts
+from lib.messaging.queues import PIPELINE
+from lib.market.read_side import invalidate_caches
+from lib.scheduling.schedule import CRAWL_JOB, ScheduleStore, interval_for
+from lib.core.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+#: How ``process_result`` is declared (here, so tests run the real configuration): idempotent by task id,
+#: one result of an IP at a time, and enough retries with backoff to ride out a database outage of minutes.
+PROCESS_RESULT_OPTIONS = dict(
+    actor_name="process_result", queue_name=PIPELINE,
+    idempotency_key=lambda ip_id, task_id, *_, **__: f"task:{task_id}",
+    lock_key=lambda ip_id, *_, **__: f"ip:{ip_id}",
+    max_retries=8,
+    time_limit=300_000,
+)
+
+
+@dataclass(frozen=True)
+class CrawlResult:
+    ip_id: int
+    task_id: str
+    crawled_at: float
+    items: list[CrawlItem]
+    pages_crawled: int = 0
+    errors: dict = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, ip_id: Any, task_id: Any, crawled_at: Any, items: Any, pages_crawled: Any = 0,
+              errors: Any = None) -> "CrawlResult":
+        if not isinstance(task_id, str) or not task_id or len(task_id) > 100:
+            raise BadMessage("task_id must be a non-empty string of at most 100 characters")
+        if not isinstance(items, (list, tuple)):
+            raise BadMessage("items must be a list")
+        parsed: dict[str, CrawlItem] = {}
+        for raw in items:
+            item = CrawlItem.parse(raw)
+            parsed.setdefault(item.source_id, item)  # the same listing on two pages counts once
+        return cls(ip_id=int(ip_id), task_id=task_id, crawled_at=float(crawled_at), items=list(parsed.values()),
+                   pages_crawled=int(pages_crawled or 0), errors=dict(errors or {}))
+
+
+@dataclass
+class Outcome:
+    task_id: str
+    applied: bool  # False: the ledger already had it (redelivery)
+    baseline: bool = False
+    transitions: dict[str, int] = field(default_factory=dict)
+    inflow: int = 0
+    outflow: int = 0
+    weight: float | None = None
+    alerts: list[int] = field(default_factory=list)
+
+
+class ResultProcessor:
+    def __init__(self, settings: Settings, client: redis.Redis, clock: Clock | None = None) -> None:
+        self.settings = settings
+        self.client = client
+        self.clock = clock or get_clock()
+        self.states = ItemStateStore(client, settings.analyzer_item_ttl_available, settings.analyzer_item_ttl_sold,
+                                     self.clock)
+        self.schedule = ScheduleStore(client)
+
+    # -- step 1 ----------------------------------------------------------------
+    def decide(self, result: CrawlResult, ip: IpMetadata) -> tuple[list[Change], bool]:
+        ids = [item.source_id for item in result.items]
+        known = self.states.read(result.ip_id, ids)
+        missing = [i for i in ids if i not in known]
+        if missing:
+            known.update(self._snapshot_states(result, missing))
+        baseline = not AppliedResult.select().where(AppliedResult.ip_id == result.ip_id).exists()
+        window_start = self._previous_crawl(result)
+        changes = []
+        for item in result.items:
+            change = decide(known.get(item.source_id), item, result.crawled_at, baseline=baseline,
+                            resurfaced_after=self.settings.analyzer_item_ttl_available, window_start=window_start)
+            if change is not None:
+                changes.append(change)
+        return changes, baseline
+
+    @staticmethod
+    def _previous_crawl(result: CrawlResult) -> float | None:
+        """When the IP's latest crawl before this one started: the start of this result's inflow window."""
+        row = (AppliedResult.select(AppliedResult.crawled_at)
+               .where((AppliedResult.ip_id == result.ip_id) & (AppliedResult.crawled_at < result.crawled_at)
+                      & (AppliedResult.task_id != result.task_id))
+               .order_by(AppliedResult.crawled_at.desc()).first())
+        return row.crawled_at if row is not None else None
+
+    def _snapshot_states(self, result: CrawlResult, source_ids: list[str]) -> dict[str, ItemState]:
+        """States Redis should still hold (their TTL has not run out) but lost: read back from snapshots."""
+        ttl = {"on_sale": self.settings.analyzer_item_ttl_available, SOLD: self.settings.analyzer_item_ttl_sold}
+        found = {}
+        for start in range(0, len(source_ids), 500):
+            chunk = source_ids[start:start + 500]
+            for snap in ItemSnapshot.select().where((ItemSnapshot.ip_id == result.ip_id)
+                                                    & (ItemSnapshot.source_id.in_(chunk))):
+                if snap.last_seen + ttl[snap.status] > result.crawled_at:
+                    found[snap.source_id] = ItemState(snap.status, snap.price, snap.first_seen, snap.last_seen)
+        return found
+
+    # -- step 2 ----------------------------------------------------------------
+    def persist(self, result: CrawlResult, ip: IpMetadata, changes: list[Change], baseline: bool) -> Outcome:
+        outcome = Outcome(task_id=result.task_id, applied=True, baseline=baseline)
+        with write_transaction():
+            if AppliedResult.get_or_none(AppliedResult.task_id == result.task_id) is not None:
+                outcome.applied = False
+                return outcome
+            delta = HourDelta()
+            for change in changes:
+                t = change.transition
+                if t is None:
+                    continue
+                outcome.transitions[t.value] = outcome.transitions.get(t.value, 0) + 1
+                delta.inflow += t.inflow
+                delta.outflow += t.outflow
+                if t.outflow and change.item.price is not None:
+                    delta.sold_prices.append(change.item.price)
+            outcome.inflow, outcome.outflow = delta.inflow, delta.outflow
+            AppliedResult.create(task_id=result.task_id, ip_id=result.ip_id, crawled_at=result.crawled_at,
+                                 applied_at=self.clock.now(), items=len(result.items), inflow=delta.inflow,
+                                 outflow=delta.outflow)
+            self._upsert_snapshots(result.ip_id, changes)
+            bucket = hour_bucket(result.crawled_at)
+            row = add_to_hour(result.ip_id, bucket, delta)
+            alerts = record_alerts(result.ip_id, bucket, evaluate_alerts(row, self.settings), self.clock.utcnow())
+            outcome.alerts = [a.id for a in alerts]
+            weight = ip.weight if baseline else adjusted_weight(ip.weight, delta.inflow, delta.outflow, self.settings)
+            outcome.weight = weight
+            last = to_timestamp(ip.last_crawled_at)
+            newest = result.crawled_at if last is None else max(last, result.crawled_at)
+            IpMetadata.update(weight=weight, last_crawled_at=naive_utc(newest), updated_at=self.clock.utcnow()) \
+                .where(IpMetadata.id == ip.id).execute()
+        return outcome
+
+    def _upsert_snapshots(self, ip_id: int, changes: list[Change]) -> None:
+        rows = [{
+            "ip_id": ip_id, "source_id": c.item.source_id, "title": c.item.title, "price": c.item.price,
+            "status": c.item.status, "image_url": c.item.image_url, "item_url": c.item.item_url,
+            "first_seen": c.after.first_seen, "last_seen": c.after.last_seen, "created": c.item.created,
+            "updated": c.item.updated,
+        } for c in changes]
+        preserve = [ItemSnapshot.title, ItemSnapshot.price, ItemSnapshot.status, ItemSnapshot.image_url,
+                    ItemSnapshot.item_url, ItemSnapshot.last_seen, ItemSnapshot.created, ItemSnapshot.updated]
+        for start in range(0, len(rows), 200):
+            on_conflict_update(ItemSnapshot.insert_many(rows[start:start + 200]),
+                               [ItemSnapshot.ip_id, ItemSnapshot.source_id], preserve=preserve).execute()
+
+    # -- steps 3-4 -------------------------------------------------------------
+    def apply_states(self, result: CrawlResult, changes: list[Change]) -> None:
+        self.states.write(result.ip_id, [(c.item.source_id, c.after) for c in changes])
+
+    def close_loop(self, result: CrawlResult) -> None:
+        ip = IpMetadata.get_by_id(result.ip_id)
+        # From the IP's newest crawl: a result that arrives late, after a newer one, must not move the last
+        # execution or the next crawl back in time.
+        newest = max(result.crawled_at, to_timestamp(ip.last_crawled_at) or result.crawled_at)
+        ExecutionState(self.clock).record_execution(CRAWL_JOB, result.ip_id, at=newest)
+        if ip.active:
+            self.schedule.schedule(ip.id, newest + interval_for(ip.weight, self.settings))
+        invalidate_caches(self.client, result.ip_id)
+
+    def apply(self, result: CrawlResult) -> Outcome:
+        started = time.perf_counter()
+        ip = IpMetadata.get_or_none(IpMetadata.id == result.ip_id)
+        if ip is None:
+            raise BadMessage(f"no IP with id {result.ip_id}")
+        changes, baseline = self.decide(result, ip)
+        outcome = self.persist(result, ip, changes, baseline)
+        self.apply_states(result, changes)
+        self.close_loop(result)
+        logger.info("result %s of IP %s %s: %d items, %s, inflow %d, outflow %d, %d alert(s) in %.0f ms",
+                    result.task_id, result.ip_id, "applied" if outcome.applied else "was already applied",
+                    len(result.items), "baseline" if baseline else outcome.transitions, outcome.inflow,
+                    outcome.outflow, len(outcome.alerts), (time.perf_counter() - started) * 1000)
+        return outcome
+

@@ -1,0 +1,156 @@
+"""The read side: leaderboard and IP detail, served from Redis caches that fall back to the database."""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import timedelta
+from typing import Any, Callable
+from zoneinfo import ZoneInfo
+
+import peewee
+import redis
+
+from models import IpAlert, IpMetadata, IpStatsHourly
+
+from lib.core import keys
+from lib.core.clock import Clock, get_clock
+from lib.market.statistics import hour_bucket
+from lib.core.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+LEADERBOARD_KINDS = ("inflow", "outflow", "liquidity")
+#: Rows kept in a cached leaderboard; ``--limit`` cuts from these.
+CACHED_ROWS = 500
+
+
+def display_ljust(text: str, width: int) -> str:
+    """Pad to ``width`` terminal columns; CJK characters take two (so Japanese names line up)."""
+    import unicodedata
+
+    used = sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+    return text + " " * max(0, width - used)
+
+
+#: Deletes the caches listed in each index set (KEYS), then the sets, in one atomic step.
+_INVALIDATE = """
+for _, index in ipairs(KEYS) do
+  for _, key in ipairs(redis.call('SMEMBERS', index)) do
+    redis.call('DEL', key)
+  end
+  redis.call('DEL', index)
+end
+"""
+
+
+def _ip_index(ip_id: int) -> str:
+    return keys.cache_index(f"ip:{ip_id}")
+
+
+LEADERBOARD_INDEX = keys.cache_index("leaderboard")
+
+
+def invalidate_caches(client: redis.Redis, ip_id: int) -> None:
+    """Drop every leaderboard and this IP's detail caches (after its stats changed)."""
+    try:
+        client.eval(_INVALIDATE, 2, LEADERBOARD_INDEX, _ip_index(ip_id))
+    except redis.RedisError as e:  # caches expire by themselves within CACHE_TTL
+        logger.warning("could not invalidate caches for IP %s: %s", ip_id, e)
+
+
+def _cached(client: redis.Redis | None, key: str, ttl: float, compute: Callable[[], Any], index: str) -> Any:
+    """``key``'s cached value, else ``compute()`` cached for ``ttl`` and listed in the set ``index``."""
+    if client is not None:
+        try:
+            hit = client.get(key)
+            if hit is not None:
+                return json.loads(hit)
+        except redis.RedisError as e:
+            logger.warning("cache unavailable (%s); reading the database", e)
+            client = None
+    value = compute()
+    if client is not None:
+        try:
+            pipe = client.pipeline()
+            pipe.set(key, json.dumps(value, ensure_ascii=False, default=str), px=int(ttl * 1000))
+            pipe.sadd(index, key)
+            pipe.pexpire(index, int(ttl * 1000))  # outlives every member: each was set with ttl, none later
+            pipe.execute()
+        except redis.RedisError as e:
+            logger.warning("could not fill cache %s: %s", key, e)
+    return value
+
+
+class ReadSide:
+    def __init__(self, settings: Settings, client: redis.Redis | None, clock: Clock | None = None) -> None:
+        self.settings = settings
+        self.client = client
+        self.clock = clock or get_clock()
+        self.tz = ZoneInfo(settings.display_tz)
+
+    def _since(self, hours: int):
+        return hour_bucket(self.clock.now()) - timedelta(hours=hours - 1)
+
+    def leaderboard(self, by: str, hours: int, limit: int = 20) -> list[dict]:
+        """IPs ranked by inflow, outflow or liquidity (outflow/inflow) over the last ``hours`` hours."""
+        if by not in LEADERBOARD_KINDS:
+            raise ValueError(f"unknown leaderboard {by!r}; expected one of {', '.join(LEADERBOARD_KINDS)}")
+        if hours < 1:
+            raise ValueError("hours must be at least 1")
+        rows = _cached(self.client, keys.leaderboard(by, hours), self.settings.cache_ttl,
+                       lambda: self._leaderboard_from_db(by, hours), LEADERBOARD_INDEX)
+        return rows[:limit]
+
+    def _leaderboard_from_db(self, by: str, hours: int) -> list[dict]:
+        inflow = peewee.fn.SUM(IpStatsHourly.inflow)
+        outflow = peewee.fn.SUM(IpStatsHourly.outflow)
+        query = (IpStatsHourly
+                 .select(IpStatsHourly.ip_id, inflow.alias("inflow"), outflow.alias("outflow"),
+                         IpMetadata.keyword, IpMetadata.display_name)
+                 .join(IpMetadata, on=(IpMetadata.id == IpStatsHourly.ip_id))
+                 .where(IpStatsHourly.hour_bucket >= self._since(hours))
+                 .group_by(IpStatsHourly.ip_id, IpMetadata.keyword, IpMetadata.display_name)
+                 .dicts())
+        rows = []
+        for r in query:
+            i, o = int(r["inflow"] or 0), int(r["outflow"] or 0)
+            rows.append({"ip_id": r["ip_id"], "keyword": r["keyword"], "name": r["display_name"], "inflow": i,
+                         "outflow": o, "liquidity": round(o / i, 4) if i else None})
+        if by == "liquidity":
+            rows = [r for r in rows if r["liquidity"] is not None]
+        rows.sort(key=lambda r: (-(r[by] or 0), -r["outflow"], r["ip_id"]))
+        for rank, row in enumerate(rows[:CACHED_ROWS], start=1):
+            row["rank"] = rank
+        return rows[:CACHED_ROWS]
+
+    def ip_detail(self, ip_id: int, hours: int = 24) -> dict:
+        """Hourly series and latest alerts of one IP."""
+        def compute() -> dict:
+            ip = IpMetadata.get_or_none(IpMetadata.id == ip_id)
+            if ip is None:
+                raise LookupError(f"no IP with id {ip_id}")
+            series = [{
+                "hour": self._display(r.hour_bucket), "inflow": r.inflow, "outflow": r.outflow,
+                "liquidity": float(r.liquidity_index) if r.liquidity_index is not None else None,
+                "avg_price": float(r.avg_price) if r.avg_price is not None else None,
+                "min_price": float(r.min_price) if r.min_price is not None else None,
+                "max_price": float(r.max_price) if r.max_price is not None else None,
+                "samples": r.sample_count,
+            } for r in IpStatsHourly.select().where((IpStatsHourly.ip_id == ip_id)
+                                                    & (IpStatsHourly.hour_bucket >= self._since(hours)))
+                                             .order_by(IpStatsHourly.hour_bucket)]
+            alerts = [{"rule": a.rule, "hour": self._display(a.hour_bucket), "message": a.message,
+                       "value": a.value, "threshold": a.threshold}
+                      for a in IpAlert.select().where(IpAlert.ip_id == ip_id)
+                                               .order_by(IpAlert.hour_bucket.desc()).limit(20)]
+            return {"ip_id": ip.id, "keyword": ip.keyword, "name": ip.display_name, "active": ip.active,
+                    "weight": ip.weight, "hours": hours, "timezone": self.settings.display_tz,
+                    "series": series, "alerts": alerts}
+        return _cached(self.client, keys.ip_cache(ip_id, f"detail:{hours}"), self.settings.cache_ttl, compute,
+                       _ip_index(ip_id))
+
+    def _display(self, naive_utc_dt) -> str:
+        from datetime import timezone
+
+        return naive_utc_dt.replace(tzinfo=timezone.utc).astimezone(self.tz).isoformat()

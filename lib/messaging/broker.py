@@ -1,0 +1,364 @@
+"""Builds the Dramatiq broker from BROKER_URL, with the middleware every actor runs under."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from typing import Callable
+
+import dramatiq
+import redis
+from dramatiq import Broker
+from dramatiq.brokers.rabbitmq import RabbitmqBroker
+from dramatiq.brokers.redis import RedisBroker, _RedisConsumer
+from dramatiq.common import dq_name
+from dramatiq.errors import BrokerConnectionError, ConnectionClosed, DecodeError
+from dramatiq.middleware import AgeLimit, Callbacks, CurrentMessage, Pipelines, ShutdownNotifications, TimeLimit
+from periodiq import PeriodiqMiddleware
+from urllib.parse import urlsplit
+
+from lib.messaging.dead_letters import ReasonStore, decode_or_none
+from lib.core.errors import BadMessage
+from lib.messaging.encoder import MsgpackEncoder
+from lib.messaging.middleware import (
+    ArgumentCheck, DatabaseConnections, DeadLetterReasons, Idempotency, InFlightRelease, LeaseKeeper, Locks,
+    Retries,
+)
+from lib.messaging.middleware.browser import BrowserShutdown
+from lib.messaging.middleware.dead_letters import describe
+from lib.messaging.middleware.event_log import EventLog
+from lib.messaging.middleware.event_loop import AsyncIO
+from lib.operations.metrics import Metrics
+from lib.core.redis_client import connect, ensure_redis_server, state_redis
+from lib.core.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+#: Broker-side Redis keys are prefixed with this (in the broker's own database).
+NAMESPACE = "animetop"
+
+#: How late a periodiq tick may start before the worker skips it as stale.
+PERIODIC_SKIP_DELAY = 50
+#: How long periodiq keeps trying to send a tick while the broker is unreachable (then it skips that one).
+PERIODIC_SEND_PATIENCE = 30.0
+
+
+def _ride_out_broker_outages_in_periodiq() -> None:
+    """periodiq sends the periodic messages from its main loop, and the first send that fails (Redis
+    restarting at that minute) ends the ``periodiq`` command, so the scheduler process type is restarted.
+    Here a send that cannot reach the broker is tried again every second for PERIODIC_SEND_PATIENCE,
+    then that minute's message is skipped with an error (the next minute sends the next one)."""
+    from periodiq import Scheduler
+
+    original = Scheduler.send_actors
+    if getattr(original, "rides_out_broker_outages", False):
+        return
+
+    def send_actors(self, actors, now):
+        for actor in actors:
+            deadline = time.monotonic() + PERIODIC_SEND_PATIENCE
+            while True:
+                try:
+                    original(self, [actor], now)
+                    break
+                except (redis.ConnectionError, redis.TimeoutError, BrokerConnectionError) as e:
+                    if time.monotonic() >= deadline:
+                        logger.error("could not send %s of %s, the broker was unreachable for %.0fs: skipped (%s)",
+                                     actor.actor_name, now, PERIODIC_SEND_PATIENCE, e)
+                        break
+                    logger.warning("could not send %s of %s, the broker is unreachable; trying again (%s)",
+                                   actor.actor_name, now, e)
+                    time.sleep(1.0)
+
+    send_actors.rides_out_broker_outages = True
+    Scheduler.send_actors = send_actors
+
+
+def _ms(seconds: float) -> int:
+    return int(seconds * 1000)
+
+
+class _Consumer(_RedisConsumer):
+    """Dramatiq's Redis consumer, plus what it lacks.
+
+    * An undecodable payload makes the stock consumer raise and restart,
+      leaving the message unacked forever; here it goes to the dead-letter
+      queue with its reason, and the consumer carries on.
+    * A worker whose threads are all busy stops fetching and so stops
+      heartbeating; with a short heartbeat timeout its in-flight messages
+      would be handed to another worker. Here it heartbeats regardless. A
+      heartbeat that fails is skipped: the fetch that follows reports a lost
+      connection, and only once the messages already fetched are handed out.
+    * Redis restarted under a running worker: on a connection error
+      Dramatiq's consumer thread drops the delayed messages it holds in
+      memory (and a consumer dropped with messages fetched but not handed
+      out loses those), while their ids stay in this worker's ack set, so
+      neither this live worker nor another would ever run them. A new
+      consumer first puts back every message of its queue that this broker
+      took and that no thread of it holds any more.
+    """
+
+    def __init__(self, broker, queue_name, prefetch, timeout):
+        super().__init__(broker, queue_name, prefetch, timeout)
+        self._beat_every = broker.heartbeat_timeout / 4000
+        self._last_beat = 0.0
+        self._orphans_requeued = False
+
+    def __next__(self):
+        if not self._orphans_requeued:
+            try:
+                self._requeue_orphans()
+            except (redis.ConnectionError, redis.TimeoutError) as e:
+                raise ConnectionClosed(e) from None
+            self._orphans_requeued = True
+        now = time.monotonic()
+        if now - self._last_beat >= self._beat_every:
+            try:
+                self.broker.do_heartbeat(self.queue_name)
+                self._last_beat = now
+            except (redis.ConnectionError, redis.TimeoutError) as e:
+                logger.debug("heartbeat on %s failed: %s", self.queue_name, e)
+        try:
+            message = super().__next__()
+        except DecodeError as e:
+            self._dead_letter_undecodable(e)
+            return None
+        if message is not None:
+            if not _is_redis_id(message.options.get("redis_message_id")):
+                self._dead_letter_without_id(message)
+                return None
+            self.broker.handed_out(self.queue_name).add(message.options["redis_message_id"])
+        return message
+
+    def _requeue_orphans(self) -> None:
+        """Put back the messages of this queue in this broker's ack set that no thread holds (see above)."""
+        acks = f"{self.broker.namespace}:__acks__.{self.broker.broker_id}.{self.queue_name}"
+        taken = {rid.decode() for rid in self.broker.client.smembers(acks)}
+        held = self.broker.handed_out(self.queue_name)
+        if dq_name(self.queue_name) == self.queue_name:
+            held.clear()  # a delay queue's messages are held by its consumer thread alone, which dropped them
+        orphans = sorted(taken - held)
+        if orphans:
+            self.broker.do_requeue(self.queue_name, *orphans)
+            logger.warning("put back %d message(s) of %s this worker had taken but no longer holds "
+                           "(dropped on a lost Redis connection)", len(orphans), self.queue_name)
+
+    def _finished(self, message) -> None:
+        self.broker.handed_out(self.queue_name).discard(message.options.get("redis_message_id"))
+
+    def ack(self, message):
+        try:
+            super().ack(message)
+        finally:
+            self._finished(message)
+
+    def nack(self, message):
+        try:
+            super().nack(message)
+        finally:
+            self._finished(message)
+
+    def requeue(self, messages):
+        # Dramatiq's consumer thread closes its consumer on errors and catches only Dramatiq's connection
+        # errors there: a raw redis error while Redis is down would end the thread, and its queue with it.
+        messages = list(messages)
+        try:
+            super().requeue(messages)
+        except (redis.ConnectionError, redis.TimeoutError) as e:
+            raise ConnectionClosed(e) from None
+        for message in messages:
+            self._finished(message)
+
+    def _dead_letter_undecodable(self, error: DecodeError) -> None:
+        reason = f"undecodable message: {describe(error.error)}"
+        client = self.broker.client
+        acks = f"{self.broker.namespace}:__acks__.{self.broker.broker_id}.{self.queue_name}"
+        payloads = f"{self.broker.namespace}:{self.queue_name}.msgs"
+        try:
+            for rid in client.smembers(acks):
+                if client.hget(payloads, rid) == error.data:
+                    self.broker.reasons.record(rid.decode(), reason)
+                    self.broker.do_nack(self.queue_name, rid.decode())
+                    logger.error("dead-lettered message %s on %s: %s", rid.decode(), self.queue_name, reason)
+                    return
+        except redis.ConnectionError as e:
+            raise ConnectionClosed(e) from None
+        logger.error("undecodable message on %s could not be found to dead-letter: %s", self.queue_name, reason)
+
+    def _dead_letter_without_id(self, message) -> None:
+        """A message whose options lack the id of its Redis entry (a producer other than Dramatiq's enqueue
+        wrote it) could never be acked, nacked or put back: it would stay taken for good, and be run again each
+        time its worker restarts. Found by its message id among the taken ones and dead-lettered at once."""
+        self.queued_message_ids.discard(message.message_id)
+        reason = describe(BadMessage(
+            f"not a message of this broker: its options carry no Redis id "
+            f"(redis_message_id={message.options.get('redis_message_id')!r:.60})"))
+        client = self.broker.client
+        acks = f"{self.broker.namespace}:__acks__.{self.broker.broker_id}.{self.queue_name}"
+        payloads = f"{self.broker.namespace}:{self.queue_name}.msgs"
+        try:
+            for rid in client.smembers(acks):
+                raw = client.hget(payloads, rid)
+                if raw is None or message.message_id.encode() not in raw:
+                    continue
+                found = decode_or_none(raw)
+                if (found is not None and found.message_id == message.message_id
+                        and not _is_redis_id(found.options.get("redis_message_id"))):
+                    self.broker.reasons.record(message.message_id, reason)
+                    self.broker.do_nack(self.queue_name, rid.decode())
+                    logger.error("dead-lettered message %s (%s on %s): %s", message.message_id, message.actor_name,
+                                 self.queue_name, reason)
+                    return
+        except redis.ConnectionError as e:
+            raise ConnectionClosed(e) from None
+        logger.error("message %s on %s could not be found to dead-letter: %s", message.message_id, self.queue_name,
+                     reason)
+
+
+def _is_redis_id(value) -> bool:
+    """Whether a message's ``redis_message_id`` option looks like one the broker gave (a UUID)."""
+    if not isinstance(value, str) or len(value) != 36:
+        return False
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
+
+
+class AppRedisBroker(RedisBroker):
+    """RedisBroker with the consumer above."""
+
+    reasons: ReasonStore
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._handed_out: dict[str, set[str]] = {}
+        self._handed_out_lock = threading.Lock()
+
+    @property
+    def consumer_class(self):
+        return _Consumer
+
+    def handed_out(self, queue_name: str) -> set[str]:
+        """Redis ids of the messages of a queue its consumers handed to this process and not yet acked,
+        nacked or put back (set operations are atomic under the GIL; the lock guards creation)."""
+        with self._handed_out_lock:
+            return self._handed_out.setdefault(queue_name, set())
+
+
+def build_middleware(settings: Settings, redis_client: Callable[[], redis.Redis]) -> tuple[list, ReasonStore]:
+    keeper = LeaseKeeper()
+    reasons = ReasonStore(redis_client, ttl_ms=_ms(settings.dead_message_ttl))
+    middleware = [
+        # first, so its "after" hook runs last and sees what Retries decided
+        EventLog(),
+        Metrics(),
+        AgeLimit(),
+        TimeLimit(time_limit=_ms(settings.actor_time_limit)),
+        ShutdownNotifications(),
+        Callbacks(),
+        Pipelines(),
+        CurrentMessage(),
+        PeriodiqMiddleware(skip_delay=PERIODIC_SKIP_DELAY),
+        ArgumentCheck(),
+        Idempotency(redis_client, keeper, ttl_ms=_ms(settings.idempotency_ttl), claim_ttl_ms=_ms(settings.lock_ttl)),
+        Locks(redis_client, keeper, default_ttl_ms=_ms(settings.lock_ttl)),
+        Retries(
+            max_retries=settings.max_retries,
+            min_backoff=_ms(settings.retry_min_backoff),
+            max_backoff=_ms(settings.retry_max_backoff),
+            lock_busy_delay_ms=_ms(settings.lock_busy_retry_delay),
+            max_lock_waits=settings.lock_busy_max_waits,
+        ),
+        DeadLetterReasons(reasons),
+        InFlightRelease(redis_client),
+        DatabaseConnections(),
+        AsyncIO(),
+        BrowserShutdown(),  # after AsyncIO: its after-shutdown hook runs first, while the loop still runs
+    ]
+    return middleware, reasons
+
+
+def build_broker(settings: Settings, *, namespace: str = NAMESPACE) -> Broker:
+    """The broker BROKER_URL names, with msgpack encoding and the app's middleware.
+
+    Also installs the msgpack encoder process-wide (Dramatiq's encoder is global), and makes periodiq's
+    scheduler loop ride out a broker outage (see ``_ride_out_broker_outages_in_periodiq``).
+    """
+    dramatiq.set_encoder(MsgpackEncoder(max_bytes=settings.message_max_bytes))
+    _ride_out_broker_outages_in_periodiq()
+    url = settings.broker_url_resolved
+
+    def redis_client() -> redis.Redis:
+        return state_redis(settings)
+
+    middleware, reasons = build_middleware(settings, redis_client)
+    if urlsplit(url).scheme in ("amqp", "amqps"):
+        broker = RabbitmqBroker(url=url, middleware=middleware, confirm_delivery=True)
+    else:
+        ensure_redis_server(settings)
+        broker = AppRedisBroker(
+            client=connect(url),
+            middleware=middleware,
+            namespace=namespace,
+            heartbeat_timeout=_ms(settings.broker_heartbeat_timeout),
+            maintenance_chance=settings.broker_maintenance_chance,
+            dead_message_ttl=_ms(settings.dead_message_ttl),
+        )
+    broker.reasons = reasons
+    return broker
+
+
+def queue_counts(broker: Broker, queue: str) -> dict[str, int]:
+    """Ready, delayed and dead-lettered messages of a queue (and, on Redis, those taken by a worker)."""
+    if isinstance(broker, RedisBroker):
+        client, ns = broker.client, broker.namespace
+        # each consumer keeps the messages it took, until it acks them, in a set of its own
+        running = sum(int(client.scard(key)) for key in client.scan_iter(f"{ns}:__acks__.*.{queue}", count=1000))
+        return {"ready": int(client.llen(f"{ns}:{queue}")), "delayed": int(client.hlen(f"{ns}:{queue}.DQ.msgs")),
+                "dead": int(client.zcard(f"{ns}:{queue}.XQ")), "running": running}
+    ready, delayed, dead = broker.get_queue_message_counts(queue)
+    return {"ready": ready, "delayed": delayed, "dead": dead}
+
+
+def queue_depth(broker: Broker, queue_name: str) -> int:
+    """Messages waiting in a queue (not counting delayed or in-flight ones)."""
+    if isinstance(broker, RedisBroker):
+        return int(broker.client.llen(f"{broker.namespace}:{queue_name}"))
+    if isinstance(broker, RabbitmqBroker):
+        return int(broker.get_queue_message_counts(queue_name)[0])
+    raise TypeError(f"cannot measure queues of {type(broker).__name__}")
+
+
+def enqueue_many(broker: Broker, messages: list[dramatiq.Message]) -> None:
+    """Enqueue many messages at once: one pipelined round trip on the Redis broker.
+
+    The scheduler pushes up to a whole batch of crawl tasks per tick; one
+    round trip each would make the tick's cost a multiple of the floor.
+    """
+    if not isinstance(broker, RedisBroker):
+        for message in messages:
+            broker.enqueue(message)
+        return
+    from uuid import uuid4
+
+    from dramatiq.common import current_millis
+
+    dispatch = broker.scripts["dispatch"]
+    pipe = broker.client.pipeline(transaction=False)
+    sent = []
+    for message in messages:
+        broker.declare_queue(message.queue_name)
+        message = message.copy(options={"redis_message_id": str(uuid4())})
+        broker.emit_before("enqueue", message, None)
+        args = ["enqueue", current_millis(), message.queue_name, broker.broker_id, broker.heartbeat_timeout,
+                broker.dead_message_ttl, 0, broker._max_unpack_size(),
+                message.options["redis_message_id"], message.encode()]
+        dispatch(keys=[broker.namespace], args=args, client=pipe)
+        sent.append(message)
+    pipe.execute()
+    for message in sent:
+        broker.emit_after("enqueue", message, None)

@@ -1,0 +1,149 @@
+"""Prometheus metrics: Dramatiq's own message metrics plus the ones seed 000 §7.5 names.
+
+Counters and histograms are recorded in each worker process (prometheus_client's multiprocess mode, in the
+directory Dramatiq's Prometheus middleware uses). Gauges that describe shared state (queue depths, scheduled
+IPs, dead letters, crawls in flight) are read from Redis when scraped. The ``worker`` process type serves
+``/metrics`` on METRICS_PORT, the ``crawler`` on METRICS_PORT + 1.
+
+Alert thresholds (seed 000 §7.5):
+  animetop_scheduler_tasks_pending_in_queue > 100
+  animetop_pipeline_processing_duration_seconds (p95) > 30
+  animetop_crawler_request_duration_seconds (p95) > 60
+  animetop_queue_deadletter_len > 0
+  animetop_scheduler_scheduled_ips < the number of active IPs
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+from dramatiq.middleware.prometheus import DB_PATH, Prometheus
+
+logger = logging.getLogger(__name__)
+
+#: Set by the process runner for the process types that serve /metrics.
+PORT_ENV = "ANIMETOP_METRICS_PORT"
+
+_recorders: dict = {}
+
+
+class Metrics(Prometheus):
+    """Dramatiq's Prometheus middleware, serving our exposition (its metrics and ours) instead of its own."""
+
+    @property
+    def forks(self):
+        return [serve_metrics] if os.environ.get(PORT_ENV) else []
+
+    def after_process_boot(self, broker):
+        super().after_process_boot(broker)
+        import prometheus_client as prom
+
+        registry = prom.CollectorRegistry()
+        _recorders.update(
+            pipeline=prom.Histogram("animetop_pipeline_processing_duration_seconds",
+                                    "Time to apply one crawl result.", registry=registry,
+                                    buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)),
+            crawl=prom.Histogram("animetop_crawler_request_duration_seconds", "Time of one crawl (all its pages).",
+                                 registry=registry, buckets=(1, 2.5, 5, 10, 20, 30, 60, 120, 300)),
+            pages=prom.Counter("animetop_crawl_pages_total", "Search pages read, by outcome.", ["outcome"],
+                               registry=registry),
+            items=prom.Counter("animetop_items_processed_total", "Crawled items applied to the state machine.",
+                               registry=registry),
+        )
+
+
+def observe_crawl(seconds: float, pages_ok: int, errors: dict[str, str]) -> None:
+    if not _recorders:
+        return
+    _recorders["crawl"].observe(seconds)
+    if pages_ok:
+        _recorders["pages"].labels("ok").inc(pages_ok)
+    for kind in errors.values():
+        _recorders["pages"].labels(kind).inc()
+
+
+def observe_result(seconds: float, items: int) -> None:
+    if not _recorders:
+        return
+    _recorders["pipeline"].observe(seconds)
+    _recorders["items"].inc(items)
+
+
+class StateCollector:
+    """Gauges read from Redis at scrape time."""
+
+    def collect(self):
+        from prometheus_client.core import GaugeMetricFamily
+
+        from lib.messaging.broker import build_broker
+        from lib.messaging.queues import CRAWL
+        from lib.core.redis_client import state_redis
+        from lib.core.settings import get_settings
+        from lib.operations.status import counts as current_counts
+
+        settings = get_settings()
+        now = current_counts(_scrape_broker(settings, build_broker), state_redis(settings))
+        counts = now["queues"]
+        pending = GaugeMetricFamily("animetop_scheduler_tasks_pending_in_queue", "Crawl tasks waiting in the queue.")
+        pending.add_metric([], counts[CRAWL]["ready"])
+        depth = GaugeMetricFamily("animetop_queue_depth", "Messages per queue and state.", labels=["queue", "state"])
+        dead = GaugeMetricFamily("animetop_queue_deadletter_len", "Dead-lettered messages, all queues.")
+        dead.add_metric([], sum(c["dead"] for c in counts.values()))
+        for queue, c in counts.items():
+            for state, value in c.items():
+                depth.add_metric([queue, state], value)
+        scheduled = GaugeMetricFamily("animetop_scheduler_scheduled_ips", "IPs in the schedule.")
+        scheduled.add_metric([], now["scheduled_ips"])
+        in_flight = GaugeMetricFamily("animetop_crawls_in_flight", "IPs with a crawl enqueued or running.")
+        in_flight.add_metric([], len(now["in_flight_crawls"]))
+        yield from (pending, depth, dead, scheduled, in_flight)
+
+
+_broker_cache: dict = {}
+
+
+def _scrape_broker(settings, build):
+    if "broker" not in _broker_cache:
+        _broker_cache["broker"] = build(settings)
+    return _broker_cache["broker"]
+
+
+def exposition() -> bytes:
+    os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", DB_PATH)
+    from prometheus_client import CollectorRegistry, generate_latest, multiprocess
+
+    registry = CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry, path=DB_PATH)
+    registry.register(StateCollector())
+    return generate_latest(registry)
+
+
+def serve_metrics() -> int:
+    """A fork of the Dramatiq main process: serves /metrics on 127.0.0.1:$ANIMETOP_METRICS_PORT."""
+    from lib.app import settings_or_exit
+
+    settings_or_exit()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):  # noqa: N802
+            try:
+                body, status = exposition(), 200
+            except Exception as e:  # a scrape must say what is wrong, not hang
+                body, status = f"# metrics unavailable: {e}\n".encode(), 500
+            self.send_response(status)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = HTTPServer(("127.0.0.1", int(os.environ[PORT_ENV])), Handler)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        server.shutdown()
+    return 0

@@ -1,0 +1,74 @@
+"""``animetop status``: what the system is doing right now, in one screen."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from dramatiq import Broker
+
+from models import IpMetadata
+
+from lib.core import keys
+from lib.core.clock import get_clock
+from lib.messaging.broker import queue_counts
+from lib.messaging.dead_letters import DeadLetters
+from lib.messaging.queues import ALL_QUEUES
+from lib.scheduling.schedule import InFlight, ScheduleStore
+from lib.core.settings import Settings, redact_url
+
+
+def counts(broker: Broker, client) -> dict:
+    """The numbers the status screen, the dashboard and the metrics all show: per-queue counts, scheduled
+    IPs and crawls in flight."""
+    return {"queues": {q: queue_counts(broker, q) for q in ALL_QUEUES},
+            "scheduled_ips": ScheduleStore(client).count(),
+            "in_flight_crawls": sorted(InFlight(client).members())}
+
+
+def gather(settings: Settings, broker: Broker, client) -> dict:
+    now = get_clock().now()
+    schedule = ScheduleStore(client)
+    next_time = schedule.next_time()
+    locks = []
+    for key in client.scan_iter(match=keys.LOCK_PATTERN, count=500):
+        locks.append({"lock": key.decode()[len(keys.lock("")):], "expires_in_ms": client.pttl(key)})
+    recent = (IpMetadata.select().where(IpMetadata.last_crawled_at.is_null(False))
+              .order_by(IpMetadata.last_crawled_at.desc()).limit(10))
+    letters = DeadLetters.for_broker(broker, broker.reasons).list()
+    letters.sort(key=lambda d: d.dead_at or 0, reverse=True)
+    return {
+        "at": now,
+        "broker": redact_url(settings.broker_url_resolved),
+        **counts(broker, client),
+        "due_now": len(schedule.due(now, limit=10_000)),
+        "next_due_at": next_time,
+        "locks": sorted(locks, key=lambda x: x["lock"]),
+        "last_crawls": [{"ip_id": ip.id, "keyword": ip.keyword, "at": ip.last_crawled_at.isoformat() + "Z"}
+                        for ip in recent],
+        "recent_errors": [{"queue": d.queue, "actor": d.actor, "reason": (d.reason or "?").splitlines()[0][:120],
+                           "at": d.dead_at} for d in letters[:5]],
+    }
+
+
+def _when(ts: float | None) -> str:
+    if ts is None:
+        return "-"
+    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def render(status: dict) -> str:
+    lines = [f"animetop status at {_when(status['at'])} (broker {status['broker']})", "",
+             f"{'QUEUE':12} {'READY':>7} {'RUNNING':>8} {'DELAYED':>8} {'DEAD':>6}"]
+    for queue, c in status["queues"].items():
+        lines.append(f"{queue:12} {c['ready']:>7} {c.get('running', '-'):>8} {c['delayed']:>8} {c['dead']:>6}")
+    lines += ["", f"scheduled IPs: {status['scheduled_ips']}, due now: {status['due_now']}, "
+                  f"next due: {_when(status['next_due_at'])}",
+              f"crawls in flight: {len(status['in_flight_crawls'])} {status['in_flight_crawls'][:20]}",
+              f"locks held: {len(status['locks'])}"]
+    lines += [f"  {lock['lock']} (expires in {lock['expires_in_ms'] / 1000:.1f}s)" for lock in status["locks"][:10]]
+    lines.append("last crawls:")
+    lines += [f"  IP {c['ip_id']} {c['keyword']} at {c['at']}" for c in status["last_crawls"]] or ["  none yet"]
+    lines.append("recent errors (dead letters):")
+    lines += [f"  {_when(e['at'])} {e['queue']}/{e['actor']}: {e['reason']}" for e in status["recent_errors"]] \
+        or ["  none"]
+    return "\n".join(lines)

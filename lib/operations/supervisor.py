@@ -1,0 +1,149 @@
+"""Runs one process type (worker, crawler, scheduler) and keeps it running.
+
+Procfile runners such as honcho signal a process's whole group, and a
+terminal's Ctrl-C reaches the foreground group: a bare ``dramatiq`` line gets
+SIGTERM from the runner and again from its own parent, and its workers take
+the second one as "kill now", dropping in-flight work. So the Dramatiq or
+periodiq command runs here in a session of its own, gets exactly one SIGTERM
+however many arrive, and is restarted if it dies (a SIGKILLed Dramatiq
+worker child makes the whole ``dramatiq`` command exit).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from lib.core.settings import Settings
+
+logger = logging.getLogger("animetop.supervisor")
+
+PROCESS_TYPES = ("worker", "crawler", "scheduler")
+
+PR_SET_PDEATHSIG = 1
+
+
+def _bin(name: str) -> str:
+    candidate = Path(sys.executable).parent / name
+    return str(candidate) if candidate.exists() else name
+
+
+def command_for(process_type: str, settings: Settings, actors: str = "actors") -> list[str]:
+    """The Dramatiq/periodiq command line of a process type (``actors``: the module declaring them)."""
+    from lib.messaging.queues import CRAWLER_QUEUES, WORKER_QUEUES
+
+    shutdown_ms = str(int(settings.worker_shutdown_timeout * 1000))
+    if process_type == "worker":
+        return [_bin("dramatiq"), actors, "--queues", *WORKER_QUEUES,
+                "--processes", str(settings.worker_processes), "--threads", str(settings.worker_threads),
+                "--worker-shutdown-timeout", shutdown_ms]
+    if process_type == "crawler":
+        return [_bin("dramatiq"), actors, "--queues", *CRAWLER_QUEUES,
+                "--processes", str(settings.crawler_processes), "--threads", str(settings.crawler_threads),
+                "--worker-shutdown-timeout", shutdown_ms]
+    if process_type == "scheduler":
+        return [_bin("periodiq"), actors]
+    raise ValueError(f"unknown process type {process_type!r}; expected one of {', '.join(PROCESS_TYPES)}")
+
+
+def _die_with_parent() -> None:
+    """In the child: get SIGTERM if the supervisor itself is killed, so nothing is orphaned."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except OSError:
+        pass
+
+
+class Supervisor:
+    """Starts ``command``, forwards one SIGTERM on stop, restarts it when it dies."""
+
+    def __init__(self, command: list[str], *, grace: float, restart: bool = True) -> None:
+        self.command = command
+        self.grace = grace
+        self.restart = restart
+        self.stopping = False
+        self.child: subprocess.Popen | None = None
+
+    def _on_signal(self, signum, frame) -> None:
+        if self.stopping:
+            logger.info("already stopping (got %s again); waiting for in-flight work", signal.Signals(signum).name)
+            return
+        self.stopping = True
+        logger.info("stopping: %s sends one SIGTERM to %s", signal.Signals(signum).name, self.command[0])
+        if self.child and self.child.poll() is None:
+            self.child.send_signal(signal.SIGTERM)
+
+    def run(self) -> int:
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, self._on_signal)
+        backoff = 1.0
+        while True:
+            started = time.monotonic()
+            self.child = subprocess.Popen(self.command, start_new_session=True, preexec_fn=_die_with_parent)
+            logger.info("started %s (pid %d)", " ".join(self.command), self.child.pid)
+            code = self._wait()
+            self._kill_leftovers()
+            if self.stopping:
+                logger.info("%s stopped (exit code %s)", self.command[0], code)
+                return 0 if code in (0, -signal.SIGTERM) else code
+            if not self.restart:
+                return code
+            if time.monotonic() - started > 60:
+                backoff = 1.0
+            logger.error("%s exited unexpectedly (code %s); restarting in %.0fs", self.command[0], code, backoff)
+            deadline = time.monotonic() + backoff
+            while time.monotonic() < deadline and not self.stopping:
+                time.sleep(0.1)
+            if self.stopping:
+                return 0
+            backoff = min(backoff * 2, 30.0)
+
+    def _kill_leftovers(self) -> None:
+        """Whatever the command left in its process group (a Chromium whose worker was killed) goes too."""
+        try:
+            os.killpg(self.child.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def _wait(self) -> int:
+        assert self.child is not None
+        stop_deadline = None
+        while True:
+            try:
+                return self.child.wait(timeout=0.2)
+            except subprocess.TimeoutExpired:
+                pass
+            if self.stopping:
+                stop_deadline = stop_deadline or time.monotonic() + self.grace
+                if time.monotonic() > stop_deadline:
+                    logger.error("%s did not stop within %.0fs: killing it", self.command[0], self.grace)
+                    try:
+                        os.killpg(self.child.pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                    return self.child.wait()
+
+
+def run_process_type(process_type: str, settings: Settings, actors: str = "actors") -> int:
+    from lib.operations.metrics import PORT_ENV
+
+    if process_type == "crawler":
+        from lib.crawling.driver import DriverError, check_sandbox
+
+        try:
+            check_sandbox(settings.chromium_no_sandbox)
+        except DriverError as e:
+            print(f"animetop run crawler: {e}", file=sys.stderr)
+            return 2
+    command = command_for(process_type, settings, actors)
+    ports = {"worker": settings.metrics_port, "crawler": settings.metrics_port + 1}
+    if process_type in ports:
+        os.environ[PORT_ENV] = str(ports[process_type])
+    # Dramatiq's own shutdown timeout, plus time for the process to exit.
+    return Supervisor(command, grace=settings.worker_shutdown_timeout + 15).run()

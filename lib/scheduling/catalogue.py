@@ -1,0 +1,149 @@
+"""The IPs being tracked (``ip_metadata``): add, list, enable, disable, import."""
+
+from __future__ import annotations
+
+import csv
+import io
+import logging
+import unicodedata
+from pathlib import Path
+from typing import Iterator
+
+import peewee
+
+from models import IpMetadata
+from models.ip import KEYWORD_MAX_LENGTH
+
+from lib.core.clock import Clock, get_clock, to_timestamp
+from lib.core.db import database
+from lib.scheduling.schedule import CRAWL_JOB, IpDue, ScheduleStore, interval_for, ip_due_from_row
+from lib.core.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+
+class CatalogueError(ValueError):
+    """An IP cannot be added or changed as asked."""
+
+
+def check_keyword(keyword: str, what: str = "keyword") -> str:
+    """The keyword (or display name) as given, or a clear refusal; it is stored and searched exactly as typed."""
+    if not isinstance(keyword, str) or not keyword.strip():
+        raise CatalogueError(f"the {what} is empty")
+    if len(keyword) > KEYWORD_MAX_LENGTH:
+        raise CatalogueError(f"the {what} is {len(keyword)} characters long; at most {KEYWORD_MAX_LENGTH} are allowed")
+    for i, c in enumerate(keyword):
+        kind = unicodedata.category(c)
+        if kind == "Cc":  # C0 (NUL, tab, new line…), DEL and C1: never part of a search word
+            raise CatalogueError(f"the {what} contains control characters (U+{ord(c):04X} at position {i + 1}; "
+                                 f"tabs, new lines, NUL… are refused)")
+        if kind == "Cs":  # a lone surrogate: bytes that were not UTF-8 (e.g. on the command line)
+            raise CatalogueError(f"the {what} is not valid Unicode (U+{ord(c):04X} at position {i + 1}: "
+                                 f"was it typed in another encoding than UTF-8?)")
+    return keyword
+
+
+class Catalogue:
+    """IP rows plus their place in the schedule, kept in step."""
+
+    def __init__(self, schedule: ScheduleStore, settings: Settings, clock: Clock | None = None) -> None:
+        self.schedule = schedule
+        self.settings = settings
+        self.clock = clock or get_clock()
+
+    def add(self, keyword: str, name: str | None = None, weight: float = 1.0) -> IpMetadata:
+        """Add an IP; it is due at once."""
+        keyword = check_keyword(keyword)
+        if name:
+            check_keyword(name, "name")
+        if not (0 < weight <= 100):
+            raise CatalogueError(f"the weight must be above 0 and at most 100; got {weight}")
+        now = self.clock.utcnow()
+        try:
+            with database.atomic():
+                ip = IpMetadata.create(keyword=keyword, display_name=name or keyword, weight=weight,
+                                       created_at=now, updated_at=now)
+        except peewee.IntegrityError:
+            raise CatalogueError(f"an IP with keyword {keyword!r} exists already") from None
+        self.schedule.schedule(ip.id, self.clock.now())
+        return ip
+
+    def get(self, ip_id: int) -> IpMetadata:
+        ip = IpMetadata.get_or_none(IpMetadata.id == ip_id)
+        if ip is None:
+            raise CatalogueError(f"no IP with id {ip_id}")
+        return ip
+
+    def list(self, active_only: bool = False) -> list[IpMetadata]:
+        query = IpMetadata.select().order_by(IpMetadata.id)
+        if active_only:
+            query = query.where(IpMetadata.active == True)  # noqa: E712
+        return list(query)
+
+    def disable(self, ip_id: int) -> IpMetadata:
+        """Stop crawling an IP: inactive in the database and gone from the schedule."""
+        self.get(ip_id)  # an unknown id raises here
+        IpMetadata.update(active=False, updated_at=self.clock.utcnow()).where(IpMetadata.id == ip_id).execute()
+        self.schedule.remove(ip_id)
+        return self.get(ip_id)
+
+    def enable(self, ip_id: int) -> IpMetadata:
+        """Crawl an IP again: now if it is overdue (or never ran), else at its last crawl + interval."""
+        from lib.core.execution_state import ExecutionState
+
+        IpMetadata.update(active=True, updated_at=self.clock.utcnow()).where(IpMetadata.id == self.get(ip_id).id).execute()
+        ip = self.get(ip_id)
+        last = ExecutionState(self.clock).last_execution_time(CRAWL_JOB, ip.id) or to_timestamp(ip.last_crawled_at)
+        now = self.clock.now()
+        interval = interval_for(ip.weight, self.settings)
+        self.schedule.schedule(ip.id, now if last is None or last + interval <= now else last + interval)
+        return ip
+
+    def import_file(self, path: Path) -> tuple[int, list[str]]:
+        """Add IPs from a file: one keyword a line, or CSV with a header (keyword[,name][,weight]).
+        Returns (added, problems); existing keywords are reported, not duplicated."""
+        text = Path(path).read_text(encoding="utf-8-sig")
+        added, problems = 0, []
+        for line_no, keyword, name, weight in _rows(text):
+            try:
+                self.add(keyword, name, weight)
+                added += 1
+            except CatalogueError as e:
+                problems.append(f"line {line_no}: {e}")
+        return added, problems
+
+    def due_info(self, ip_ids: list[int]) -> dict[int, IpDue]:
+        rows = IpMetadata.select(IpMetadata.id, IpMetadata.keyword, IpMetadata.weight, IpMetadata.active,
+                                 IpMetadata.last_crawled_at).where(IpMetadata.id.in_(ip_ids))
+        return {row.id: ip_due_from_row(row) for row in rows}
+
+    def iter_all(self, chunk: int = 2000) -> Iterator[IpDue]:
+        last_id = 0
+        while True:
+            rows = list(IpMetadata.select(IpMetadata.id, IpMetadata.keyword, IpMetadata.weight, IpMetadata.active,
+                                          IpMetadata.last_crawled_at)
+                        .where(IpMetadata.id > last_id).order_by(IpMetadata.id).limit(chunk))
+            if not rows:
+                return
+            yield from (ip_due_from_row(r) for r in rows)
+            last_id = rows[-1].id
+
+
+def _rows(text: str) -> Iterator[tuple[int, str, str | None, float]]:
+    lines = text.splitlines()
+    first = lines[0].strip().lower() if lines else ""
+    if first.startswith("keyword") and ("," in first or first == "keyword"):
+        reader = csv.DictReader(io.StringIO(text))
+        for i, row in enumerate(reader, start=2):
+            keyword = row.get("keyword") or ""
+            if not keyword.strip():
+                continue
+            try:
+                weight = float(row.get("weight") or 1.0)
+            except ValueError:
+                weight = -1.0  # refused by add() with a clear message
+            yield i, keyword, (row.get("name") or None), weight
+        return
+    for i, line in enumerate(lines, start=1):
+        if line.strip() and not line.lstrip().startswith("#"):
+            yield i, line.rstrip("\r\n"), None, 1.0

@@ -1,0 +1,154 @@
+"""The crawl schedule (seed 000 §2, §5.2): when each IP is due, and which IPs have a crawl in flight."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Iterable
+
+import redis
+
+from lib.core import keys
+from lib.core.clock import Clock, to_timestamp
+from lib.core.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+#: Name of the crawl job in the execution-state store (param: the IP id).
+CRAWL_JOB = "crawl_ip"
+
+
+def interval_for(weight: float, settings: Settings) -> float:
+    """clamp(BaseInterval / weight, MinInterval, MaxInterval); weight ≤ 0 means the base interval."""
+    base = settings.scheduler_base_interval
+    interval = base / weight if weight and weight > 0 else base
+    return min(max(interval, settings.scheduler_min_interval), settings.scheduler_max_interval)
+
+
+def startup_offset(ip_id: int, window: float) -> float:
+    """A fixed offset in [0, window) per IP, so a rebuilt schedule spreads overdue IPs the same way every time."""
+    return window * ((ip_id * 2654435761) % 2**32) / 2**32
+
+
+class ScheduleStore:
+    """The ZSET ``animetop:schedule:pending``: member the IP id, score its next crawl time."""
+
+    def __init__(self, client: redis.Redis, key: str = keys.SCHEDULE_PENDING) -> None:
+        self.client = client
+        self.key = key
+
+    def schedule(self, ip_id: int, at: float) -> None:
+        """Set or move the IP's next crawl time."""
+        self.client.zadd(self.key, {str(ip_id): at})
+
+    def schedule_many(self, times: dict[int, float]) -> None:
+        items = list(times.items())
+        for start in range(0, len(items), 5000):
+            self.client.zadd(self.key, {str(ip): at for ip, at in items[start:start + 5000]})
+
+    def due(self, now: float, limit: int | None = None) -> list[tuple[int, float]]:
+        """IPs whose time has come, earliest first: (ip id, due time)."""
+        rows = self.client.zrangebyscore(self.key, "-inf", now, start=0 if limit else None,
+                                         num=limit, withscores=True)
+        return [(int(member), score) for member, score in rows]
+
+    def next_time(self) -> float | None:
+        rows = self.client.zrange(self.key, 0, 0, withscores=True)
+        return rows[0][1] if rows else None
+
+    def time_of(self, ip_id: int) -> float | None:
+        return self.client.zscore(self.key, str(ip_id))
+
+    def remove(self, ip_id: int) -> None:
+        self.client.zrem(self.key, str(ip_id))
+
+    def count(self) -> int:
+        return int(self.client.zcard(self.key))
+
+    def all(self) -> dict[int, float]:
+        return {int(m): s for m, s in self.client.zrange(self.key, 0, -1, withscores=True)}
+
+
+_CLAIM = """
+local claimed = {}
+for i = 2, #ARGV do
+  if redis.call('SADD', KEYS[1], ARGV[i]) == 1 then
+    redis.call('HSET', KEYS[2], ARGV[i], ARGV[1])
+    claimed[#claimed + 1] = ARGV[i]
+  end
+end
+return claimed
+"""
+
+
+class InFlight:
+    """IPs with a crawl enqueued or running: the SET ``animetop:queue:tasks:pending`` (member ``ip:{id}``)
+    and, per member, when it was claimed (HASH ``animetop:queue:tasks:started``) so stuck ones can be swept."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self.client = client
+        self._claim = client.register_script(_CLAIM)
+
+    def claim(self, ip_ids: Iterable[int], now: float) -> set[int]:
+        """Mark the IPs in flight; returns those that were not already (atomically, so racing ticks split them)."""
+        members = [keys.in_flight_member(i) for i in ip_ids]
+        if not members:
+            return set()
+        claimed = self._claim(keys=[keys.TASKS_PENDING, keys.TASKS_STARTED], args=[now, *members])
+        return {int(m.decode().split(":", 1)[1]) for m in claimed}
+
+    def release(self, ip_id: int) -> None:
+        member = keys.in_flight_member(ip_id)
+        pipe = self.client.pipeline()
+        pipe.srem(keys.TASKS_PENDING, member)
+        pipe.hdel(keys.TASKS_STARTED, member)
+        pipe.execute()
+
+    def members(self) -> set[int]:
+        return {int(m.decode().split(":", 1)[1]) for m in self.client.smembers(keys.TASKS_PENDING)}
+
+    def sweep(self, now: float, timeout: float) -> list[int]:
+        """Release members claimed longer than ``timeout`` ago (their crawl died unnoticed)."""
+        started = {m.decode(): float(t) for m, t in self.client.hgetall(keys.TASKS_STARTED).items()}
+        stale = [m for m in (x.decode() for x in self.client.smembers(keys.TASKS_PENDING))
+                 if now - started.get(m, float("-inf")) > timeout]
+        for member in stale:
+            ip_id = int(member.split(":", 1)[1])
+            logger.warning("IP %s was in flight for over %.0fs: releasing it so it can be crawled again",
+                           ip_id, timeout)
+            self.release(ip_id)
+        return [int(m.split(":", 1)[1]) for m in stale]
+
+
+@dataclass(frozen=True)
+class IpDue:
+    """What the schedule needs to know about one IP."""
+
+    id: int
+    keyword: str
+    weight: float
+    active: bool
+    last_crawled_at: float | None
+
+
+def planned_times(ips: Iterable[IpDue], last_runs: dict[str, float], settings: Settings, clock: Clock) -> dict[int, float]:
+    """Next crawl time of each active IP when the schedule is rebuilt from the database (seed 000 §2.6, seed 001):
+    never run or overdue → now, spread over SCHEDULER_STARTUP_SPREAD; otherwise last run + interval."""
+    now = clock.now()
+    window = settings.scheduler_startup_spread
+    times = {}
+    for ip in ips:
+        if not ip.active:
+            continue
+        last = last_runs.get(str(ip.id), ip.last_crawled_at)
+        interval = interval_for(ip.weight, settings)
+        if last is None or last + interval <= now:
+            times[ip.id] = now + startup_offset(ip.id, window)
+        else:
+            times[ip.id] = last + interval
+    return times
+
+
+def ip_due_from_row(row) -> IpDue:
+    return IpDue(id=row.id, keyword=row.keyword, weight=row.weight, active=row.active,
+                 last_crawled_at=to_timestamp(row.last_crawled_at))

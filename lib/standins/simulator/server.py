@@ -1,0 +1,217 @@
+"""``animetop simulator``: a local stand-in for jp.mercari.com's search, with switches for blocks.
+
+    GET  /search?keyword=…&status=on_sale|sold_out%7Ctrading&sort=created_time&order=desc[&page_token=v1:N]
+    POST /v2/entities:search            the JSON API the page's script calls
+    GET  /_truth?keyword=…&status=…&page=N   ground truth of that page at the simulator's current time
+    POST /_control  {"mode": "403|429|challenge|captcha|soft_block|slow|malformed|scrim|normal",
+                     "count": N (search pages the mode lasts; default: until changed), "delay_ms": …,
+                     "time": T, "speed": S}
+    GET  /_control  the current switches and counters
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler
+from urllib.parse import parse_qs, urlsplit
+
+from lib.standins.simulator import market
+from lib.standins.simulator.page import CAPTCHA, CLOUDFLARE_403, CLOUDFLARE_CHALLENGE, SCRIM, SEARCH_PAGE, TOO_MANY
+
+from lib.core.local_server import LocalHttpServer
+
+PAGE_SIZE = 120
+API_PATH = "/v2/entities:search"
+STATUS_OF = {"STATUS_ON_SALE": market.ON_SALE, "STATUS_TRADING": market.TRADING, "STATUS_SOLD_OUT": market.SOLD_OUT}
+API_STATUS = {market.ON_SALE: "ITEM_STATUS_ON_SALE", market.TRADING: "ITEM_STATUS_TRADING",
+              market.SOLD_OUT: "ITEM_STATUS_SOLD_OUT"}
+MODES = {"normal", "403", "429", "challenge", "captcha", "soft_block", "slow", "malformed", "scrim"}
+
+
+class SimClock:
+    """Simulated time: ``at`` when started, moving ``speed`` times faster than real time (0 freezes it)."""
+
+    def __init__(self, at: float | None = None, speed: float = 1.0) -> None:
+        self.set(at if at is not None else time.time(), speed)
+
+    def set(self, at: float, speed: float) -> None:
+        self._base, self._real, self.speed = at, time.monotonic(), speed
+
+    def now(self) -> float:
+        return self._base + (time.monotonic() - self._real) * self.speed
+
+
+class MarketSimulator(LocalHttpServer):
+    name = "market-simulator"
+
+    def __init__(self, port: int = 0, *, at: float | None = None, speed: float = 1.0, clock=None,
+                 record: str | None = None) -> None:
+        """``clock``: share an app ``Clock`` instead of a private one (the demo: the simulator and the process
+        types must agree on the time to the millisecond). ``record``: a JSON-lines file of every API answer
+        (keyword, time, statuses, page and each item's id, status, price and true creation time)."""
+        self.clock = clock if clock is not None else SimClock(at, speed)
+        self._record = open(record, "a", encoding="utf-8") if record else None
+        self.mode = "normal"
+        self.mode_left: int | None = None
+        self.delay_ms = 0
+        self.counters = {"pages": 0, "api": 0, "blocked": 0}
+        self._lock = threading.Lock()
+        super().__init__(self._handler(), port)
+
+    def set_mode(self, mode: str, count: int | None = None, delay_ms: int = 0) -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}; expected one of {sorted(MODES)}")
+        with self._lock:
+            self.mode, self.mode_left, self.delay_ms = mode, count, delay_ms
+
+    def _take_mode(self) -> str:
+        """The mode for this search page load (counting down a limited one)."""
+        with self._lock:
+            mode = self.mode
+            if self.mode_left is not None:
+                self.mode_left -= 1
+                if self.mode_left <= 0:
+                    self.mode, self.mode_left = "normal", None
+            self.counters["pages"] += 1
+            return mode
+
+    # -- the data ----------------------------------------------------------------
+    def page_items(self, keyword: str, statuses: set[str], page: int, t: float) -> tuple[list, int]:
+        found = market.search(keyword, statuses, t)
+        start = (page - 1) * PAGE_SIZE
+        return found[start:start + PAGE_SIZE], len(found)
+
+    @staticmethod
+    def api_item(item: market.Listing, status: str, t: float) -> dict:
+        price = item.price_at(t)
+        out = {
+            "id": item.id, "name": item.name, "status": API_STATUS[status],
+            "created": str(int(item.created)), "updated": str(int(item.updated_at(t))),
+            "thumbnails": [f"https://static.mercdn.net/thumb/item/webp/{item.id}_1.jpg"],
+            "itemType": "ITEM_TYPE_BEYOND" if item.shops else "ITEM_TYPE_MERCARI",
+        }
+        if price is not None:
+            out["price"] = str(price)
+        return out
+
+    def truth(self, keyword: str, statuses: set[str], page: int, t: float | None = None) -> list[dict]:
+        """The listings a page shows at ``t`` (default: now), as the crawler should report them."""
+        t = self.clock.now() if t is None else t
+        items, _ = self.page_items(keyword, statuses, page, t)
+        return [self.api_item(item, status, t) for item, status in items]
+
+    def record_served(self, keyword: str, statuses: set[str], page: int, t: float, items: list) -> None:
+        line = json.dumps({"keyword": keyword, "t": t, "statuses": sorted(statuses), "page": page,
+                           "items": [[item.id, status, item.price_at(t), item.created] for item, status in items]},
+                          ensure_ascii=False)
+        with self._lock:
+            self._record.write(line + "\n")
+            self._record.flush()
+
+    def stop(self) -> None:
+        super().stop()
+        if self._record is not None:
+            self._record.close()
+
+    def _handler(self):
+        sim = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def _send(self, status: int, body: str | bytes, content_type: str = "text/html; charset=utf-8") -> None:
+                raw = body.encode() if isinstance(body, str) else body
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+            def _json(self, status: int, obj: object) -> None:
+                self._send(status, json.dumps(obj, ensure_ascii=False), "application/json")
+
+            def do_GET(self):  # noqa: N802
+                parts = urlsplit(self.path)
+                query = {k: v[0] for k, v in parse_qs(parts.query).items()}
+                if parts.path == "/search":
+                    return self._search_page(query)
+                if parts.path == "/_truth":
+                    statuses = {s for s in query.get("status", "on_sale").split("|")}
+                    return self._json(200, sim.truth(query.get("keyword", ""), statuses, int(query.get("page", 1)),
+                                                     float(query["t"]) if "t" in query else None))
+                if parts.path == "/_control":
+                    return self._json(200, {"mode": sim.mode, "mode_left": sim.mode_left, "time": sim.clock.now(),
+                                            "speed": sim.clock.speed, **sim.counters})
+                if parts.path.startswith(("/item/", "/shops/product/")):
+                    return self._send(200, "<html><body>item</body></html>")
+                self._send(404, "not found")
+
+            def _search_page(self, query: dict) -> None:
+                mode = sim._take_mode()
+                if mode in ("403", "429", "challenge", "captcha"):
+                    sim.counters["blocked"] += 1
+                    status, body = {"403": (403, CLOUDFLARE_403), "429": (429, TOO_MANY),
+                                    "challenge": (503, CLOUDFLARE_CHALLENGE), "captcha": (200, CAPTCHA)}[mode]
+                    return self._send(status, body)
+                self.server_mode = mode
+                page = SEARCH_PAGE % {"keyword": _html(query.get("keyword", "")), "api_path": API_PATH + "?mode=" + mode,
+                                      "scrim": SCRIM if mode == "scrim" else ""}
+                self._send(200, page)
+
+            def do_POST(self):  # noqa: N802
+                parts = urlsplit(self.path)
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length)
+                try:
+                    body = json.loads(raw or b"{}")
+                except json.JSONDecodeError:
+                    return self._json(400, {"error": "bad json"})
+                if parts.path == "/_control":
+                    try:
+                        if "mode" in body:
+                            sim.set_mode(body["mode"], body.get("count"), int(body.get("delay_ms", 0)))
+                        if ("time" in body or "speed" in body) and not isinstance(sim.clock, SimClock):
+                            raise ValueError("this simulator shares the app's clock: time and speed are fixed")
+                        if "time" in body or "speed" in body:
+                            sim.clock.set(float(body.get("time", sim.clock.now())),
+                                          float(body.get("speed", sim.clock.speed)))
+                    except ValueError as e:
+                        return self._json(400, {"error": str(e)})
+                    return self._json(200, {"ok": True})
+                if parts.path == API_PATH:
+                    return self._api(body, parse_qs(parts.query).get("mode", ["normal"])[0])
+                self._json(404, {"error": "not found"})
+
+            def _api(self, body: dict, mode: str) -> None:
+                sim.counters["api"] += 1
+                condition = body.get("searchCondition") or {}
+                statuses = {STATUS_OF[s] for s in condition.get("status", []) if s in STATUS_OF} or {market.ON_SALE}
+                token = body.get("pageToken") or ""
+                page = int(token.split(":")[1]) + 1 if token.startswith("v1:") else 1
+                t = sim.clock.now()
+                items, found = sim.page_items(condition.get("keyword", ""), statuses, page, t)
+                if sim._record is not None and mode in ("normal", "slow"):
+                    sim.record_served(condition.get("keyword", ""), statuses, page, t, items)
+                if mode == "slow" and sim.delay_ms:
+                    time.sleep(sim.delay_ms / 1000)
+                api_items = [sim.api_item(item, status, t) for item, status in items]
+                if mode == "soft_block":
+                    api_items = []
+                if mode == "malformed":
+                    for i, item in enumerate(api_items):
+                        if i % 10 == 3:
+                            item["_malformed"] = ("no-link", "no-name", "no-price")[i // 10 % 3]
+                more = page * PAGE_SIZE < found
+                self._json(200, {"items": api_items,
+                                 "meta": {"numFound": str(found), "nextPageToken": f"v1:{page}" if more else ""}})
+
+        return Handler
+
+
+def _html(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")

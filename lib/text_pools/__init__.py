@@ -1,0 +1,1 @@
+"""lib/text_pools"""
