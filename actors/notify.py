@@ -1,19 +1,27 @@
 """notify_alert and deliver_alert: alert webhooks, once each (logic in ``lib.alerts.notify``)."""
 
-import dramatiq
 from dramatiq.middleware import CurrentMessage
 
-from lib.alerts.notify import DELIVER_ACTOR_OPTIONS, NOTIFY_ACTOR_OPTIONS, Notifier, deliver_once, handle_alert
+from lib.alerts.notify import Notifier, deliver_once, handle_alert
 from lib.core.redis_client import state_redis
 from lib.core.settings import get_settings
+from lib.messaging.routes import DELIVER_ALERT, NOTIFY_ALERT
 
 
-@dramatiq.actor(**NOTIFY_ACTOR_OPTIONS)
+# Layer 1 of seed 003's dedup: one handler per alert at a time.
+@NOTIFY_ALERT.declare(lock_key=lambda alert_id: f"alert:{alert_id}", max_retries=5)
 def notify_alert(alert_id: int) -> None:
     handle_alert(Notifier(get_settings(), state_redis()), alert_id, deliver_alert.send)
 
 
-@dramatiq.actor(**DELIVER_ACTOR_OPTIONS(get_settings()))
+def _within_notify_retries(retries: int, exception: BaseException) -> bool:
+    """NOTIFY_RETRIES, read when a delivery fails (not when the actor is declared)."""
+    return retries < get_settings().notify_retries
+
+
+# One channel's delivery: NOTIFY_RETRIES retries, NOTIFY_RETRY_DELAY apart (the delay comes with the Retry).
+@DELIVER_ALERT.declare(retry_when=_within_notify_retries,
+                       idempotency_key=lambda alert_id, channel: f"{alert_id}:{channel}")
 def deliver_alert(alert_id: int, channel: int) -> None:
     attempt = CurrentMessage.get_current_message().options.get("retries", 0) + 1
     deliver_once(get_settings(), alert_id, channel, attempt)

@@ -2,18 +2,21 @@
 
 import time
 
-import dramatiq
-
+from lib.alerts.notify import pending_alerts
 from lib.core.clock import get_clock, naive_utc
-from lib.operations.metrics import observe_result
-from lib.alerts.notify import NOTIFY_ACTOR_OPTIONS, pending_alerts
-
 from lib.core.redis_client import state_redis
-from lib.market.processing import PROCESS_RESULT_OPTIONS, CrawlResult, ResultProcessor
 from lib.core.settings import get_settings
+from lib.market.processing import CrawlResult, ResultProcessor
+from lib.messaging.routes import PROCESS_RESULT
+from lib.operations.metrics import observe_result
+
+from .notify import notify_alert
 
 
-@dramatiq.actor(**PROCESS_RESULT_OPTIONS)
+# Idempotent by task id, one result of an IP at a time, and enough retries with backoff to ride out a
+# database outage of minutes.
+@PROCESS_RESULT.declare(idempotency_key=lambda ip_id, task_id, *_, **__: f"task:{task_id}",
+                        lock_key=lambda ip_id, *_, **__: f"ip:{ip_id}", max_retries=8, time_limit=300_000)
 def process_result(ip_id: int, task_id: str, crawled_at: float, items: list, pages_crawled: int = 0,
                    errors: dict | None = None, duration: float = 0.0) -> None:
     result = CrawlResult.parse(ip_id, task_id, crawled_at, items, pages_crawled, errors)
@@ -24,4 +27,4 @@ def process_result(ip_id: int, task_id: str, crawled_at: float, items: list, pag
     if settings.notify_webhook_urls:
         since = naive_utc(get_clock().now() - 3600)
         for alert_id in pending_alerts(ip_id, since):
-            dramatiq.get_broker().get_actor(NOTIFY_ACTOR_OPTIONS["actor_name"]).send(alert_id)
+            notify_alert.send(alert_id)

@@ -18,9 +18,34 @@ import dramatiq
 import pytest
 import redis
 
+from lib.app import setup
 from lib.core.db import bind_database, database
 from lib.core.embedded_redis import EmbeddedRedis
 from lib.core.settings import load_settings, use_settings
+
+
+def _import_actors():
+    """Import the production actors the way a process does (``import actors`` runs the start-up code), with the
+    broker Dramatiq's testing guidance chooses at start-up: ``BROKER_URL=stub://``, Dramatiq's StubBroker. The
+    environment is restored afterwards; each test then declares the actors on a broker of its own
+    (``app_actors``)."""
+    import tempfile
+
+    saved = {name: os.environ.get(name) for name in ("BROKER_URL", "DATA_DIR")}
+    os.environ.update(BROKER_URL="stub://", DATA_DIR=tempfile.mkdtemp(prefix="animetop-test-start-up-"))
+    try:
+        import actors
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        use_settings(None)
+    return actors
+
+
+actors = _import_actors()
 
 IN_CI = os.environ.get("CI") == "true"
 #: The pytest-xdist worker this process is ("gw0", "gw1", …; none without xdist): each worker gets Redis
@@ -83,13 +108,16 @@ def _with_db(base: str, db: int) -> str:
 
 
 @pytest.fixture
-def env(redis_server, tmp_path) -> dict[str, str]:
-    """Environment of an isolated app: its own Redis databases (flushed) and SQLite file."""
+def env(request, redis_server, tmp_path) -> dict[str, str]:
+    """Environment of an isolated app: its own Redis databases (flushed) and SQLite file, or the database of
+    the test's ``database_url`` when it has one (so the start-up code binds the database the test uses)."""
+    database_url = (request.getfixturevalue("database_url") if "database_url" in request.fixturenames
+                    else f"sqlite:///{tmp_path / 'test.sqlite3'}")
     values = {
         "DATA_DIR": str(tmp_path / "var"),
         "REDIS_URL": _with_db(redis_server, STATE_DB),
         "BROKER_URL": _with_db(redis_server, BROKER_DB),
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'test.sqlite3'}",
+        "DATABASE_URL": database_url,
         **FAST,
     }
     for db in (STATE_DB, BROKER_DB):
@@ -141,13 +169,63 @@ def db(database_url):
 
 @pytest.fixture
 def broker(settings):
-    """A real broker (Redis unless the test overrides BROKER_URL) installed as Dramatiq's global."""
-    from lib.messaging.broker import build_broker
-
-    broker = build_broker(settings)
-    dramatiq.set_broker(broker)
+    """A real broker (Redis unless the test overrides BROKER_URL), built by the start-up code every process
+    runs (``lib.app.setup``: logging, clock, database, broker) and installed as Dramatiq's global."""
+    broker = setup(settings)
     yield broker
     broker.close()
+
+
+@pytest.fixture
+def app_actors(broker):
+    """The production actors (the ``actors`` package), declared on this test's broker: what they send goes
+    there, and a worker started on it runs them."""
+    actors.declare_on(broker)
+    return actors
+
+
+@pytest.fixture
+def stub_broker(env):
+    """Dramatiq's StubBroker with the app's middleware and the production actors, for tests where the broker
+    is not what is under test (the same start-up code, with ``BROKER_URL=stub://``)."""
+    settings = load_settings({**env, "BROKER_URL": "stub://"})
+    use_settings(settings)
+    broker = setup(settings)
+    actors.declare_on(broker)
+    yield broker
+    broker.close()
+    use_settings(None)
+
+
+class ProcessedCounter(dramatiq.Middleware):
+    """Counts, per actor, the messages a worker ran to the end (``processed``), that raised (``failed``: a
+    retry, a held lock, a failure) and that it skipped (``skipped``): what a test observes of real actors
+    instead of counting inside copies of them."""
+
+    def __init__(self) -> None:
+        import collections
+        import threading
+
+        self.processed: collections.Counter[str] = collections.Counter()
+        self.failed: collections.Counter[str] = collections.Counter()
+        self.skipped: collections.Counter[str] = collections.Counter()
+        self._lock = threading.Lock()
+
+    def after_process_message(self, broker, message, *, result=None, exception=None):
+        with self._lock:
+            (self.processed if exception is None else self.failed)[message.actor_name] += 1
+
+    def after_skip_message(self, broker, message):
+        with self._lock:
+            self.skipped[message.actor_name] += 1
+
+
+@pytest.fixture
+def processed(broker) -> ProcessedCounter:
+    """Installs a ``ProcessedCounter`` on the test's broker (before any worker starts)."""
+    counter = ProcessedCounter()
+    broker.add_middleware(counter)
+    return counter
 
 
 @pytest.fixture

@@ -2,13 +2,13 @@
 
 from datetime import datetime, timedelta
 
-import dramatiq
 import pytest
 
 from lib.core.clock import Clock
-from lib.collection.collector import (COLLECT_ACTOR, BatchMessage, Collector, DatabaseSink, add_task, find_task, parse_date,
+from lib.collection.collector import (Collector, DatabaseSink, add_task, find_task, parse_date,
                            record_key)
 from lib.collection.export_api import ApiShapeError, ExportApiClient, parse_page
+from lib.core.settings import load_settings, use_settings
 from lib.standins.fake_export_api import FakeExportApi
 from models import CollectedRow, CollectionTask
 
@@ -167,24 +167,15 @@ def test_record_keys():
     assert record_key({"a": 1}, None) != record_key({"a": 2}, None)
 
 
-def test_actor_chain_on_a_real_worker(db, api, broker, settings, start_worker):
+def test_actor_chain_on_a_real_worker(db, api, env, broker, app_actors, start_worker):
+    """The real collect_batch, configured from the settings (COLLECT_API_URL, the database sink)."""
+    use_settings(load_settings({**env, "COLLECT_API_URL": api.url}))
     api.add_task("w", rows=650)
     task = add_task("w", "fake", key_field="id", batch_size=100)
-    collector = Collector(ExportApiClient(api.url, "demo", "demo"), DatabaseSink())
-
-    @dramatiq.actor(broker=broker, actor_name=COLLECT_ACTOR, queue_name="collect",
-                    idempotency_key=lambda task, offset, size, end, run_start, expired_streak, run_id:
-                    f"{run_id}:{offset}")
-    def collect_batch(task: int, offset: int, size: int, end: int, run_start: int, expired_streak: int,
-                      run_id: str) -> None:
-        outcome = collector.batch(BatchMessage(task, offset, size, end, run_start, expired_streak, run_id))
-        if outcome.next_message is not None:
-            collect_batch.send(**outcome.next_message.as_kwargs())
-
-    first = collector.start(task)
-    collect_batch.send(**first.as_kwargs())
-    collect_batch.send(**first.as_kwargs())  # delivered twice: the chain must not fork
-    start_worker(broker, threads=2)
+    first = Collector(ExportApiClient(api.url, "demo", "demo"), DatabaseSink()).start(task)
+    app_actors.collect_batch.send(**first.as_kwargs())
+    app_actors.collect_batch.send(**first.as_kwargs())  # delivered twice: the chain must not fork
+    start_worker(broker, threads=2, queues=["collect"])
     wait_for(lambda: find_task("w").run_id is None, timeout=30, what="the run to finish")
     assert sink_ids(task) == set(range(650))
 

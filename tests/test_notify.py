@@ -5,17 +5,16 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-import dramatiq
 import pytest
 import redis as redis_lib
 
 from lib.core.clock import naive_utc
 from lib.scheduling.catalogue import Catalogue
-from lib.alerts.notify import (DELIVER_ACTOR_OPTIONS, FAILED, NOTIFY_ACTOR_OPTIONS, SENT, Notifier, deliver_once,
-                        handle_alert)
+from lib.alerts.notify import FAILED, SENT, Notifier
 from lib.core.redis_client import state_redis
+from lib.messaging.broker import queue_counts
 from lib.scheduling.schedule import ScheduleStore
-from lib.core.settings import load_settings
+from lib.core.settings import load_settings, use_settings
 from models import AlertDelivery, IpAlert
 
 from .helpers import run_cli, wait_for
@@ -63,26 +62,15 @@ def make_alert(settings, ip_id, rule="outflow_surge", value=42.0, hour=0):
 
 
 @pytest.fixture
-def wired(db, env, broker, receiver, start_worker):
-    """notify_alert and deliver_alert declared with their real options on the test broker."""
+def wired(db, env, broker, app_actors, processed, receiver, start_worker):
+    """The real notify_alert and deliver_alert on the test broker, with four channels."""
     settings = load_settings({**env, "NOTIFY_WEBHOOK_URLS": f"{receiver.url}/ok,slack+{receiver.url}/ok2,"
                                                             f"{receiver.url}/down,{receiver.url}/bad",
                               "NOTIFY_RETRY_DELAY": "200ms", "NOTIFY_RETRIES": "3"})
-    r = state_redis(settings)
-
-    @dramatiq.actor(broker=broker, **NOTIFY_ACTOR_OPTIONS)
-    def notify_alert(alert_id: int) -> None:
-        handle_alert(Notifier(settings, r), alert_id, deliver_alert.send)
-
-    @dramatiq.actor(broker=broker, **DELIVER_ACTOR_OPTIONS(settings))
-    def deliver_alert(alert_id: int, channel: int) -> None:
-        from dramatiq.middleware import CurrentMessage
-
-        deliver_once(settings, alert_id, channel, CurrentMessage.get_current_message().options.get("retries", 0) + 1)
-
-    ip = Catalogue(ScheduleStore(r), settings).add("推しの子")
-    start_worker(broker, threads=4)
-    return settings, notify_alert, ip
+    use_settings(settings)  # what the actors read when they run
+    ip = Catalogue(ScheduleStore(state_redis(settings)), settings).add("推しの子")
+    start_worker(broker, threads=4, queues=["notify"])
+    return settings, app_actors.notify_alert, ip
 
 
 def statuses(alert_id):
@@ -105,14 +93,15 @@ def test_one_alert_reaches_each_channel_once_failures_retried_4xx_not(wired, rec
     assert set(slack) == {"text"}
 
 
-def test_same_state_within_the_window_is_not_sent_changed_state_is(wired, receiver, broker):
+def test_same_state_within_the_window_is_not_sent_changed_state_is(wired, receiver, broker, processed):
     settings, notify_alert, ip = wired
     first = make_alert(settings, ip.id)
     notify_alert.send(first.id)
     wait_for(lambda: receiver.count("/ok") == 1, what="the first delivery")
     notify_alert.send(first.id)  # redelivered: same alert, same state
-    broker.join("notify", timeout=20_000)
-    time.sleep(0.5)
+    # it had its chance: both ran, and every delivery either of them sent (with retries) has run
+    wait_for(lambda: processed.processed["notify_alert"] == 2, what="the redelivered alert handled")
+    wait_for(lambda: not any(queue_counts(broker, "notify").values()), timeout=30, what="the notify queue drained")
     assert receiver.count("/ok") == 1
     changed = make_alert(settings, ip.id, hour=1, value=60.0)  # the next hour: a new state
     notify_alert.send(changed.id)

@@ -12,7 +12,7 @@ from lib.core.embedded_redis import EmbeddedRedis
 from lib.text_pools.pool import (PoolConsumer, PoolEmpty, PoolError, PoolFiller, load_rows, mark_used,
                       model_of)
 from lib.core.redis_client import connect, state_redis
-from lib.core.settings import load_settings
+from lib.core.settings import load_settings, use_settings
 from models import Content, Title
 from models.pool import QUEUED, USED
 
@@ -179,40 +179,19 @@ def cli_env_pool(env, database_url, tmp_path):
     return env, tmp_path
 
 
-def test_consumer_triggers_one_fill_and_batches_mark_used_through_the_broker(db, env, broker, start_worker):
-    """The wiring of app_consumer(): fill requests and mark_used go out as messages to real workers."""
-    import dramatiq
-    from dramatiq import Message
-
-    from lib.text_pools.pool import FILL_ACTOR, MARK_USED_ACTOR
-    from lib.messaging.queues import POOL
-
+def test_consumer_triggers_one_fill_and_batches_mark_used_through_the_broker(db, env, broker, app_actors, processed,
+                                                                           start_worker):
+    """The wiring of ``actors.pool_consumer()``: fill requests and mark_used go out as messages to the real
+    actors on a real worker."""
     settings = load_settings({**env, "POOL_SIZE": "50", "POOL_THRESHOLD": "20", "POOL_MARK_USED_INTERVAL": "100ms"})
-    r = state_redis(settings)
-    calls = {"fill": 0, "mark": 0}
-
-    @dramatiq.actor(broker=broker, actor_name=FILL_ACTOR, queue_name=POOL)
-    def fill_pool(kind: str, group_id: int) -> None:
-        calls["fill"] += 1
-        PoolFiller(r, settings).fill(kind, group_id)
-
-    @dramatiq.actor(broker=broker, actor_name=MARK_USED_ACTOR, queue_name=POOL)
-    def mark_used_actor(kind: str, group_id: int, ids: list) -> None:
-        calls["mark"] += 1
-        mark_used(model_of(kind), ids)
-
-    def send(actor, **kwargs):
-        broker.enqueue(Message(queue_name=POOL, actor_name=actor, args=(), kwargs=kwargs, options={}))
-
+    use_settings(settings)  # what the actors read when they run
     load_rows("titles", 9, 1, [f"t{i}" for i in range(200)])
-    c = PoolConsumer(lambda: r, settings,
-                     send_mark_used=lambda kind, group_id, ids: send(MARK_USED_ACTOR, kind=kind, group_id=group_id,
-                                                                    ids=ids),
-                     request_fill=lambda kind, group_id: send(FILL_ACTOR, kind=kind, group_id=group_id))
-    start_worker(broker, threads=2)
+    c = app_actors.pool_consumer(settings)
+    start_worker(broker, threads=2, queues=["pool"])
     handed = [c.pop("titles", 9).id for _ in range(200)]  # first pops fall back to the database until filled
     c.close()
     assert len(set(handed)) == 200
     wait_for(lambda: Title.select().where(Title.status == USED).count() == 200, what="all rows marked used")
-    assert 1 <= calls["fill"] < 20  # requests were deduplicated, not one per pop
-    assert calls["mark"] < 200  # batched, not one UPDATE per pop
+    fills, marks = processed.processed["fill_pool"], processed.processed["mark_used"]
+    assert 1 <= fills < 20  # requests were deduplicated, not one per pop
+    assert 1 <= marks < 200  # batched, not one UPDATE per pop

@@ -3,14 +3,11 @@
 import time
 from urllib.parse import urlsplit
 
-import dramatiq
-
 from lib.core.clock import naive_utc
 from lib.core.db import bind_database, create_tables, database
 from lib.messaging.dead_letters import DeadLetters
 from lib.scheduling.catalogue import Catalogue
 from lib.core.redis_client import state_redis
-from lib.market.processing import PROCESS_RESULT_OPTIONS, CrawlResult, ResultProcessor
 from lib.scheduling.schedule import ScheduleStore
 from models import AppliedResult, IpStatsHourly
 
@@ -21,24 +18,15 @@ _NOW = time.time()
 T0 = _NOW - _NOW % 3600  # an hour boundary (one reading of the clock, not two)
 
 
-def declare(broker, settings):
-    @dramatiq.actor(broker=broker, **PROCESS_RESULT_OPTIONS)
-    def process_result(ip_id: int, task_id: str, crawled_at: float, items: list, pages_crawled: int = 0,
-                       errors: dict | None = None, duration: float = 0.0) -> None:
-        result = CrawlResult.parse(ip_id, task_id, crawled_at, items, pages_crawled, errors)
-        ResultProcessor(settings, state_redis(settings)).apply(result)
-    return process_result
-
-
 def items(n_sold, n_new):
     base = [{"source_id": f"s{i}", "status": "sold" if i < n_sold else "on_sale", "price": 1000 + i}
             for i in range(20)]
     return base + [{"source_id": f"n{i}", "status": "on_sale", "price": 500} for i in range(n_new)]
 
 
-def test_results_of_one_ip_at_once_duplicates_and_bad_input(db, settings, broker, start_worker):
+def test_results_of_one_ip_at_once_duplicates_and_bad_input(db, settings, broker, app_actors, start_worker):
     ip = Catalogue(ScheduleStore(state_redis(settings)), settings).add("葬送のフリーレン")
-    process_result = declare(broker, settings)
+    process_result = app_actors.process_result
     process_result.send(ip.id, "t1", T0 + 1, items(0, 0))  # baseline
     start_worker(broker, threads=4)
     wait_for(lambda: AppliedResult.select().count() == 1, what="the baseline")
@@ -56,7 +44,7 @@ def test_results_of_one_ip_at_once_duplicates_and_bad_input(db, settings, broker
     assert "status must be one of" in dead[0].reason
 
 
-def test_database_down_then_back_applies_exactly_once(settings, broker, start_worker, tmp_path):
+def test_database_down_then_back_applies_exactly_once(settings, broker, app_actors, start_worker, tmp_path):
     """MariaDB behind a proxy we cut for a few seconds mid-run; results wait, retry, apply once."""
     need(MYSQL_URL, "MySQL/MariaDB")
     import pymysql
@@ -73,7 +61,7 @@ def test_database_down_then_back_applies_exactly_once(settings, broker, start_wo
         bind_database(f"mysql://{parts.username or 'root'}@127.0.0.1:{proxy.port}/animetop_outage")
         create_tables()
         ip = Catalogue(ScheduleStore(state_redis(settings)), settings).add("薬屋のひとりごと")
-        process_result = declare(broker, settings)
+        process_result = app_actors.process_result
         process_result.send(ip.id, "b", T0 + 1, items(0, 0))
         start_worker(broker, threads=2)
         wait_for(lambda: AppliedResult.select().count() == 1, what="the baseline")

@@ -13,7 +13,7 @@ from lib.core.execution_state import ExecutionState
 from lib.messaging.queues import CRAWL
 from lib.core.redis_client import state_redis
 from lib.scheduling.schedule import CRAWL_JOB, interval_for, startup_offset
-from lib.scheduling.tick import CRAWL_ACTOR, Scheduler
+from lib.scheduling.tick import Scheduler
 from lib.core.settings import load_settings
 from models import CollectorExecutionState, IpMetadata
 
@@ -206,19 +206,26 @@ def test_follow_up_tick_for_an_ip_due_within_the_minute_is_requested_once(schedu
     assert scheduler.tick().enqueued == [ip.id]
 
 
-def test_a_crawl_that_fails_for_good_releases_its_ip(scheduler, broker, settings, start_worker):
+def test_crawl_ip_releases_its_ip_when_it_ends(app_actors):
+    """crawl_ip names the IP whose in-flight marker its end releases (the middleware below does the rest)."""
+    assert app_actors.crawl_ip.options["releases_in_flight"](7, "キーワード", "7-1-x") == 7
+
+
+def test_a_task_that_fails_for_good_releases_its_ip(scheduler, broker, settings, start_worker):
+    """The InFlightRelease middleware on an actor of this test whose every run fails (the real crawl_ip takes
+    minutes of backoff to fail for good)."""
     ip = add_ips(scheduler, 1)[0]
 
-    @dramatiq.actor(broker=broker, actor_name=CRAWL_ACTOR, queue_name=CRAWL, max_retries=1,
-                    releases_in_flight=lambda ip_id, **_: ip_id)
-    def crawl_ip(ip_id: int, keyword: str, task_id: str) -> None:
+    @dramatiq.actor(broker=broker, actor_name="failing_crawl", queue_name="failing-crawl", max_retries=1,
+                    releases_in_flight=lambda ip_id, *_, **__: ip_id)
+    def failing_crawl(ip_id: int, keyword: str, task_id: str) -> None:
         raise RuntimeError("browser crashed")
 
-    scheduler.tick()
-    assert scheduler.in_flight.members() == {ip.id}
-    start_worker(broker)
+    assert scheduler.in_flight.claim([ip.id], T0) == {ip.id}
+    failing_crawl.send(ip.id, "キーワード 0", "t1")
+    start_worker(broker, queues=["failing-crawl"])
     letters = DeadLetters.for_broker(broker, broker.reasons)
-    wait_for(lambda: letters.list(CRAWL), what="the crawl in the dead-letter queue")
+    wait_for(lambda: letters.list("failing-crawl"), what="the task in the dead-letter queue")
     wait_for(lambda: scheduler.in_flight.members() == set(), what="the in-flight member released")
 
 
@@ -232,8 +239,11 @@ def test_janitor_releases_a_stuck_member(scheduler, settings, clock):
     assert result.enqueued == [ip.id]  # crawled again, not blocked forever
 
 
-def test_crawls_go_out_within_seconds_of_their_due_time(db, settings, broker, start_worker):
-    """Real time: a tick now sees an IP due in 3 s and wakes up for it with a delayed tick."""
+def test_crawls_go_out_within_seconds_of_their_due_time(db, settings, broker, app_actors, start_worker):
+    """Real time: the real schedule_tick sees an IP due in 3 s and wakes up for it with a delayed tick (without
+    it the crawl would wait for periodiq's next minute). No crawler runs: the crawl task stays in its queue."""
+    from dramatiq import Message
+
     from lib.core.clock import Clock
 
     r = state_redis(settings)
@@ -242,37 +252,25 @@ def test_crawls_go_out_within_seconds_of_their_due_time(db, settings, broker, st
     due_at = time.time() + 3
     real.store.schedule(ip.id, due_at)
 
-    @dramatiq.actor(broker=broker, actor_name="schedule_tick", queue_name="scheduler")
-    def schedule_tick() -> None:
-        real.tick()
-
-    @dramatiq.actor(broker=broker, actor_name=CRAWL_ACTOR, queue_name=CRAWL)
-    def crawl_ip(ip_id: int, keyword: str, task_id: str) -> None:
-        r.set("crawl_started_at", time.time())
-
-    schedule_tick.send()
-    start_worker(broker, threads=2)
-    started = float(wait_for(lambda: r.get("crawl_started_at"), timeout=30, what="the crawl"))
-    assert due_at <= started <= due_at + 5
+    app_actors.schedule_tick.send()
+    start_worker(broker, threads=2, queues=["scheduler"])
+    raw = wait_for(lambda: broker.client.hvals(f"{broker.namespace}:{CRAWL}.msgs"), timeout=30, what="the crawl task")
+    task = Message.decode(raw[0])
+    assert task.kwargs["ip_id"] == ip.id
+    assert due_at <= task.message_timestamp / 1000 <= due_at + 5
 
 
-def test_two_periodiq_processes_sending_the_same_minute_run_one_tick(db, settings, broker, start_worker):
+def test_two_periodiq_processes_sending_the_same_minute_run_one_tick(db, settings, broker, app_actors, processed,
+                                                                     start_worker):
     """periodiq has no guard against a second scheduler process: the tick actor's own options are."""
-    from lib.scheduling.tick import TICK_ACTOR_OPTIONS
-
-    r = state_redis(settings)
-
-    @dramatiq.actor(broker=broker, **TICK_ACTOR_OPTIONS)
-    def schedule_tick() -> None:
-        r.incr("ticks")
-        time.sleep(0.3)
-
-    start_worker(broker, threads=4)
+    schedule_tick = app_actors.schedule_tick
+    start_worker(broker, threads=4, queues=["scheduler"])
     now = datetime.now(timezone.utc).replace(microsecond=0)
     # periodiq skips ticks older than its skip delay: two recent, distinct tick times
     for minute in ((now - timedelta(seconds=2)).isoformat(), now.isoformat()):
         for _ in range(2):  # what two periodiq processes send
             schedule_tick.send_with_options(scheduled_at=minute)
-        broker.join("scheduler", timeout=20_000)
-        time.sleep(0.5)
-    assert r.get("ticks") == b"2"  # one per minute
+    wait_for(lambda: processed.processed["schedule_tick"] + processed.skipped["schedule_tick"] == 4, timeout=20,
+             what="all four tick messages handled")
+    assert processed.processed["schedule_tick"] == 2  # one per minute
+    assert processed.skipped["schedule_tick"] == 2

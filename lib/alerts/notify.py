@@ -30,22 +30,11 @@ from models import AlertDelivery, IpAlert, IpMetadata
 from lib.core import keys
 from lib.core.clock import Clock, get_clock
 from lib.core.db import on_conflict_update
-from lib.messaging.queues import NOTIFY
 from lib.core.settings import Settings, redact_url
 
 logger = logging.getLogger(__name__)
 
 SENT, FAILED, DEDUPLICATED = "sent", "failed", "deduplicated"
-
-#: Layer 1: one handler per alert at a time (lock middleware).
-NOTIFY_ACTOR_OPTIONS = dict(actor_name="notify_alert", queue_name=NOTIFY,
-                            lock_key=lambda alert_id: f"alert:{alert_id}", max_retries=5)
-
-
-def DELIVER_ACTOR_OPTIONS(settings: Settings) -> dict:  # noqa: N802 - reads like the constant above
-    """One channel's delivery: NOTIFY_RETRIES retries, NOTIFY_RETRY_DELAY apart."""
-    return dict(actor_name="deliver_alert", queue_name=NOTIFY, max_retries=settings.notify_retries,
-                idempotency_key=lambda alert_id, channel: f"{alert_id}:{channel}")
 
 # Compare-and-set of the state hash: returns the old hash, or "=" when the state is unchanged.
 _CHECK_STATE = """

@@ -12,7 +12,8 @@ def cmd_collect(args) -> int:
     from lib.collection.collector import CollectError, add_task, find_task
 
     if args.action == "run":
-        broker = app_broker()  # configures the process: database, broker
+        app_broker()  # configures the process: database, broker
+        from actors import collect_batch
         from lib.collection.collector import app_collector
 
         try:
@@ -23,7 +24,7 @@ def cmd_collect(args) -> int:
         if first is None:
             print("nothing to collect: the source has no rows")
             return 0
-        broker.get_actor("collect_batch").send(**first.as_kwargs())
+        collect_batch.send(**first.as_kwargs())
         print(f"run {first.run_id} of task {args.task}: first window at offset {first.offset} (down to {first.end})")
         return 0
     from lib.core.db import bind_database

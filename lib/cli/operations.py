@@ -23,7 +23,9 @@ def cmd_run(args) -> int:
 
         broker = app_broker()
         broker.enqueue(tick_message())
-        broker.get_actor("fill_all_pools").send()  # the start-up fill
+        from actors import fill_all_pools
+
+        fill_all_pools.send()  # the start-up fill
     return run_process_type(args.process_type, settings, args.actors)
 
 

@@ -35,7 +35,6 @@ from lib.collection.export_api import ExportApiClient
 logger = logging.getLogger(__name__)
 
 COLLECT_JOB = "collect"
-COLLECT_ACTOR = "collect_batch"
 DATE_FORMATS = ("%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y/%m/%d %H:%M:%S", "%Y-%m-%d",
                 "%Y/%m/%d")
 

@@ -175,9 +175,9 @@ SPECS: tuple[Spec, ...] = (
     Spec("REDIS_URL", None, _url(*REDIS_SCHEMES),
          "Redis for application state (schedule, item states, locks, idempotency). Unset: an embedded "
          "redis-server under DATA_DIR. Database 1 unless the URL names one."),
-    Spec("BROKER_URL", None, _url(*REDIS_SCHEMES, "amqp", "amqps"),
-         "Message broker: redis://… (Dramatiq RedisBroker) or amqp://… (RabbitmqBroker). Unset: database 0 "
-         "of the Redis server of REDIS_URL."),
+    Spec("BROKER_URL", None, _url(*REDIS_SCHEMES, "amqp", "amqps", "stub"),
+         "Message broker: redis://… (Dramatiq RedisBroker) or amqp://… (RabbitmqBroker); stub:// is Dramatiq's "
+         "in-memory StubBroker, for tests. Unset: database 0 of the Redis server of REDIS_URL."),
     Spec("DATABASE_URL", None, _url("sqlite", "mysql"),
          "sqlite:///path or mysql://user:pass@host:port/db. Unset: SQLite at DATA_DIR/animetop.sqlite3 (WAL)."),
     Spec("LOG_LEVEL", "INFO", _log_level, "Log level of every process."),

@@ -31,23 +31,11 @@ from lib.core.errors import BadMessage
 from lib.core.execution_state import ExecutionState
 from lib.market.item_state import SOLD, Change, CrawlItem, ItemState, ItemStateStore, decide
 from lib.market.statistics import HourDelta, add_to_hour, adjusted_weight, evaluate_alerts, hour_bucket, record_alerts
-from lib.messaging.queues import PIPELINE
 from lib.market.read_side import invalidate_caches
 from lib.scheduling.schedule import CRAWL_JOB, ScheduleStore, interval_for
 from lib.core.settings import Settings
 
 logger = logging.getLogger(__name__)
-
-#: How ``process_result`` is declared (here, so tests run the real configuration): idempotent by task id,
-#: one result of an IP at a time, and enough retries with backoff to ride out a database outage of minutes.
-PROCESS_RESULT_OPTIONS = dict(
-    actor_name="process_result", queue_name=PIPELINE,
-    idempotency_key=lambda ip_id, task_id, *_, **__: f"task:{task_id}",
-    lock_key=lambda ip_id, *_, **__: f"ip:{ip_id}",
-    max_retries=8,
-    time_limit=300_000,
-)
-
 
 @dataclass(frozen=True)
 class CrawlResult:

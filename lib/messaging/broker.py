@@ -13,6 +13,7 @@ import redis
 from dramatiq import Broker
 from dramatiq.brokers.rabbitmq import RabbitmqBroker
 from dramatiq.brokers.redis import RedisBroker, _RedisConsumer
+from dramatiq.brokers.stub import StubBroker
 from dramatiq.common import dq_name
 from dramatiq.errors import BrokerConnectionError, ConnectionClosed, DecodeError
 from dramatiq.middleware import AgeLimit, Callbacks, CurrentMessage, Pipelines, ShutdownNotifications, TimeLimit
@@ -296,8 +297,11 @@ def build_broker(settings: Settings, *, namespace: str = NAMESPACE) -> Broker:
         return state_redis(settings)
 
     middleware, reasons = build_middleware(settings, redis_client)
-    if urlsplit(url).scheme in ("amqp", "amqps"):
+    scheme = urlsplit(url).scheme
+    if scheme in ("amqp", "amqps"):
         broker = RabbitmqBroker(url=url, middleware=middleware, confirm_delivery=True)
+    elif scheme == "stub":  # Dramatiq's testing guidance: tests choose the in-memory broker at start-up
+        broker = StubBroker(middleware=middleware)
     else:
         ensure_redis_server(settings)
         broker = AppRedisBroker(
@@ -320,6 +324,9 @@ def queue_counts(broker: Broker, queue: str) -> dict[str, int]:
         running = sum(int(client.scard(key)) for key in client.scan_iter(f"{ns}:__acks__.*.{queue}", count=1000))
         return {"ready": int(client.llen(f"{ns}:{queue}")), "delayed": int(client.hlen(f"{ns}:{queue}.DQ.msgs")),
                 "dead": int(client.zcard(f"{ns}:{queue}.XQ")), "running": running}
+    if isinstance(broker, StubBroker):
+        return {"ready": _stub_depth(broker, queue), "delayed": _stub_depth(broker, dq_name(queue)),
+                "dead": len(broker.dead_letters_by_queue.get(queue, []))}
     ready, delayed, dead = broker.get_queue_message_counts(queue)
     return {"ready": ready, "delayed": delayed, "dead": dead}
 
@@ -330,7 +337,14 @@ def queue_depth(broker: Broker, queue_name: str) -> int:
         return int(broker.client.llen(f"{broker.namespace}:{queue_name}"))
     if isinstance(broker, RabbitmqBroker):
         return int(broker.get_queue_message_counts(queue_name)[0])
+    if isinstance(broker, StubBroker):
+        return _stub_depth(broker, queue_name)
     raise TypeError(f"cannot measure queues of {type(broker).__name__}")
+
+
+def _stub_depth(broker: StubBroker, queue_name: str) -> int:
+    queue = broker.queues.get(queue_name)
+    return queue.qsize() if queue is not None else 0
 
 
 def enqueue_many(broker: Broker, messages: list[dramatiq.Message]) -> None:

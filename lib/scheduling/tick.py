@@ -14,29 +14,18 @@ from dataclasses import dataclass, field
 
 import redis
 from dramatiq import Broker, Message
-from periodiq import cron
 
 from lib.core import keys
 from lib.messaging.broker import enqueue_many, queue_depth
 from lib.core.clock import Clock, get_clock
 from lib.core.execution_state import ExecutionState
 from lib.scheduling.catalogue import Catalogue
-from lib.messaging.queues import CRAWL, SCHEDULER
+from lib.messaging.queues import CRAWL
+from lib.messaging.routes import CRAWL_IP, SCHEDULE_TICK
 from lib.scheduling.schedule import CRAWL_JOB, InFlight, IpDue, ScheduleStore, interval_for, planned_times
 from lib.core.settings import Settings
 
 logger = logging.getLogger(__name__)
-
-CRAWL_ACTOR = "crawl_ip"
-TICK_ACTOR = "schedule_tick"
-
-#: How the tick actor is declared. Fired every minute by periodiq; the lock lets one tick run at a time
-#: across all processes (busy: one is running, skip), and the idempotency middleware keys periodic
-#: messages by their tick time, so two periodiq processes sending the same minute's tick run it once.
-TICK_ACTOR_OPTIONS = dict(
-    actor_name=TICK_ACTOR, queue_name=SCHEDULER, periodic=cron("* * * * *"),
-    lock_key=TICK_ACTOR, on_lock_busy="skip", max_retries=2, time_limit=120_000,
-)
 
 #: periodiq's tick period: a follow-up is only needed for IPs due sooner than this.
 PERIODIC_PERIOD = 60.0
@@ -68,12 +57,11 @@ class TickResult:
 
 def crawl_message(ip: IpDue, task_id: str) -> Message:
     """The crawl task for one IP (consumed by the ``crawl_ip`` actor on the crawl queue)."""
-    return Message(queue_name=CRAWL, actor_name=CRAWL_ACTOR, args=(),
-                   kwargs={"ip_id": ip.id, "keyword": ip.keyword, "task_id": task_id}, options={})
+    return CRAWL_IP.message(ip_id=ip.id, keyword=ip.keyword, task_id=task_id)
 
 
 def tick_message() -> Message:
-    return Message(queue_name=SCHEDULER, actor_name=TICK_ACTOR, args=(), kwargs={}, options={})
+    return SCHEDULE_TICK.message()
 
 
 class Scheduler:

@@ -36,8 +36,6 @@ logger = logging.getLogger(__name__)
 #: The only tables a pool can be made of: kinds come from this whitelist, never from input strings.
 KINDS: dict[str, type[PoolRow]] = {"titles": Title, "contents": Content}
 FILL_JOB = "fill_pool"
-FILL_ACTOR = "fill_pool"
-MARK_USED_ACTOR = "mark_used"
 #: The fill lock is a lease renewed at every step (the seed's lock is a plain 60 s one): a filler killed
 #: mid-fill blocks fills for this long at most, while a slow live one keeps its lock.
 FILL_LOCK_SECONDS = 15
@@ -333,25 +331,3 @@ class PoolConsumer:
         self._stop.set()
         self._flusher.join(timeout=5)
         self.flush()
-
-
-def app_consumer(settings: Settings | None = None) -> PoolConsumer:
-    """A consumer wired to this app's Redis and broker: fills and mark-used go out as messages on the pool
-    queue. Call after the broker is set up (``import actors``)."""
-    import dramatiq
-    from dramatiq import Message
-
-    from lib.messaging.queues import POOL
-    from lib.core.redis_client import state_redis
-    from lib.core.settings import get_settings
-
-    settings = settings or get_settings()
-
-    def send(actor: str, **kwargs) -> None:
-        dramatiq.get_broker().enqueue(Message(queue_name=POOL, actor_name=actor, args=(), kwargs=kwargs, options={}))
-
-    return PoolConsumer(
-        lambda: state_redis(settings), settings,
-        send_mark_used=lambda kind, group_id, ids: send(MARK_USED_ACTOR, kind=kind, group_id=group_id, ids=ids),
-        request_fill=lambda kind, group_id: send(FILL_ACTOR, kind=kind, group_id=group_id),
-    )

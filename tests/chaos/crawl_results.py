@@ -11,7 +11,8 @@ from lib.messaging.broker import build_broker, queue_counts
 from lib.core.clock import Clock
 from lib.core.db import bind_database, create_tables, database
 from lib.scheduling.catalogue import Catalogue
-from lib.messaging.queues import ALL_QUEUES, PIPELINE
+from lib.messaging.queues import ALL_QUEUES
+from lib.messaging.routes import PROCESS_RESULT
 from lib.core.redis_client import state_redis
 from lib.market.processing import CrawlResult, ResultProcessor
 from lib.scheduling.schedule import ScheduleStore
@@ -138,8 +139,7 @@ def faulty_run_setup(env: dict, ip_ids: dict[str, int], first: list[dict]) -> tu
 
 def send_results(broker, messages: list[dict]) -> None:
     for message in messages:
-        broker.enqueue(dramatiq.Message(queue_name=PIPELINE, actor_name="process_result", args=(),
-                                        kwargs=message, options={}))
+        broker.enqueue(PROCESS_RESULT.message(**message))
 
 
 def assert_same_end_state(settings: Settings, expected: dict) -> None:

@@ -33,9 +33,7 @@ from lib.core.execution_state import ExecutionState
 from lib.scheduling.catalogue import Catalogue
 from lib.messaging.queues import MAINTENANCE, PIPELINE
 from lib.core.redis_client import state_redis
-from lib.market.processing import PROCESS_RESULT_OPTIONS
 from lib.scheduling.schedule import CRAWL_JOB, ScheduleStore, interval_for
-from lib.core.settings import load_settings, use_settings
 from models import AppliedResult, IpAlert, IpMetadata, IpStatsHourly, ItemSnapshot
 
 from ..helpers import wait_for
@@ -202,20 +200,13 @@ def stats(ip_id: int) -> list[tuple]:
             for row in IpStatsHourly.select().where(IpStatsHourly.ip_id == ip_id).order_by(IpStatsHourly.hour_bucket)]
 
 
-def test_late_out_of_order_results_do_not_move_state_backwards(db, database_url, env, process_types, tmp_path):
-    env = {**env, "DATABASE_URL": database_url}
-    settings = load_settings(env)
-    use_settings(settings)
-    broker = build_broker(settings)
-    dramatiq.set_broker(broker)
+def test_late_out_of_order_results_do_not_move_state_backwards(db, env, settings, broker, app_actors, process_types,
+                                                                tmp_path):
+    """The results go out through the real process_result actor; a worker process runs it."""
     r = state_redis(settings)
     catalogue = Catalogue(ScheduleStore(r), settings)
     late, ordered = catalogue.add("呪術廻戦"), catalogue.add("チェンソーマン")
-
-    @dramatiq.actor(broker=broker, **PROCESS_RESULT_OPTIONS)
-    def process_result(ip_id: int, task_id: str, crawled_at: float, items: list, pages_crawled: int = 0,
-                       errors: dict | None = None, duration: float = 0.0) -> None:
-        raise AssertionError("declared here only to send; the worker process runs the real one")
+    process_result = app_actors.process_result
 
     runner = process_types("worker", worker_env(env, tmp_path, "pipeline", WORKER_THREADS="4"))
     wait_until_up(runner)
@@ -273,8 +264,6 @@ def test_late_out_of_order_results_do_not_move_state_backwards(db, database_url,
     # every duplicate was skipped, nothing dead-lettered, the worker never restarted
     assert DeadLetters.for_broker(broker, broker.reasons).list(PIPELINE) == []
     assert runner.proc.poll() is None and "exited unexpectedly" not in runner.log.read_text(errors="replace")
-    broker.close()
-    use_settings(None)
 
 
 def new2_first_seen(r, ip_id: int) -> float:

@@ -90,7 +90,8 @@ def test_worker_killed_repeatedly_mid_process_result(env, database_url, process_
 def test_worker_killed_repeatedly_mid_fill(env, database_url, process_types):
     """Fills and mark_used run in a worker that keeps getting killed while a consumer drains the pool:
     every row is handed out exactly once and ends up used."""
-    from lib.text_pools.pool import FILL_ACTOR, MARK_USED_ACTOR, PoolConsumer, PoolEmpty, load_rows
+    from lib.messaging.routes import FILL_POOL, MARK_USED, Route
+    from lib.text_pools.pool import PoolConsumer, PoolEmpty, load_rows
     from models import Title
     from models.pool import USED
 
@@ -105,15 +106,15 @@ def test_worker_killed_repeatedly_mid_fill(env, database_url, process_types):
     broker = build_broker(settings)
     dramatiq.set_broker(broker)
 
-    def send(actor: str, **kwargs) -> None:
-        broker.enqueue(dramatiq.Message(queue_name=POOL, actor_name=actor, args=(), kwargs=kwargs, options={}))
+    def send(route: Route, **kwargs) -> None:
+        broker.enqueue(route.message(**kwargs))
 
     consumer = PoolConsumer(lambda: state_redis(settings), settings,
-                            send_mark_used=lambda kind, group_id, ids: send(MARK_USED_ACTOR, kind=kind,
+                            send_mark_used=lambda kind, group_id, ids: send(MARK_USED, kind=kind,
                                                                              group_id=group_id, ids=ids),
-                            request_fill=lambda kind, group_id: send(FILL_ACTOR, kind=kind, group_id=group_id))
+                            request_fill=lambda kind, group_id: send(FILL_POOL, kind=kind, group_id=group_id))
     worker = process_types("worker", chaos_env)
-    send(FILL_ACTOR, kind="titles", group_id=1)
+    send(FILL_POOL, kind="titles", group_id=1)
     killer = Killer(worker, broker, POOL, times=2)
     killer.start()
     handed: list[int] = []
@@ -125,7 +126,7 @@ def test_worker_killed_repeatedly_mid_fill(env, database_url, process_types):
                 handed.append(consumer.pop("titles", 1).id)
             except PoolEmpty:
                 # rows a killed filler claimed wait for a fill to reconcile them (the periodic fill's job)
-                send(FILL_ACTOR, kind="titles", group_id=1)
+                send(FILL_POOL, kind="titles", group_id=1)
                 time.sleep(0.5)
             if not killer.done_killing.is_set():
                 time.sleep(0.002)  # a consumer at a few hundred rows a second while the killer is at work
@@ -150,7 +151,8 @@ def _used(model, status) -> int:
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # the run_id claim is the same SQL on both
 def test_worker_killed_repeatedly_mid_collect(env, database_url, process_types):
     """A collection run whose worker keeps getting killed fills the sink exactly as an undisturbed run does."""
-    from lib.collection.collector import COLLECT_ACTOR, Collector, DatabaseSink, add_task, find_task
+    from lib.collection.collector import Collector, DatabaseSink, add_task, find_task
+    from lib.messaging.routes import COLLECT_BATCH
     from lib.collection.export_api import ExportApiClient
     from lib.standins.fake_export_api import FakeExportApi
 
@@ -170,8 +172,7 @@ def test_worker_killed_repeatedly_mid_collect(env, database_url, process_types):
         dramatiq.set_broker(broker)
         worker = process_types("worker", chaos_env)
         first = Collector(ExportApiClient(api.url, "demo", "demo"), DatabaseSink()).start(find_task("chaos"))
-        broker.enqueue(dramatiq.Message(queue_name=COLLECT, actor_name=COLLECT_ACTOR, args=(),
-                                        kwargs=first.as_kwargs(), options={}))
+        broker.enqueue(COLLECT_BATCH.message(**first.as_kwargs()))
         database.close()
         killer = Killer(worker, broker, COLLECT, times=2)
         killer.start()

@@ -55,6 +55,7 @@ from lib.market.statistics import hour_bucket
 from lib.messaging.queues import CRAWL, PIPELINE
 from lib.core.redis_client import state_redis
 from lib.scheduling.schedule import InFlight, ScheduleStore, ip_due_from_row
+from lib.messaging.routes import PROCESS_RESULT, SCHEDULE_TICK
 from lib.scheduling.tick import Scheduler, crawl_message, tick_message
 from lib.core.settings import load_settings, use_settings
 from lib.standins.simulator import market
@@ -89,9 +90,7 @@ def crawl_items(keyword: str, t: float, per_status: int = 120) -> list[dict]:
 
 def result_message(ip_id: int, task_id: str, crawled_at: float, items: list[dict]) -> Message:
     """The ``process_result`` message the crawler sends after a crawl."""
-    return Message(queue_name=PIPELINE, actor_name="process_result", args=(),
-                   kwargs={"ip_id": ip_id, "task_id": task_id, "crawled_at": crawled_at, "items": items,
-                           "pages_crawled": 2}, options={})
+    return PROCESS_RESULT.message(ip_id=ip_id, task_id=task_id, crawled_at=crawled_at, items=items, pages_crawled=2)
 
 
 def applied(task_id: str) -> AppliedResult | None:
@@ -330,7 +329,7 @@ def test_redis_wiped_rebuilds_the_schedule_from_the_database_and_counts_nothing_
     # Redis, the ledger in the database still knows it
     twin_stats = stats_of(twin.id)
     send_crawl(twin, 3)
-    wait_for(lambda: r.exists(keys.idempotency("process_result", f"task:{twin.id}-3")), timeout=30,
+    wait_for(lambda: r.exists(keys.idempotency(PROCESS_RESULT.actor_name, f"task:{twin.id}-3")), timeout=30,
              what="the redelivered crawl to be processed")
     assert stats_of(twin.id) == twin_stats
     with database.connection_context():
@@ -385,7 +384,7 @@ def test_redis_down_at_a_periodic_tick_does_not_restart_the_scheduler(app, proce
     app.server.ensure_running()
 
     stamp = time.strftime(":%M:00", time.localtime(minute))
-    wait_for(lambda: any(stamp in k.decode() for k in r.scan_iter(keys.idempotency("schedule_tick", "tick:*"))),
+    wait_for(lambda: any(stamp in k.decode() for k in r.scan_iter(keys.idempotency(SCHEDULE_TICK.actor_name, "tick:*"))),
              timeout=40, what="the tick of the minute Redis was down at to be run")
     for p in (worker, scheduler):
         assert p.proc.poll() is None

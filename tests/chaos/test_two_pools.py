@@ -23,11 +23,11 @@ from lib.core.db import bind_database, create_tables, database
 from lib.operations.demo import demo_env
 from lib.standins.fake_export_api import FakeExportApi
 from lib.scheduling.catalogue import Catalogue
-from lib.text_pools.pool import FILL_ACTOR, MARK_USED_ACTOR, PoolConsumer, PoolEmpty, load_rows
-from lib.messaging.queues import ALL_QUEUES, COLLECT, CRAWL, POOL, SCHEDULER
+from lib.text_pools.pool import PoolConsumer, PoolEmpty, load_rows
+from lib.messaging.queues import ALL_QUEUES, CRAWL
 from lib.core.redis_client import state_redis
 from lib.scheduling.schedule import InFlight, ScheduleStore
-from lib.scheduling.tick import TICK_ACTOR
+from lib.messaging.routes import FILL_ALL_POOLS, FILL_POOL, MARK_USED, SCHEDULE_TICK, START_DUE_COLLECTIONS, Route
 from lib.core.settings import load_settings, use_settings
 from lib.standins.simulator import MarketSimulator
 from models import AppliedResult, CollectorExecutionState, IpMetadata
@@ -57,8 +57,8 @@ def crawls_pending(broker) -> Counter:
     return Counter(dramatiq.get_encoder().decode(raw)["kwargs"]["ip_id"] for raw in payloads)
 
 
-def send(broker, queue: str, actor: str, **kwargs) -> None:
-    broker.enqueue(dramatiq.Message(queue_name=queue, actor_name=actor, args=(), kwargs=kwargs, options={}))
+def send(broker, route: Route, **kwargs) -> None:
+    broker.enqueue(route.message(**kwargs))
 
 
 def test_two_schedulers_and_two_worker_pools(env, process_types, chromium, tmp_path):
@@ -100,14 +100,14 @@ def test_two_schedulers_and_two_worker_pools(env, process_types, chromium, tmp_p
         # what two periodiq processes do at the same minute, without waiting for one (the test may not last
         # until a minute boundary; test_redis_loss waits for one)
         for _ in range(2):
-            send(broker, SCHEDULER, TICK_ACTOR)
-            send(broker, COLLECT, "start_due_collections")
-            send(broker, POOL, "fill_all_pools")
+            send(broker, SCHEDULE_TICK)
+            send(broker, START_DUE_COLLECTIONS)
+            send(broker, FILL_ALL_POOLS)
 
         consumer = PoolConsumer(lambda: r, settings,
                                 send_mark_used=lambda kind, group_id, ids: send(
-                                    broker, POOL, MARK_USED_ACTOR, kind=kind, group_id=group_id, ids=ids),
-                                request_fill=lambda kind, group_id: send(broker, POOL, FILL_ACTOR, kind=kind,
+                                    broker, MARK_USED, kind=kind, group_id=group_id, ids=ids),
+                                request_fill=lambda kind, group_id: send(broker, FILL_POOL, kind=kind,
                                                                          group_id=group_id))
         handed: list[int] = []
         most_pending, samples = 0, 0
