@@ -2,16 +2,16 @@
 
 from .base import BaseModel
 from .collect import CollectedRow, CollectionTask
-from .execution_state import CollectorExecutionState
+from .execution_state import JobExecutionState
 from .ip import IpMetadata
 from .market import AlertDelivery, AppliedResult, IpAlert, IpStatsHourly, ItemSnapshot
 from .pool import Content, Title
 
 #: Every table ``animetop db init`` creates, in dependency order.
 ALL_MODELS: list[type[BaseModel]] = [
-    IpMetadata, CollectorExecutionState, ItemSnapshot, IpStatsHourly, IpAlert, AppliedResult, Title, Content,
+    IpMetadata, JobExecutionState, ItemSnapshot, IpStatsHourly, IpAlert, AppliedResult, Title, Content,
     CollectionTask, CollectedRow, AlertDelivery,
 ]
 
-__all__ = ["ALL_MODELS", "AlertDelivery", "AppliedResult", "BaseModel", "CollectedRow", "CollectionTask", "CollectorExecutionState", "Content", "IpAlert",
+__all__ = ["ALL_MODELS", "AlertDelivery", "AppliedResult", "BaseModel", "CollectedRow", "CollectionTask", "JobExecutionState", "Content", "IpAlert",
            "IpMetadata", "IpStatsHourly", "ItemSnapshot", "Title"]

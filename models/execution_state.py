@@ -3,8 +3,13 @@ import peewee
 from .base import BaseModel
 
 
-class CollectorExecutionState(BaseModel):
-    """Last execution time per (job, parameter); seed 001. Times are Unix seconds."""
+class JobExecutionState(BaseModel):
+    """Last execution time per (job, parameter); seed 001. Times are Unix seconds.
+
+    Seed 001 calls a scheduled job a "collector", hence the table and column names it fixes
+    (``collector_execution_state.collector_name``); here that is a *job* (a crawl of an IP, a pool fill, a
+    collection run), not the export-API ``Collector`` of ``lib.collection`` nor a Prometheus collector.
+    """
 
     collector_name = peewee.CharField(max_length=100)
     param_key = peewee.CharField(max_length=191, default="")  # "" for jobs without a parameter

@@ -15,7 +15,7 @@ from lib.core.redis_client import state_redis
 from lib.scheduling.schedule import CRAWL_JOB, interval_for, startup_offset
 from lib.scheduling.tick import Scheduler
 from lib.core.settings import load_settings
-from models import CollectorExecutionState, IpMetadata
+from models import JobExecutionState, IpMetadata
 
 from .helpers import wait_for
 
@@ -66,7 +66,7 @@ def test_execution_state_records_and_decides(db, clock):
     assert state.should_run_now("crawl_ip", 7, HOUR)
     assert state.record_execution("crawl_ip", 7, at=T0 - 600)
     assert state.record_execution("crawl_ip", 7, at=T0 - 300)
-    row = CollectorExecutionState.get(CollectorExecutionState.param_key == "7")
+    row = JobExecutionState.get(JobExecutionState.param_key == "7")
     assert (row.execution_count, row.last_execution_time) == (2, T0 - 300)
     assert state.next_run_time("crawl_ip", 7, HOUR) == T0 - 300 + HOUR
     assert not state.should_run_now("crawl_ip", 7, HOUR)
@@ -78,10 +78,10 @@ def test_execution_state_records_and_decides(db, clock):
 
 def test_execution_state_read_failure_means_first_run(db, clock):
     state = ExecutionState(clock)
-    db.drop_tables([CollectorExecutionState])
+    db.drop_tables([JobExecutionState])
     assert state.last_execution_time("crawl_ip", 1) is None  # logged as a warning, not raised
     assert state.record_execution("crawl_ip", 1) is False  # retried, then given up without raising
-    db.create_tables([CollectorExecutionState])
+    db.create_tables([JobExecutionState])
 
 
 def test_tick_enqueues_due_ips_once_and_moves_them_forward(scheduler, broker, clock):

@@ -13,7 +13,7 @@ import time
 
 import peewee
 
-from models import CollectorExecutionState
+from models import JobExecutionState
 
 from lib.core.clock import Clock, get_clock
 from lib.core.db import on_conflict_update, write_transaction
@@ -31,9 +31,9 @@ class ExecutionState:
 
     def last_execution_time(self, name: str, param: str | int = "") -> float | None:
         try:
-            row = CollectorExecutionState.get_or_none(
-                (CollectorExecutionState.collector_name == name)
-                & (CollectorExecutionState.param_key == str(param)))
+            row = JobExecutionState.get_or_none(
+                (JobExecutionState.collector_name == name)
+                & (JobExecutionState.param_key == str(param)))
         except peewee.DatabaseError as e:
             logger.warning("could not read execution state of %s[%s], treating as first run: %s", name, param, e)
             return None
@@ -46,10 +46,10 @@ class ExecutionState:
         try:
             for chunk_start in range(0, len(keys), 500):
                 chunk = keys[chunk_start:chunk_start + 500]
-                query = (CollectorExecutionState
-                         .select(CollectorExecutionState.param_key, CollectorExecutionState.last_execution_time)
-                         .where((CollectorExecutionState.collector_name == name)
-                                & (CollectorExecutionState.param_key.in_(chunk))))
+                query = (JobExecutionState
+                         .select(JobExecutionState.param_key, JobExecutionState.last_execution_time)
+                         .where((JobExecutionState.collector_name == name)
+                                & (JobExecutionState.param_key.in_(chunk))))
                 found.update({row.param_key: row.last_execution_time for row in query})
         except peewee.DatabaseError as e:
             logger.warning("could not read execution states of %s, treating as first runs: %s", name, e)
@@ -59,7 +59,7 @@ class ExecutionState:
         """Upsert the time and count one more execution; retried, never raises. False if it gave up."""
         at = self.clock.now() if at is None else at
         now = self.clock.now()
-        model = CollectorExecutionState
+        model = JobExecutionState
         for attempt in range(1, WRITE_ATTEMPTS + 1):
             try:
                 with write_transaction():

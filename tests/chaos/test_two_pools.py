@@ -30,7 +30,7 @@ from lib.scheduling.schedule import InFlight, ScheduleStore
 from lib.messaging.routes import FILL_ALL_POOLS, FILL_POOL, MARK_USED, SCHEDULE_TICK, START_DUE_COLLECTIONS, Route
 from lib.core.settings import load_settings, use_settings
 from lib.standins.simulator import MarketSimulator
-from models import AppliedResult, CollectorExecutionState, IpMetadata
+from models import AppliedResult, JobExecutionState, IpMetadata
 
 from ..helpers import wait_for
 from ..test_collect import DAY_ROWS, sink_ids
@@ -165,8 +165,8 @@ def test_two_schedulers_and_two_worker_pools(env, process_types, chromium, tmp_p
         assert len(handed) == len(set(handed)) and len(handed) > 3000
         # one collection run, not two overlapping ones: every fresh row, one execution recorded
         assert sink_ids(task) == set(range(3 * DAY_ROWS))
-        state = CollectorExecutionState.get((CollectorExecutionState.collector_name == COLLECT_JOB)
-                                            & (CollectorExecutionState.param_key == str(task.id)))
+        state = JobExecutionState.get((JobExecutionState.collector_name == COLLECT_JOB)
+                                            & (JobExecutionState.param_key == str(task.id)))
         assert state.execution_count == 1
     finally:
         database.close()
