@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import socket
+import tempfile
 import uuid
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -24,15 +25,17 @@ from lib.core.embedded_redis import EmbeddedRedis
 from lib.core.settings import load_settings, use_settings
 
 
+#: DATA_DIR of the start-up at import (nothing is written there: the stub broker needs no Redis); removed at exit.
+_START_UP_DIR = tempfile.TemporaryDirectory(prefix="animetop-test-start-up-")
+
+
 def _import_actors():
     """Import the production actors the way a process does (``import actors`` runs the start-up code), with the
     broker Dramatiq's testing guidance chooses at start-up: ``BROKER_URL=stub://``, Dramatiq's StubBroker. The
     environment is restored afterwards; each test then declares the actors on a broker of its own
     (``app_actors``)."""
-    import tempfile
-
     saved = {name: os.environ.get(name) for name in ("BROKER_URL", "DATA_DIR")}
-    os.environ.update(BROKER_URL="stub://", DATA_DIR=tempfile.mkdtemp(prefix="animetop-test-start-up-"))
+    os.environ.update(BROKER_URL="stub://", DATA_DIR=_START_UP_DIR.name)
     try:
         import actors
     finally:
