@@ -237,8 +237,8 @@ def start_worker():
     workers = []
     booted = set()
 
-    def start(broker, *, threads: int = 2, queues=None) -> dramatiq.Worker:
-        if id(broker) not in booted:  # what the dramatiq CLI does in each worker process (starts TimeLimit)
+    def start(broker, *, threads: int = 2, queues=None, boot: bool = True) -> dramatiq.Worker:
+        if boot and id(broker) not in booted:  # what the dramatiq CLI does in each worker process (starts TimeLimit)
             broker.emit_after("process_boot")
             booted.add(id(broker))
         worker = dramatiq.Worker(broker, worker_threads=threads, worker_timeout=100, queues=queues)

@@ -45,3 +45,17 @@ def test_metrics_endpoint_has_dramatiq_and_animetop_metrics(env, settings):
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=60)
+
+
+def test_a_worker_in_a_process_that_never_booted_the_broker_logs_no_error(broker, app_actors, processed, start_worker,
+                                                                           caplog):
+    """A script or benchmark running a Worker of its own never sends the process-boot signal: the metrics
+    middleware must stay quiet there, not fail in every hook (it did, with AttributeError tracebacks)."""
+    import logging
+
+    caplog.set_level(logging.INFO)
+    app_actors.ping.send(note="no boot")
+    start_worker(broker, queues=["maintenance"], boot=False)
+    wait_for(lambda: processed.processed["ping"] == 1, what="the ping to run")
+    noisy = [r for r in caplog.records if r.levelno >= logging.WARNING or r.exc_info]
+    assert noisy == [], [r.getMessage() for r in noisy]

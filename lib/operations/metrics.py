@@ -30,7 +30,14 @@ _recorders: dict = {}
 
 
 class Metrics(Prometheus):
-    """Dramatiq's Prometheus middleware, serving our exposition (its metrics and ours) instead of its own."""
+    """Dramatiq's Prometheus middleware, serving our exposition (its metrics and ours) instead of its own.
+
+    Its metrics are created when the process boots (``after_process_boot``, sent by the ``dramatiq`` command
+    in each worker process). A process that never boots the broker (a script or a benchmark running a
+    ``Worker`` of its own, a command that only enqueues) records nothing, instead of failing in every hook.
+    """
+
+    booted = False
 
     @property
     def forks(self):
@@ -38,6 +45,7 @@ class Metrics(Prometheus):
 
     def after_process_boot(self, broker):
         super().after_process_boot(broker)
+        self.booted = True
         import prometheus_client as prom
 
         registry = prom.CollectorRegistry()
@@ -52,6 +60,33 @@ class Metrics(Prometheus):
             items=prom.Counter("animetop_items_processed_total", "Crawled items applied to the state machine.",
                                registry=registry),
         )
+
+
+    def after_worker_shutdown(self, broker, worker):
+        if self.booted:
+            super().after_worker_shutdown(broker, worker)
+
+    def after_nack(self, broker, message):
+        if self.booted:
+            super().after_nack(broker, message)
+
+    def after_enqueue(self, broker, message, delay):
+        if self.booted:
+            super().after_enqueue(broker, message, delay)
+
+    def before_delay_message(self, broker, message):
+        if self.booted:
+            super().before_delay_message(broker, message)
+
+    def before_process_message(self, broker, message):
+        if self.booted:
+            super().before_process_message(broker, message)
+
+    def after_process_message(self, broker, message, *, result=None, exception=None):
+        if self.booted:
+            super().after_process_message(broker, message, result=result, exception=exception)
+
+    after_skip_message = after_process_message
 
 
 def observe_crawl(seconds: float, pages_ok: int, errors: dict[str, str]) -> None:
