@@ -11,7 +11,8 @@ from pathlib import Path
 
 from lib.core.clock import Clock
 from lib.collection.collector import Collector, DatabaseSink, add_task, find_task
-from lib.core.db import bind_database, create_tables, database
+from lib.core.db import bind_database, database
+from lib.core.schema import create_tables
 from lib.collection.export_api import ExportApiClient
 from lib.standins.fake_export_api import FakeExportApi
 from models import CollectedRow

@@ -228,7 +228,8 @@ class Run:
     def start(self) -> None:
         from lib.messaging.broker import build_broker
         from lib.core.clock import Clock, set_clock
-        from lib.core.db import bind_database, create_tables
+        from lib.core.db import bind_database
+        from lib.core.schema import create_tables
         from lib.core.embedded_redis import EmbeddedRedis
         from lib.core.settings import load_settings, use_settings
         from lib.standins.simulator import MarketSimulator
@@ -304,7 +305,7 @@ class Run:
 
     # -- run ------------------------------------------------------------------
     def run(self) -> Outcome:
-        from lib.messaging.broker import queue_counts
+        from lib.messaging.queue_stats import queue_counts
         from lib.scheduling.catalogue import Catalogue
         from lib.core.redis_client import state_redis
         from lib.scheduling.schedule import ScheduleStore
@@ -376,7 +377,7 @@ class Run:
             return 0.0
 
     def dead_letters(self) -> int:
-        from lib.messaging.broker import queue_counts
+        from lib.messaging.queue_stats import queue_counts
         from lib.messaging.queues import ALL_QUEUES
 
         return sum(queue_counts(self.broker, q)["dead"] for q in ALL_QUEUES)

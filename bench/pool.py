@@ -9,7 +9,8 @@ import threading
 import time
 from pathlib import Path
 
-from lib.core.db import bind_database, create_tables, database
+from lib.core.db import bind_database, database
+from lib.core.schema import create_tables
 from lib.text_pools.pool import PoolConsumer, PoolEmpty, PoolFiller, load_rows, mark_used, model_of
 from lib.core.redis_client import state_redis
 from lib.core.settings import load_settings, use_settings

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from lib.messaging.broker import build_broker, enqueue_many
 from lib.core.clock import FrozenClock
-from lib.core.db import bind_database, create_tables, database
+from lib.core.db import bind_database, database
+from lib.core.schema import create_tables
 from lib.messaging.queues import CRAWL
 from lib.core.redis_client import state_redis
 from lib.scheduling.schedule import IpDue, ScheduleStore

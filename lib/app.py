@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import sys
 
 import dramatiq
 from dramatiq import Broker
@@ -11,7 +10,7 @@ from dramatiq import Broker
 from lib.messaging.broker import build_broker
 from lib.core.clock import Clock, set_clock
 from lib.core.db import bind_database
-from lib.core.settings import Settings, SettingsError, get_settings, redact_text
+from lib.core.settings import Settings, redact_text, settings_or_exit
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(process)d %(name)s: %(message)s"
 
@@ -38,15 +37,6 @@ def configure_logging(level: str) -> None:
     # pyppeteer and websockets narrate every CDP frame, Dramatiq every boot step: quiet unless DEBUG.
     for noisy in ("pyppeteer", "websockets", "pika", "urllib3", "dramatiq"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLevelName(level)))
-
-
-def settings_or_exit() -> Settings:
-    """The settings, or exit with one line naming the bad variable."""
-    try:
-        return get_settings()
-    except SettingsError as e:
-        print(f"animetop: bad setting {e}", file=sys.stderr)
-        raise SystemExit(2) from None
 
 
 def setup(settings: Settings | None = None) -> Broker:

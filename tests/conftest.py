@@ -161,7 +161,7 @@ def database_url(request, tmp_path) -> str:
 @pytest.fixture
 def db(database_url):
     """The database bound and all tables created."""
-    from lib.core.db import create_tables
+    from lib.core.schema import create_tables
 
     bound = bind_database(database_url)
     create_tables()

@@ -12,7 +12,7 @@ from lib.core.clock import naive_utc
 from lib.scheduling.catalogue import Catalogue
 from lib.alerts.notify import FAILED, SENT, Notifier
 from lib.core.redis_client import state_redis
-from lib.messaging.broker import queue_counts
+from lib.messaging.queue_stats import queue_counts
 from lib.scheduling.schedule import ScheduleStore
 from lib.core.settings import load_settings, use_settings
 from models import AlertDelivery, IpAlert

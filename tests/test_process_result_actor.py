@@ -4,7 +4,8 @@ import time
 from urllib.parse import urlsplit
 
 from lib.core.clock import naive_utc
-from lib.core.db import bind_database, create_tables, database
+from lib.core.db import bind_database, database
+from lib.core.schema import create_tables
 from lib.messaging.dead_letters import DeadLetters
 from lib.scheduling.catalogue import Catalogue
 from lib.core.redis_client import state_redis

@@ -26,7 +26,7 @@ def app_broker():
 
 
 def app_settings():
-    from lib.app import settings_or_exit
+    from lib.core.settings import settings_or_exit
 
     return settings_or_exit()
 

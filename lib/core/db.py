@@ -63,41 +63,6 @@ def bind_database(url: str) -> peewee.Database:
     return db
 
 
-def create_tables() -> list[str]:
-    """Create every model's table that does not exist yet; safe to run again."""
-    from models import ALL_MODELS
-
-    database.create_tables(ALL_MODELS, safe=True)
-    if is_mysql():
-        _make_exact_columns_exact(ALL_MODELS)
-    return [model._meta.table_name for model in ALL_MODELS]
-
-
-def _make_exact_columns_exact(models) -> None:
-    """Convert ``ExactCharField`` columns of tables created before they existed to their binary collation
-    (MySQL); columns that have it already are left alone, so this costs nothing after the first time."""
-    from models.base import ExactCharField, exact_collation
-
-    columns = peewee.Table("COLUMNS", ("TABLE_SCHEMA", "TABLE_NAME", "COLUMN_NAME", "COLLATION_NAME"),
-                           schema="information_schema")
-    for model in models:
-        table = model._meta.table_name
-        for field in model._meta.sorted_fields:
-            if not isinstance(field, ExactCharField):
-                continue
-            current = (columns.select(columns.COLLATION_NAME)
-                       .where((columns.TABLE_SCHEMA == database.database) & (columns.TABLE_NAME == table)
-                              & (columns.COLUMN_NAME == field.column_name))
-                       .bind(database).scalar())
-            if current is None or current == exact_collation():
-                continue
-            ctx = database.get_sql_context()  # ALTER TABLE `t` MODIFY <the field's definition>, built by Peewee
-            ctx.literal("ALTER TABLE ").sql(peewee.Entity(table)).literal(" MODIFY ").sql(field.ddl(ctx))
-            database.execute(ctx)
-            logger.info("%s.%s: collation %s → %s (compared exactly)", table, field.column_name, current,
-                        exact_collation())
-
-
 def is_mysql() -> bool:
     """Whether the bound database is MySQL/MariaDB (upserts are spelled differently there)."""
     return isinstance(database.obj, peewee.MySQLDatabase)

@@ -5,6 +5,8 @@ broker's database, whose maintenance scans keys.
 """
 
 PREFIX = "animetop"
+#: Namespace of the Redis broker's own keys (in the broker's database, BROKER_URL, not this one).
+BROKER_NAMESPACE = PREFIX
 
 # scheduler (seed 000 §5.1)
 SCHEDULE_PENDING = f"{PREFIX}:schedule:pending"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -427,6 +428,15 @@ def get_settings() -> Settings:
         if _settings is None:
             _settings = load_settings()
         return _settings
+
+
+def settings_or_exit() -> Settings:
+    """The settings, or exit with one line naming the bad variable."""
+    try:
+        return get_settings()
+    except SettingsError as e:
+        print(f"animetop: bad setting {e}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 def use_settings(settings: Settings | None) -> None:

@@ -20,6 +20,7 @@ from dramatiq.middleware import AgeLimit, Callbacks, CurrentMessage, Pipelines, 
 from periodiq import PeriodiqMiddleware
 from urllib.parse import urlsplit
 
+from lib.core import keys
 from lib.messaging.dead_letters import ReasonStore, decode_or_none
 from lib.core.errors import BadMessage
 from lib.messaging.encoder import MsgpackEncoder
@@ -38,7 +39,7 @@ from lib.core.settings import Settings
 logger = logging.getLogger(__name__)
 
 #: Broker-side Redis keys are prefixed with this (in the broker's own database).
-NAMESPACE = "animetop"
+NAMESPACE = keys.BROKER_NAMESPACE
 
 #: How late a periodiq tick may start before the worker skips it as stale.
 PERIODIC_SKIP_DELAY = 50
@@ -314,37 +315,6 @@ def build_broker(settings: Settings, *, namespace: str = NAMESPACE) -> Broker:
         )
     broker.reasons = reasons
     return broker
-
-
-def queue_counts(broker: Broker, queue: str) -> dict[str, int]:
-    """Ready, delayed and dead-lettered messages of a queue (and, on Redis, those taken by a worker)."""
-    if isinstance(broker, RedisBroker):
-        client, ns = broker.client, broker.namespace
-        # each consumer keeps the messages it took, until it acks them, in a set of its own
-        running = sum(int(client.scard(key)) for key in client.scan_iter(f"{ns}:__acks__.*.{queue}", count=1000))
-        return {"ready": int(client.llen(f"{ns}:{queue}")), "delayed": int(client.hlen(f"{ns}:{queue}.DQ.msgs")),
-                "dead": int(client.zcard(f"{ns}:{queue}.XQ")), "running": running}
-    if isinstance(broker, StubBroker):
-        return {"ready": _stub_depth(broker, queue), "delayed": _stub_depth(broker, dq_name(queue)),
-                "dead": len(broker.dead_letters_by_queue.get(queue, []))}
-    ready, delayed, dead = broker.get_queue_message_counts(queue)
-    return {"ready": ready, "delayed": delayed, "dead": dead}
-
-
-def queue_depth(broker: Broker, queue_name: str) -> int:
-    """Messages waiting in a queue (not counting delayed or in-flight ones)."""
-    if isinstance(broker, RedisBroker):
-        return int(broker.client.llen(f"{broker.namespace}:{queue_name}"))
-    if isinstance(broker, RabbitmqBroker):
-        return int(broker.get_queue_message_counts(queue_name)[0])
-    if isinstance(broker, StubBroker):
-        return _stub_depth(broker, queue_name)
-    raise TypeError(f"cannot measure queues of {type(broker).__name__}")
-
-
-def _stub_depth(broker: StubBroker, queue_name: str) -> int:
-    queue = broker.queues.get(queue_name)
-    return queue.qsize() if queue is not None else 0
 
 
 def enqueue_many(broker: Broker, messages: list[dramatiq.Message]) -> None:

@@ -44,7 +44,8 @@ def run_demo(minutes: float, speed: float, ips: int, keep: bool = False, record:
     from lib.messaging.broker import build_broker
     from lib.core.clock import Clock, set_clock
     from lib.crawling.install import ensure_chromium
-    from lib.core.db import bind_database, create_tables
+    from lib.core.db import bind_database
+    from lib.core.schema import create_tables
     from lib.core.embedded_redis import EmbeddedRedis
     from lib.scheduling.catalogue import Catalogue
     from lib.market.read_side import ReadSide, display_ljust
@@ -144,7 +145,7 @@ def stop(proc: subprocess.Popen, timeout: float = 60) -> None:
 
 def drain(broker, settings, queues: tuple[str, ...], timeout: float) -> bool:
     """Wait until no crawl is in flight and these queues hold no ready or running message."""
-    from lib.messaging.broker import queue_counts
+    from lib.messaging.queue_stats import queue_counts
     from lib.core.redis_client import state_redis
     from lib.scheduling.schedule import InFlight
 
@@ -162,7 +163,7 @@ def drain(broker, settings, queues: tuple[str, ...], timeout: float) -> bool:
 def progress(broker, clock, started: float) -> str:
     """One line: simulated time elapsed, crawls applied, items seen, queue depths."""
     from models import AppliedResult, ItemSnapshot
-    from lib.messaging.broker import queue_counts
+    from lib.messaging.queue_stats import queue_counts
     from lib.core.db import database
 
     depths = {q: queue_counts(broker, q)["ready"] for q in ("crawl", "pipeline")}
@@ -177,7 +178,7 @@ def progress(broker, clock, started: float) -> str:
 
 def dead_letters(broker) -> int:
     """Messages that failed for good during the run (a healthy demo has none)."""
-    from lib.messaging.broker import queue_counts
+    from lib.messaging.queue_stats import queue_counts
     from lib.messaging.queues import ALL_QUEUES
 
     return sum(queue_counts(broker, q)["dead"] for q in ALL_QUEUES)

@@ -112,14 +112,14 @@ class StateCollector:
     def collect(self):
         from prometheus_client.core import GaugeMetricFamily
 
-        from lib.messaging.broker import build_broker
+        from lib.messaging.queue_stats import counting_broker
         from lib.messaging.queues import CRAWL
         from lib.core.redis_client import state_redis
         from lib.core.settings import get_settings
         from lib.operations.status import counts as current_counts
 
         settings = get_settings()
-        now = current_counts(_scrape_broker(settings, build_broker), state_redis(settings))
+        now = current_counts(_scrape_broker(settings, counting_broker), state_redis(settings))
         counts = now["queues"]
         pending = GaugeMetricFamily("animetop_scheduler_tasks_pending_in_queue", "Crawl tasks waiting in the queue.")
         pending.add_metric([], counts[CRAWL]["ready"])
@@ -157,7 +157,7 @@ def exposition() -> bytes:
 
 def serve_metrics() -> int:
     """A fork of the Dramatiq main process: serves /metrics on 127.0.0.1:$ANIMETOP_METRICS_PORT."""
-    from lib.app import settings_or_exit
+    from lib.core.settings import settings_or_exit
 
     settings_or_exit()
 

@@ -10,7 +10,7 @@ from models import IpMetadata
 
 from lib.core import keys
 from lib.core.clock import get_clock
-from lib.messaging.broker import queue_counts
+from lib.messaging.queue_stats import queue_counts
 from lib.messaging.dead_letters import DeadLetters
 from lib.messaging.queues import ALL_QUEUES
 from lib.scheduling.schedule import InFlight, ScheduleStore

@@ -16,7 +16,8 @@ import redis
 from dramatiq import Broker, Message
 
 from lib.core import keys
-from lib.messaging.broker import enqueue_many, queue_depth
+from lib.messaging.broker import enqueue_many
+from lib.messaging.queue_stats import queue_depth
 from lib.core.clock import Clock, get_clock
 from lib.core.execution_state import ExecutionState
 from lib.scheduling.catalogue import Catalogue

@@ -7,9 +7,11 @@ import time
 import dramatiq
 
 from lib.core import keys
-from lib.messaging.broker import build_broker, queue_counts
+from lib.messaging.broker import build_broker
+from lib.messaging.queue_stats import queue_counts
 from lib.core.clock import Clock
-from lib.core.db import bind_database, create_tables, database
+from lib.core.db import bind_database, database
+from lib.core.schema import create_tables
 from lib.scheduling.catalogue import Catalogue
 from lib.messaging.queues import ALL_QUEUES
 from lib.messaging.routes import PROCESS_RESULT

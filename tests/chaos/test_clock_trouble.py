@@ -26,7 +26,8 @@ import dramatiq
 import pytest
 
 from lib.core import keys
-from lib.messaging.broker import build_broker, queue_counts
+from lib.messaging.broker import build_broker
+from lib.messaging.queue_stats import queue_counts
 from lib.core.clock import to_timestamp
 from lib.messaging.dead_letters import DeadLetters
 from lib.core.execution_state import ExecutionState

@@ -16,7 +16,8 @@ import dramatiq
 import pytest
 
 from lib.messaging.broker import build_broker
-from lib.core.db import bind_database, create_tables, database
+from lib.core.db import bind_database, database
+from lib.core.schema import create_tables
 from lib.scheduling.catalogue import Catalogue
 from lib.messaging.queues import COLLECT, PIPELINE, POOL
 from lib.core.redis_client import state_redis

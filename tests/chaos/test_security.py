@@ -39,7 +39,8 @@ from dramatiq.errors import DecodeError
 
 from lib import cli
 from lib.core.clock import Clock, naive_utc
-from lib.core.db import bind_database, create_tables, database
+from lib.core.db import bind_database, database
+from lib.core.schema import create_tables
 from lib.core.settings import load_settings, redact_text, redact_url, use_settings
 
 from ..conftest import MYSQL_URL, need

@@ -16,10 +16,12 @@ from collections import Counter, defaultdict
 
 import dramatiq
 
-from lib.messaging.broker import build_broker, queue_counts
+from lib.messaging.broker import build_broker
+from lib.messaging.queue_stats import queue_counts
 from lib.core.clock import Clock, set_clock
 from lib.collection.collector import COLLECT_JOB, add_task
-from lib.core.db import bind_database, create_tables, database
+from lib.core.db import bind_database, database
+from lib.core.schema import create_tables
 from lib.operations.demo import demo_env
 from lib.standins.fake_export_api import FakeExportApi
 from lib.scheduling.catalogue import Catalogue

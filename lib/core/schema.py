@@ -1,0 +1,47 @@
+"""The schema in the database: every model's table, created or brought up to date (``animetop db init``).
+
+Above ``models/`` (which bind to ``lib.core.db``'s proxy), so the database module never imports the models.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import peewee
+
+from lib.core.db import database, is_mysql
+from models import ALL_MODELS
+from models.base import ExactCharField, exact_collation
+
+logger = logging.getLogger(__name__)
+
+
+def create_tables() -> list[str]:
+    """Create every model's table that does not exist yet; safe to run again."""
+    database.create_tables(ALL_MODELS, safe=True)
+    if is_mysql():
+        _make_exact_columns_exact(ALL_MODELS)
+    return [model._meta.table_name for model in ALL_MODELS]
+
+
+def _make_exact_columns_exact(models) -> None:
+    """Convert ``ExactCharField`` columns of tables created before they existed to their binary collation
+    (MySQL); columns that have it already are left alone, so this costs nothing after the first time."""
+    columns = peewee.Table("COLUMNS", ("TABLE_SCHEMA", "TABLE_NAME", "COLUMN_NAME", "COLLATION_NAME"),
+                           schema="information_schema")
+    for model in models:
+        table = model._meta.table_name
+        for field in model._meta.sorted_fields:
+            if not isinstance(field, ExactCharField):
+                continue
+            current = (columns.select(columns.COLLATION_NAME)
+                       .where((columns.TABLE_SCHEMA == database.database) & (columns.TABLE_NAME == table)
+                              & (columns.COLUMN_NAME == field.column_name))
+                       .bind(database).scalar())
+            if current is None or current == exact_collation():
+                continue
+            ctx = database.get_sql_context()  # ALTER TABLE `t` MODIFY <the field's definition>, built by Peewee
+            ctx.literal("ALTER TABLE ").sql(peewee.Entity(table)).literal(" MODIFY ").sql(field.ddl(ctx))
+            database.execute(ctx)
+            logger.info("%s.%s: collation %s → %s (compared exactly)", table, field.column_name, current,
+                        exact_collation())

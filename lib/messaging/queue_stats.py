@@ -1,0 +1,63 @@
+"""How many messages wait in each queue, on any of the brokers, and a broker to ask that with.
+
+Apart from ``lib.messaging.broker`` (which builds the app's broker with its middleware, the metrics one among
+them), so that the status screen and the /metrics exposition can count without building that broker.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from dramatiq import Broker
+from dramatiq.brokers.rabbitmq import RabbitmqBroker
+from dramatiq.brokers.redis import RedisBroker
+from dramatiq.brokers.stub import StubBroker
+from dramatiq.common import dq_name
+
+from lib.core import keys
+from lib.core.redis_client import connect, ensure_redis_server
+from lib.core.settings import Settings
+
+
+def counting_broker(settings: Settings) -> Broker:
+    """A broker on BROKER_URL with no middleware, only to count messages (the /metrics fork has no broker of
+    its own: Dramatiq forks it from the main process, which never imports the actors)."""
+    url = settings.broker_url_resolved
+    scheme = urlsplit(url).scheme
+    if scheme in ("amqp", "amqps"):
+        return RabbitmqBroker(url=url, middleware=[])
+    if scheme == "stub":
+        return StubBroker(middleware=[])
+    ensure_redis_server(settings)
+    return RedisBroker(client=connect(url), namespace=keys.BROKER_NAMESPACE, middleware=[])
+
+
+def queue_counts(broker: Broker, queue: str) -> dict[str, int]:
+    """Ready, delayed and dead-lettered messages of a queue (and, on Redis, those taken by a worker)."""
+    if isinstance(broker, RedisBroker):
+        client, ns = broker.client, broker.namespace
+        # each consumer keeps the messages it took, until it acks them, in a set of its own
+        running = sum(int(client.scard(key)) for key in client.scan_iter(f"{ns}:__acks__.*.{queue}", count=1000))
+        return {"ready": int(client.llen(f"{ns}:{queue}")), "delayed": int(client.hlen(f"{ns}:{queue}.DQ.msgs")),
+                "dead": int(client.zcard(f"{ns}:{queue}.XQ")), "running": running}
+    if isinstance(broker, StubBroker):
+        return {"ready": _stub_depth(broker, queue), "delayed": _stub_depth(broker, dq_name(queue)),
+                "dead": len(broker.dead_letters_by_queue.get(queue, []))}
+    ready, delayed, dead = broker.get_queue_message_counts(queue)
+    return {"ready": ready, "delayed": delayed, "dead": dead}
+
+
+def queue_depth(broker: Broker, queue_name: str) -> int:
+    """Messages waiting in a queue (not counting delayed or in-flight ones)."""
+    if isinstance(broker, RedisBroker):
+        return int(broker.client.llen(f"{broker.namespace}:{queue_name}"))
+    if isinstance(broker, RabbitmqBroker):
+        return int(broker.get_queue_message_counts(queue_name)[0])
+    if isinstance(broker, StubBroker):
+        return _stub_depth(broker, queue_name)
+    raise TypeError(f"cannot measure queues of {type(broker).__name__}")
+
+
+def _stub_depth(broker: StubBroker, queue_name: str) -> int:
+    queue = broker.queues.get(queue_name)
+    return queue.qsize() if queue is not None else 0
