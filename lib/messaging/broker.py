@@ -12,15 +12,15 @@ import dramatiq
 import redis
 from dramatiq import Broker
 from dramatiq.brokers.rabbitmq import RabbitmqBroker
-from dramatiq.brokers.redis import RedisBroker, _RedisConsumer
+from dramatiq.brokers.redis import RedisBroker
 from dramatiq.brokers.stub import StubBroker
-from dramatiq.common import dq_name
-from dramatiq.errors import BrokerConnectionError, ConnectionClosed, DecodeError
+from dramatiq.errors import ConnectionClosed, DecodeError
 from dramatiq.middleware import AgeLimit, Callbacks, CurrentMessage, Pipelines, ShutdownNotifications, TimeLimit
 from periodiq import PeriodiqMiddleware
 from urllib.parse import urlsplit
 
 from lib.core import keys
+from lib.messaging import compat
 from lib.messaging.dead_letters import ReasonStore, decode_or_none
 from lib.core.errors import BadMessage
 from lib.messaging.encoder import MsgpackEncoder
@@ -47,42 +47,11 @@ PERIODIC_SKIP_DELAY = 50
 PERIODIC_SEND_PATIENCE = 30.0
 
 
-def _ride_out_broker_outages_in_periodiq() -> None:
-    """periodiq sends the periodic messages from its main loop, and the first send that fails (Redis
-    restarting at that minute) ends the ``periodiq`` command, so the scheduler process type is restarted.
-    Here a send that cannot reach the broker is tried again every second for PERIODIC_SEND_PATIENCE,
-    then that minute's message is skipped with an error (the next minute sends the next one)."""
-    from periodiq import Scheduler
-
-    original = Scheduler.send_actors
-    if getattr(original, "rides_out_broker_outages", False):
-        return
-
-    def send_actors(self, actors, now):
-        for actor in actors:
-            deadline = time.monotonic() + PERIODIC_SEND_PATIENCE
-            while True:
-                try:
-                    original(self, [actor], now)
-                    break
-                except (redis.ConnectionError, redis.TimeoutError, BrokerConnectionError) as e:
-                    if time.monotonic() >= deadline:
-                        logger.error("could not send %s of %s, the broker was unreachable for %.0fs: skipped (%s)",
-                                     actor.actor_name, now, PERIODIC_SEND_PATIENCE, e)
-                        break
-                    logger.warning("could not send %s of %s, the broker is unreachable; trying again (%s)",
-                                   actor.actor_name, now, e)
-                    time.sleep(1.0)
-
-    send_actors.rides_out_broker_outages = True
-    Scheduler.send_actors = send_actors
-
-
 def _ms(seconds: float) -> int:
     return int(seconds * 1000)
 
 
-class _Consumer(_RedisConsumer):
+class _Consumer(compat.RedisConsumerBase):
     """Dramatiq's Redis consumer, plus what it lacks.
 
     * An undecodable payload makes the stock consumer raise and restart,
@@ -118,7 +87,7 @@ class _Consumer(_RedisConsumer):
         now = time.monotonic()
         if now - self._last_beat >= self._beat_every:
             try:
-                self.broker.do_heartbeat(self.queue_name)
+                compat.heartbeat(self.broker, self.queue_name)
                 self._last_beat = now
             except (redis.ConnectionError, redis.TimeoutError) as e:
                 logger.debug("heartbeat on %s failed: %s", self.queue_name, e)
@@ -136,14 +105,13 @@ class _Consumer(_RedisConsumer):
 
     def _requeue_orphans(self) -> None:
         """Put back the messages of this queue in this broker's ack set that no thread holds (see above)."""
-        acks = f"{self.broker.namespace}:__acks__.{self.broker.broker_id}.{self.queue_name}"
-        taken = {rid.decode() for rid in self.broker.client.smembers(acks)}
+        taken = {rid.decode() for rid in self.broker.client.smembers(compat.acks_key(self.broker, self.queue_name))}
         held = self.broker.handed_out(self.queue_name)
-        if dq_name(self.queue_name) == self.queue_name:
+        if compat.delay_queue_name(self.queue_name) == self.queue_name:
             held.clear()  # a delay queue's messages are held by its consumer thread alone, which dropped them
         orphans = sorted(taken - held)
         if orphans:
-            self.broker.do_requeue(self.queue_name, *orphans)
+            compat.requeue(self.broker, self.queue_name, *orphans)
             logger.warning("put back %d message(s) of %s this worker had taken but no longer holds "
                            "(dropped on a lost Redis connection)", len(orphans), self.queue_name)
 
@@ -176,13 +144,12 @@ class _Consumer(_RedisConsumer):
     def _dead_letter_undecodable(self, error: DecodeError) -> None:
         reason = f"undecodable message: {describe(error.error)}"
         client = self.broker.client
-        acks = f"{self.broker.namespace}:__acks__.{self.broker.broker_id}.{self.queue_name}"
-        payloads = f"{self.broker.namespace}:{self.queue_name}.msgs"
+        acks, payloads = compat.acks_key(self.broker, self.queue_name), compat.payloads_key(self.broker, self.queue_name)
         try:
             for rid in client.smembers(acks):
                 if client.hget(payloads, rid) == error.data:
                     self.broker.reasons.record(rid.decode(), reason)
-                    self.broker.do_nack(self.queue_name, rid.decode())
+                    compat.nack(self.broker, self.queue_name, rid.decode())
                     logger.error("dead-lettered message %s on %s: %s", rid.decode(), self.queue_name, reason)
                     return
         except redis.ConnectionError as e:
@@ -193,13 +160,12 @@ class _Consumer(_RedisConsumer):
         """A message whose options lack the id of its Redis entry (a producer other than Dramatiq's enqueue
         wrote it) could never be acked, nacked or put back: it would stay taken for good, and be run again each
         time its worker restarts. Found by its message id among the taken ones and dead-lettered at once."""
-        self.queued_message_ids.discard(message.message_id)
+        compat.forget_fetched(self, message.message_id)
         reason = describe(BadMessage(
             f"not a message of this broker: its options carry no Redis id "
             f"(redis_message_id={message.options.get('redis_message_id')!r:.60})"))
         client = self.broker.client
-        acks = f"{self.broker.namespace}:__acks__.{self.broker.broker_id}.{self.queue_name}"
-        payloads = f"{self.broker.namespace}:{self.queue_name}.msgs"
+        acks, payloads = compat.acks_key(self.broker, self.queue_name), compat.payloads_key(self.broker, self.queue_name)
         try:
             for rid in client.smembers(acks):
                 raw = client.hget(payloads, rid)
@@ -209,7 +175,7 @@ class _Consumer(_RedisConsumer):
                 if (found is not None and found.message_id == message.message_id
                         and not _is_redis_id(found.options.get("redis_message_id"))):
                     self.broker.reasons.record(message.message_id, reason)
-                    self.broker.do_nack(self.queue_name, rid.decode())
+                    compat.nack(self.broker, self.queue_name, rid.decode())
                     logger.error("dead-lettered message %s (%s on %s): %s", message.message_id, message.actor_name,
                                  self.queue_name, reason)
                     return
@@ -288,10 +254,10 @@ def build_broker(settings: Settings, *, namespace: str = NAMESPACE) -> Broker:
     """The broker BROKER_URL names, with msgpack encoding and the app's middleware.
 
     Also installs the msgpack encoder process-wide (Dramatiq's encoder is global), and makes periodiq's
-    scheduler loop ride out a broker outage (see ``_ride_out_broker_outages_in_periodiq``).
+    scheduler loop ride out a broker outage (see ``compat.ride_out_broker_outages_in_periodiq``).
     """
     dramatiq.set_encoder(MsgpackEncoder(max_bytes=settings.message_max_bytes))
-    _ride_out_broker_outages_in_periodiq()
+    compat.ride_out_broker_outages_in_periodiq(PERIODIC_SEND_PATIENCE)
     url = settings.broker_url_resolved
 
     def redis_client() -> redis.Redis:
@@ -327,22 +293,4 @@ def enqueue_many(broker: Broker, messages: list[dramatiq.Message]) -> None:
         for message in messages:
             broker.enqueue(message)
         return
-    from uuid import uuid4
-
-    from dramatiq.common import current_millis
-
-    dispatch = broker.scripts["dispatch"]
-    pipe = broker.client.pipeline(transaction=False)
-    sent = []
-    for message in messages:
-        broker.declare_queue(message.queue_name)
-        message = message.copy(options={"redis_message_id": str(uuid4())})
-        broker.emit_before("enqueue", message, None)
-        args = ["enqueue", current_millis(), message.queue_name, broker.broker_id, broker.heartbeat_timeout,
-                broker.dead_message_ttl, 0, broker._max_unpack_size(),
-                message.options["redis_message_id"], message.encode()]
-        dispatch(keys=[broker.namespace], args=args, client=pipe)
-        sent.append(message)
-    pipe.execute()
-    for message in sent:
-        broker.emit_after("enqueue", message, None)
+    compat.enqueue_pipelined(broker, messages)

@@ -15,12 +15,12 @@ from typing import Callable, Iterator
 
 import redis
 from dramatiq import Broker
-from dramatiq.common import q_name, xq_name
 from dramatiq.errors import DecodeError
 from dramatiq.message import Message
 
 from lib.core import keys
-from lib.core.settings import redact_text
+from lib.messaging import compat
+from lib.core.redaction import redact_text
 
 #: Options that belong to a message's failed life, dropped when it is requeued.
 FAILURE_OPTIONS = ("retries", "traceback", "requeue_timestamp", "lock_waits", "eta", "redis_message_id")
@@ -108,7 +108,7 @@ def fresh_copy(message: Message) -> Message:
     """The message as if never tried: same id and arguments, retry counters reset."""
     options = {k: v for k, v in message.options.items() if k not in FAILURE_OPTIONS}
     return Message(
-        queue_name=q_name(message.queue_name),
+        queue_name=compat.base_queue_name(message.queue_name),
         actor_name=message.actor_name,
         args=message.args,
         kwargs=message.kwargs,
@@ -188,21 +188,17 @@ class RedisDeadLetters(DeadLetters):
     def _client(self) -> redis.Redis:
         return self.broker.client
 
-    def _xq(self, queue: str) -> str:
-        return f"{self.broker.namespace}:{xq_name(queue)}"
-
     def queues(self) -> list[str]:
-        prefix = f"{self.broker.namespace}:"
         found = set(self.broker.get_declared_queues())
-        for key in self._client.scan_iter(match=f"{prefix}*.XQ", count=500):
-            found.add(key.decode()[len(prefix):-len(".XQ")])
+        for key in self._client.scan_iter(match=compat.dead_queues_pattern(self.broker), count=500):
+            found.add(compat.dead_queue_of(self.broker, key.decode()))
         return sorted(found)
 
     def _entries(self, queue: str | None) -> Iterator[DeadLetter]:
         for name in [queue] if queue else self.queues():
-            xq = self._xq(name)
+            xq = compat.dead_key(self.broker, name)
             for rid, score in self._client.zrange(xq, 0, -1, withscores=True):
-                raw = self._client.hget(f"{xq}.msgs", rid)
+                raw = self._client.hget(compat.dead_payloads_key(self.broker, name), rid)
                 if raw is not None:
                     yield DeadLetter(id=rid.decode(), queue=name, raw=raw, dead_at=score / 1000)
 
@@ -212,10 +208,9 @@ class RedisDeadLetters(DeadLetters):
             if not wanted(letter):
                 continue
             send(letter)  # enqueue first: a crash in between duplicates, never loses
-            xq = self._xq(letter.queue)
             pipe = self._client.pipeline()
-            pipe.zrem(xq, letter.id)
-            pipe.hdel(f"{xq}.msgs", letter.id)
+            pipe.zrem(compat.dead_key(self.broker, letter.queue), letter.id)
+            pipe.hdel(compat.dead_payloads_key(self.broker, letter.queue), letter.id)
             pipe.execute()
             done.append(letter)
         return done
@@ -226,8 +221,7 @@ class RedisDeadLetters(DeadLetters):
             for letter in self.list(name):
                 self.reasons.forget(letter.message_id)
                 count += 1
-            xq = self._xq(name)
-            self._client.delete(xq, f"{xq}.msgs")
+            self._client.delete(compat.dead_key(self.broker, name), compat.dead_payloads_key(self.broker, name))
         return count
 
 
@@ -251,11 +245,11 @@ class RabbitmqDeadLetters(DeadLetters):
         connection, channel = self._channel()
         try:
             try:
-                channel.queue_declare(xq_name(queue), passive=True)
+                channel.queue_declare(compat.dead_queue_name(queue), passive=True)
             except pika.exceptions.ChannelClosedByBroker:
                 return
             while True:
-                method, properties, body = channel.basic_get(xq_name(queue), auto_ack=False)
+                method, properties, body = channel.basic_get(compat.dead_queue_name(queue), auto_ack=False)
                 if method is None:
                     break
                 message = decode_or_none(body)

@@ -12,11 +12,11 @@ from dramatiq import Broker
 from dramatiq.brokers.rabbitmq import RabbitmqBroker
 from dramatiq.brokers.redis import RedisBroker
 from dramatiq.brokers.stub import StubBroker
-from dramatiq.common import dq_name
 
 from lib.core import keys
 from lib.core.redis_client import connect, ensure_redis_server
 from lib.core.settings import Settings
+from lib.messaging import compat
 
 
 def counting_broker(settings: Settings) -> Broker:
@@ -35,13 +35,14 @@ def counting_broker(settings: Settings) -> Broker:
 def queue_counts(broker: Broker, queue: str) -> dict[str, int]:
     """Ready, delayed and dead-lettered messages of a queue (and, on Redis, those taken by a worker)."""
     if isinstance(broker, RedisBroker):
-        client, ns = broker.client, broker.namespace
+        client = broker.client
         # each consumer keeps the messages it took, until it acks them, in a set of its own
-        running = sum(int(client.scard(key)) for key in client.scan_iter(f"{ns}:__acks__.*.{queue}", count=1000))
-        return {"ready": int(client.llen(f"{ns}:{queue}")), "delayed": int(client.hlen(f"{ns}:{queue}.DQ.msgs")),
-                "dead": int(client.zcard(f"{ns}:{queue}.XQ")), "running": running}
+        running = sum(int(client.scard(key)) for key in client.scan_iter(compat.acks_pattern(broker, queue), count=1000))
+        return {"ready": int(client.llen(compat.queue_key(broker, queue))),
+                "delayed": int(client.hlen(compat.delayed_payloads_key(broker, queue))),
+                "dead": int(client.zcard(compat.dead_key(broker, queue))), "running": running}
     if isinstance(broker, StubBroker):
-        return {"ready": _stub_depth(broker, queue), "delayed": _stub_depth(broker, dq_name(queue)),
+        return {"ready": _stub_depth(broker, queue), "delayed": _stub_depth(broker, compat.delay_queue_name(queue)),
                 "dead": len(broker.dead_letters_by_queue.get(queue, []))}
     ready, delayed, dead = broker.get_queue_message_counts(queue)
     return {"ready": ready, "delayed": delayed, "dead": dead}
@@ -50,7 +51,7 @@ def queue_counts(broker: Broker, queue: str) -> dict[str, int]:
 def queue_depth(broker: Broker, queue_name: str) -> int:
     """Messages waiting in a queue (not counting delayed or in-flight ones)."""
     if isinstance(broker, RedisBroker):
-        return int(broker.client.llen(f"{broker.namespace}:{queue_name}"))
+        return int(broker.client.llen(compat.queue_key(broker, queue_name)))
     if isinstance(broker, RabbitmqBroker):
         return int(broker.get_queue_message_counts(queue_name)[0])
     if isinstance(broker, StubBroker):
