@@ -23,7 +23,7 @@ from .common import bench_settings, report
 def run(rows: int = 5000, repeat: int = 3) -> None:
     print(f"fill_pool: {rows:,} rows (floor: one SELECT + one pipelined LPUSH)")
     with tempfile.TemporaryDirectory() as tmp, bench_settings(Path(tmp)) as base:
-        settings = load_settings({"DATA_DIR": base.values["DATA_DIR"], "REDIS_URL": base.state_redis_url,
+        settings = load_settings({"DATA_DIR": base.data_dir, "REDIS_URL": base.state_redis_url,
                                   "BROKER_URL": base.broker_url_resolved,
                                   "DATABASE_URL": base.database_url_resolved, "POOL_SIZE": str(rows),
                                   "POOL_THRESHOLD": str(rows)})

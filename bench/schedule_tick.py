@@ -71,7 +71,7 @@ def run(scheduled: int = 100_000, due: int = 1000, repeat: int = 5) -> None:
 
 
 def _env_of(settings) -> dict[str, str]:
-    return {"DATA_DIR": settings.values["DATA_DIR"], "REDIS_URL": settings.state_redis_url,
+    return {"DATA_DIR": settings.data_dir, "REDIS_URL": settings.state_redis_url,
             "BROKER_URL": settings.broker_url_resolved, "DATABASE_URL": settings.database_url_resolved,
             "LOG_LEVEL": "WARNING"}
 

@@ -10,7 +10,8 @@ from dramatiq import Broker
 from lib.messaging.broker import build_broker
 from lib.core.clock import Clock, set_clock
 from lib.core.db import bind_database
-from lib.core.settings import Settings, redact_text, settings_or_exit
+from lib.core.settings import Settings, settings_or_exit
+from lib.core.redaction import redact_text
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(process)d %(name)s: %(message)s"
 

@@ -105,7 +105,7 @@ def redis_server(tmp_path_factory) -> str:
 
 
 def _with_db(base: str, db: int) -> str:
-    from lib.core.settings import with_redis_db
+    from lib.core.redis_urls import with_redis_db
 
     return with_redis_db(base, db)
 

@@ -3,7 +3,8 @@ import sys
 
 import pytest
 
-from lib.core.settings import SPECS, SettingsError, load_settings, redact_url
+from lib.core.settings import SPECS, SettingsError, load_settings
+from lib.core.redaction import redact_url
 
 
 def test_defaults_follow_seed_000_appendix_a(tmp_path):
@@ -74,3 +75,50 @@ def test_every_setting_is_documented_in_the_readme():
 def test_passwords_are_redacted():
     assert redact_url("mysql://u:secret@h:3306/db") == "mysql://u:***@h:3306/db"
     assert redact_url("redis://h:6379/1") == "redis://h:6379/1"
+
+
+def _conforms(value, hint) -> bool:
+    """Whether ``value`` is of the annotated type (the few shapes settings use), checked from the annotation."""
+    import types
+    import typing
+
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_conforms(value, a) for a in args)
+    if hint is type(None):
+        return value is None
+    if origin is tuple:
+        return isinstance(value, tuple) and all(isinstance(v, args[0]) for v in value)
+    if hint is float:
+        return isinstance(value, float)
+    return isinstance(value, hint) and not (hint is int and isinstance(value, bool))
+
+
+def test_every_setting_is_a_typed_field_and_loads_as_its_type(tmp_path):
+    import dataclasses
+    import typing
+
+    from lib.core.settings import Settings
+
+    hints = typing.get_type_hints(Settings)
+    names = {f.name for f in dataclasses.fields(Settings)}
+    assert {spec.name.lower() for spec in SPECS} <= names
+    full = {"REDIS_URL": "redis://127.0.0.1:6379/1", "BROKER_URL": "redis://127.0.0.1:6379/2",
+            "PROXY_URLS": "http://127.0.0.1:3128", "NOTIFY_WEBHOOK_URLS": "https://example.invalid/hook",
+            "CHROMIUM_PATH": "/usr/bin/chromium", "DATABASE_URL": f"sqlite:///{tmp_path}/x.sqlite3"}
+    for environ in ({"DATA_DIR": str(tmp_path)}, {"DATA_DIR": str(tmp_path), **full}):
+        settings = load_settings(environ)
+        for name in names:
+            assert hints[name] not in (typing.Any, object), name
+            assert _conforms(getattr(settings, name), hints[name]), (name, getattr(settings, name), hints[name])
+
+
+def test_settings_are_frozen_and_unknown_names_are_errors(tmp_path):
+    import dataclasses
+
+    settings = load_settings({"DATA_DIR": str(tmp_path)})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.log_level = "DEBUG"  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        settings.no_such_setting  # noqa: B018
+    assert dataclasses.replace(settings, log_level="DEBUG").log_level == "DEBUG"

@@ -30,7 +30,8 @@ from models import AlertDelivery, IpAlert, IpMetadata
 from lib.core import keys
 from lib.core.clock import Clock, get_clock
 from lib.core.db import on_conflict_update
-from lib.core.settings import Settings, redact_url
+from lib.core.settings import Settings
+from lib.core.redaction import redact_url
 
 logger = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from lib.cli.common import app_settings, command
 @command("alerts")
 def cmd_alerts(args) -> int:
     from lib.alerts.notify import Channel, PermanentDeliveryError, TransientDeliveryError, body_for, post
-    from lib.core.settings import parse_duration
+    from lib.core.parsers import parse_duration
 
     settings = app_settings()
     if args.action == "test":

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 
-from lib.core.settings import SPECS, redact_url
+from lib.core.settings import SPECS
+from lib.core.redaction import redact_url
 from lib.cli.common import app_settings, command
 
 
@@ -17,7 +18,7 @@ def cmd_settings(args) -> int:
         return 0
     settings = app_settings()
     for spec in SPECS:
-        value = settings.values[spec.name]
+        value = getattr(settings, spec.name.lower())
         if "PASSWORD" in spec.name and value:
             value = "***"
         elif isinstance(value, tuple):

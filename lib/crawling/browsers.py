@@ -14,7 +14,7 @@ import logging
 from contextlib import asynccontextmanager
 from typing import AsyncIterator, Awaitable, Callable
 
-from lib.core.settings import redact_url
+from lib.core.redaction import redact_url
 from lib.crawling.driver import Browser, DriverError, Tab
 
 logger = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ import urllib.error
 import urllib.request
 from typing import Callable
 
-from lib.core.settings import redact_url
+from lib.core.redaction import redact_url
 from lib.crawling.page_fetch import ErrorKind
 
 logger = logging.getLogger(__name__)

@@ -14,7 +14,8 @@ from lib.messaging.queue_stats import queue_counts
 from lib.messaging.dead_letters import DeadLetters
 from lib.messaging.queues import ALL_QUEUES
 from lib.scheduling.schedule import InFlight, ScheduleStore
-from lib.core.settings import Settings, redact_url
+from lib.core.settings import Settings
+from lib.core.redaction import redact_url
 
 
 def counts(broker: Broker, client) -> dict:

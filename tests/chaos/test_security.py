@@ -41,7 +41,8 @@ from lib import cli
 from lib.core.clock import Clock, naive_utc
 from lib.core.db import bind_database, database
 from lib.core.schema import create_tables
-from lib.core.settings import load_settings, redact_text, redact_url, use_settings
+from lib.core.settings import load_settings, use_settings
+from lib.core.redaction import redact_text, redact_url
 
 from ..conftest import MYSQL_URL, need
 from ..helpers import ForwardProxy, mysql_admin, run_cli, wait_for
