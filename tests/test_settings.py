@@ -70,6 +70,11 @@ def test_every_setting_is_documented_in_the_readme():
     readme = (Path(__file__).parent.parent / "README.md").read_text()
     missing = [spec.name for spec in SPECS if f"`{spec.name}`" not in readme]
     assert not missing
+    # the README's table is what `animetop settings --markdown` prints, row for row
+    table = subprocess.run([sys.executable, "-m", "lib.cli", "settings", "--markdown"], capture_output=True,
+                           text=True, timeout=60, cwd=Path(__file__).parent.parent, check=True).stdout
+    stale = [row for row in table.splitlines() if row not in readme.splitlines()]
+    assert stale == [], "regenerate the README's table with `animetop settings --markdown`"
 
 
 def test_passwords_are_redacted():
