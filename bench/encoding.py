@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import random
+import struct
 import tempfile
 import threading
 import time
 from pathlib import Path
 
 import dramatiq
+import msgpack
 from dramatiq.encoder import JSONEncoder
+from dramatiq.errors import DecodeError
 
 from lib.messaging.broker import build_broker
 from lib.messaging.encoder import MsgpackEncoder
@@ -53,6 +56,26 @@ def encoding() -> None:
     report("msgpack encode+decode", t_mp, t_js)
 
 
+def hostile() -> None:
+    """How fast a crafted message is refused: a full-size (MESSAGE_MAX_BYTES) message of empty arrays, which
+    without the container cap decodes to over 1 GB of lists (tests/security/test_msgpack_limits.py checks the
+    memory). Floor: msgpack reading a plain byte string of the same size."""
+    encoder = MsgpackEncoder()
+    n = encoder.max_bytes - 16
+    payload = b"\xdd" + struct.pack(">I", n) + b"\x90" * n
+    blob = msgpack.packb(bytes(n))
+
+    def refuse() -> None:
+        try:
+            encoder.decode(payload)
+        except DecodeError:
+            return
+        raise AssertionError("the crafted message was decoded")
+
+    print(f"a {n / 2**20:.0f} MB message of empty arrays, refused (floor: reading {n / 2**20:.0f} MB of bytes)")
+    report("refused in", best_of(refuse, 3), best_of(lambda: msgpack.unpackb(blob), 3))
+
+
 def throughput(n: int = 2000) -> None:
     print(f"no-op messages through the Redis broker, {n} sent then drained by one worker (floor: JSON)")
     results = {}
@@ -65,7 +88,7 @@ def throughput(n: int = 2000) -> None:
 
             @dramatiq.actor(broker=broker, queue_name="bench", idempotency_key=False, actor_name=f"noop_{name}")
             def noop(i: int) -> None:
-                done.release()
+                done.release()  # noqa: B023 - each round's actor runs, and is waited for, within its round
 
             broker.flush("bench")
             start = time.perf_counter()
@@ -83,6 +106,7 @@ def throughput(n: int = 2000) -> None:
 
 def main() -> None:
     encoding()
+    hostile()
     throughput()
 
 
