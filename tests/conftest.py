@@ -24,7 +24,6 @@ from lib.core.db import bind_database, database
 from lib.core.embedded_redis import EmbeddedRedis
 from lib.core.settings import load_settings, use_settings
 
-
 #: DATA_DIR of the start-up at import (nothing is written there: the stub broker needs no Redis); removed at exit.
 _START_UP_DIR = tempfile.TemporaryDirectory(prefix="animetop-test-start-up-")
 
@@ -198,6 +197,21 @@ def stub_broker(env):
     yield broker
     broker.close()
     use_settings(None)
+
+
+#: Test files whose every test starts real process types, the demo or a benchmark run (the chaos suite is
+#: slow as a whole); single slow tests elsewhere carry ``@pytest.mark.slow``.
+SLOW_FILES = {"test_demo.py", "test_bench_load.py", "test_crawl_process.py", "test_process_types.py"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        path = Path(str(item.fspath))
+        if path.parent.name == "chaos":
+            item.add_marker(pytest.mark.chaos)
+            item.add_marker(pytest.mark.slow)
+        elif path.name in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)
 
 
 class ProcessedCounter(dramatiq.Middleware):
