@@ -9,6 +9,8 @@ Tests follow Dramatiq's testing guidance: the broker is chosen at start-up from 
 a broker a test built with the same start-up code.
 """
 
+from typing import Any
+
 from dramatiq import Actor, Broker
 
 from lib.app import setup
@@ -24,7 +26,7 @@ from .pool import fill_all_pools, fill_pool, mark_used, pool_consumer  # noqa: E
 from .schedule import schedule_tick  # noqa: E402
 
 #: Every production actor.
-ACTORS: tuple[Actor, ...] = (schedule_tick, crawl_ip, process_result, notify_alert, deliver_alert, fill_pool,
+ACTORS: tuple[Actor[..., Any], ...] = (schedule_tick, crawl_ip, process_result, notify_alert, deliver_alert, fill_pool,
                              mark_used, fill_all_pools, collect_batch, start_due_collections, ping)
 
 

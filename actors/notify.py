@@ -23,5 +23,6 @@ def _within_notify_retries(retries: int, exception: BaseException) -> bool:
 @DELIVER_ALERT.declare(retry_when=_within_notify_retries,
                        idempotency_key=lambda alert_id, channel: f"{alert_id}:{channel}")
 def deliver_alert(alert_id: int, channel: int) -> None:
-    attempt = CurrentMessage.get_current_message().options.get("retries", 0) + 1
+    message = CurrentMessage.get_current_message()
+    attempt = (message.options.get("retries", 0) if message is not None else 0) + 1
     deliver_once(get_settings(), alert_id, channel, attempt)

@@ -1,6 +1,7 @@
 """process_result: applies one crawl result (logic in ``lib.market.processing``)."""
 
 import time
+from typing import Any
 
 from lib.alerts.notify import pending_alerts
 from lib.core.clock import get_clock, naive_utc
@@ -17,8 +18,8 @@ from .notify import notify_alert
 # database outage of minutes.
 @PROCESS_RESULT.declare(idempotency_key=lambda ip_id, task_id, *_, **__: f"task:{task_id}",
                         lock_key=lambda ip_id, *_, **__: f"ip:{ip_id}", max_retries=8, time_limit=300_000)
-def process_result(ip_id: int, task_id: str, crawled_at: float, items: list, pages_crawled: int = 0,
-                   errors: dict | None = None, duration: float = 0.0) -> None:
+def process_result(ip_id: int, task_id: str, crawled_at: float, items: list[Any], pages_crawled: int = 0,
+                   errors: dict[str, str] | None = None, duration: float = 0.0) -> None:
     result = CrawlResult.parse(ip_id, task_id, crawled_at, items, pages_crawled, errors)
     settings = get_settings()
     started = time.perf_counter()

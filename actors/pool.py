@@ -25,7 +25,7 @@ def fill_pool(kind: str, group_id: int) -> None:
 
 
 @MARK_USED.declare(max_retries=10)
-def mark_used(kind: str, group_id: int, ids: list) -> None:
+def mark_used(kind: str, group_id: int, ids: list[int]) -> None:
     """Mark a consumer's handed-out rows used, in one statement per 500 ids."""
     mark_rows_used(model_of(kind), [int(i) for i in ids])
 
@@ -42,8 +42,12 @@ def pool_consumer(settings: Settings | None = None) -> PoolConsumer:
     """A consumer of this app's pools: rows handed out are marked used, and fills requested, through the
     actors above (batched ``mark_used`` messages; one fill request per pool at a time)."""
     settings = settings or get_settings()
-    return PoolConsumer(
-        lambda: state_redis(settings), settings,
-        send_mark_used=lambda kind, group_id, ids: mark_used.send(kind, group_id, ids),
-        request_fill=lambda kind, group_id: fill_pool.send(kind, group_id),
-    )
+
+    def send_mark_used(kind: str, group_id: int, ids: list[int]) -> None:
+        mark_used.send(kind, group_id, ids)
+
+    def request_fill(kind: str, group_id: int) -> None:
+        fill_pool.send(kind, group_id)
+
+    return PoolConsumer(lambda: state_redis(settings), settings, send_mark_used=send_mark_used,
+                        request_fill=request_fill)

@@ -9,11 +9,11 @@ import time
 import urllib.request
 from pathlib import Path
 
-from lib.core.clock import Clock
 from lib.collection.collector import Collector, DatabaseSink, add_task, find_task
+from lib.collection.export_api import ExportApiClient
+from lib.core.clock import Clock
 from lib.core.db import bind_database, database
 from lib.core.schema import create_tables
-from lib.collection.export_api import ExportApiClient
 from lib.standins.fake_export_api import FakeExportApi
 from models import CollectedRow
 

@@ -9,10 +9,10 @@ import os
 import tempfile
 import time
 
+from lib.core.settings import load_settings
 from lib.crawling.crawl import Crawler
 from lib.crawling.driver import Browser, find_chromium
 from lib.crawling.page_fetch import search_url
-from lib.core.settings import load_settings
 from lib.standins.simulator import MarketSimulator
 
 from .common import report

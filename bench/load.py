@@ -226,12 +226,12 @@ class Run:
 
     # -- start --------------------------------------------------------------
     def start(self) -> None:
-        from lib.messaging.broker import build_broker
         from lib.core.clock import Clock, set_clock
         from lib.core.db import bind_database
-        from lib.core.schema import create_tables
         from lib.core.embedded_redis import EmbeddedRedis
+        from lib.core.schema import create_tables
         from lib.core.settings import load_settings, use_settings
+        from lib.messaging.broker import build_broker
         from lib.standins.simulator import MarketSimulator
 
         speed = self.args.speed
@@ -305,9 +305,9 @@ class Run:
 
     # -- run ------------------------------------------------------------------
     def run(self) -> Outcome:
+        from lib.core.redis_client import state_redis
         from lib.messaging.queue_stats import queue_counts
         from lib.scheduling.catalogue import Catalogue
-        from lib.core.redis_client import state_redis
         from lib.scheduling.schedule import ScheduleStore
         from lib.scheduling.tick import tick_message
 

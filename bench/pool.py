@@ -10,10 +10,10 @@ import time
 from pathlib import Path
 
 from lib.core.db import bind_database, database
-from lib.core.schema import create_tables
-from lib.text_pools.pool import PoolConsumer, PoolEmpty, PoolFiller, load_rows, mark_used, model_of
 from lib.core.redis_client import state_redis
+from lib.core.schema import create_tables
 from lib.core.settings import load_settings, use_settings
+from lib.text_pools.pool import PoolConsumer, PoolEmpty, PoolFiller, load_rows, mark_used, model_of
 from models import Title
 from models.pool import AVAILABLE
 
@@ -52,7 +52,8 @@ def run(rows: int = 5000, repeat: int = 3) -> None:
             consumer = PoolConsumer(lambda: r, settings, send_mark_used=lambda k, g, ids: mark_used(model_of(k), ids))
             count = [0] * threads
 
-            def pop(slot: int) -> None:
+            def pop(slot: int, consumer: PoolConsumer = consumer, group: int = group, threads: int = threads,
+                    count: list[int] = count) -> None:
                 for _ in range(rows // threads):
                     try:
                         consumer.pop("titles", group)

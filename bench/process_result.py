@@ -11,10 +11,10 @@ from pathlib import Path
 from lib.core import keys
 from lib.core.clock import FrozenClock
 from lib.core.db import bind_database, database, on_conflict_update
-from lib.core.schema import create_tables
-from lib.scheduling.catalogue import Catalogue
 from lib.core.redis_client import state_redis
+from lib.core.schema import create_tables
 from lib.market.processing import CrawlResult, ResultProcessor
+from lib.scheduling.catalogue import Catalogue
 from lib.scheduling.schedule import ScheduleStore
 from models import ItemSnapshot
 

@@ -8,15 +8,15 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from lib.messaging.broker import build_broker, enqueue_many
 from lib.core.clock import FrozenClock
 from lib.core.db import bind_database, database
-from lib.core.schema import create_tables
-from lib.messaging.queues import CRAWL
 from lib.core.redis_client import state_redis
+from lib.core.schema import create_tables
+from lib.core.settings import load_settings, use_settings
+from lib.messaging.broker import build_broker, enqueue_many
+from lib.messaging.queues import CRAWL
 from lib.scheduling.schedule import IpDue, ScheduleStore
 from lib.scheduling.tick import Scheduler, crawl_message
-from lib.core.settings import load_settings, use_settings
 from models import IpMetadata
 
 from .common import bench_settings, report

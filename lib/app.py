@@ -7,11 +7,11 @@ import logging
 import dramatiq
 from dramatiq import Broker
 
-from lib.messaging.broker import build_broker
 from lib.core.clock import Clock, set_clock
 from lib.core.db import bind_database
-from lib.core.settings import Settings, settings_or_exit
 from lib.core.redaction import redact_text
+from lib.core.settings import Settings, settings_or_exit
+from lib.messaging.broker import build_broker
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(process)d %(name)s: %(message)s"
 

@@ -13,5 +13,5 @@ ALL_MODELS: list[type[BaseModel]] = [
     CollectionTask, CollectedRow, AlertDelivery,
 ]
 
-__all__ = ["ALL_MODELS", "AlertDelivery", "AppliedResult", "BaseModel", "CollectedRow", "CollectionTask", "JobExecutionState", "Content", "IpAlert",
-           "IpMetadata", "IpStatsHourly", "ItemSnapshot", "Title"]
+__all__ = ["ALL_MODELS", "AlertDelivery", "AppliedResult", "BaseModel", "CollectedRow", "CollectionTask", "Content",
+           "IpAlert", "IpMetadata", "IpStatsHourly", "ItemSnapshot", "JobExecutionState", "Title"]

@@ -12,9 +12,9 @@ def exact_collation() -> str:
     db = database.obj
     known = getattr(db, "_animetop_exact_collation", None)
     if known is None:
-        table = peewee.Table("COLLATIONS", ("COLLATION_NAME",), schema="information_schema")
-        names = {row[0] for row in table.select(table.COLLATION_NAME)
-                 .where(table.COLLATION_NAME.in_(EXACT_COLLATIONS)).bind(database).tuples()}
+        table = peewee.Table("COLLATIONS", schema="information_schema")
+        names = {row[0] for row in table.select(table.c.COLLATION_NAME)
+                 .where(table.c.COLLATION_NAME.in_(EXACT_COLLATIONS)).bind(database).tuples()}
         known = db._animetop_exact_collation = next(c for c in EXACT_COLLATIONS if c in names or c == "utf8mb4_bin")
     return known
 

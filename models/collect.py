@@ -6,6 +6,8 @@ from .base import BaseModel, ExactCharField
 class CollectionTask(BaseModel):
     """A source task collected incrementally, newest first (seed 004), with its saved progress."""
 
+    id = peewee.AutoField()  # peewee's implicit key, declared for the type checker
+
     task_id = ExactCharField(max_length=100, unique=True)  # the task's id at the source
     source_name = peewee.CharField(max_length=100)
     batch_size = peewee.IntegerField(default=100)
@@ -36,6 +38,8 @@ class CollectionTask(BaseModel):
 
 class CollectedRow(BaseModel):
     """The default sink: one row per (task, record key), so overlaps and redeliveries never duplicate."""
+
+    id = peewee.AutoField()  # peewee's implicit key, declared for the type checker
 
     task = peewee.IntegerField()  # CollectionTask.id
     record_key = ExactCharField(max_length=64)

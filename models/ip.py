@@ -13,6 +13,8 @@ class IpMetadata(BaseModel):
     鬼滅の刃, tracked through the search keyword its listings on Mercari are found by (never an IP address).
     """
 
+    id = peewee.AutoField()  # peewee's implicit key, declared for the type checker
+
     keyword = ExactCharField(max_length=KEYWORD_MAX_LENGTH, unique=True)
     display_name = peewee.CharField(max_length=KEYWORD_MAX_LENGTH)
     active = peewee.BooleanField(default=True, index=True)

@@ -6,6 +6,8 @@ from .base import BaseModel, ExactCharField
 class ItemSnapshot(BaseModel):
     """Latest known state of one listing of one IP (seed 000 ``item_snapshots``). Times are Unix seconds."""
 
+    id = peewee.AutoField()  # peewee's implicit key, declared for the type checker
+
     ip_id = peewee.IntegerField()
     source_id = ExactCharField(max_length=64)
     title = peewee.CharField(max_length=500, default="")
@@ -26,6 +28,8 @@ class ItemSnapshot(BaseModel):
 class IpStatsHourly(BaseModel):
     """Market flow of one IP in one UTC hour (seed 000 §4.3)."""
 
+    id = peewee.AutoField()  # peewee's implicit key, declared for the type checker
+
     ip_id = peewee.IntegerField()
     hour_bucket = peewee.DateTimeField()  # naive UTC, minute 0
     inflow = peewee.IntegerField(default=0)
@@ -43,6 +47,8 @@ class IpStatsHourly(BaseModel):
 
 class IpAlert(BaseModel):
     """A market alert; at most one per IP, rule and hour."""
+
+    id = peewee.AutoField()  # peewee's implicit key, declared for the type checker
 
     ip_id = peewee.IntegerField()
     rule = peewee.CharField(max_length=40)
@@ -76,6 +82,8 @@ class AppliedResult(BaseModel):
 
 class AlertDelivery(BaseModel):
     """What became of one alert on one channel: sent, failed or deduplicated."""
+
+    id = peewee.AutoField()  # peewee's implicit key, declared for the type checker
 
     alert_id = peewee.IntegerField()
     channel = ExactCharField(max_length=191)  # the URL, credentials redacted

@@ -12,6 +12,8 @@ class PoolRow(BaseModel):
     twice.
     """
 
+    id = peewee.AutoField()  # peewee's implicit key, declared for the type checker
+
     group_id = peewee.IntegerField()
     batch_id = peewee.IntegerField()
     text = peewee.TextField()

@@ -8,11 +8,11 @@ import redis as redis_lib
 
 from lib.core import keys
 from lib.core.clock import FrozenClock, naive_utc
-from lib.scheduling.catalogue import Catalogue
-from lib.market.statistics import (HOT_LIQUIDITY, OUTFLOW_SURGE, SOLD_PRICE_MOVE, evaluate_alerts, record_alerts)
-from lib.market.read_side import ReadSide
 from lib.core.redis_client import state_redis
 from lib.market.processing import CrawlResult, ResultProcessor
+from lib.market.read_side import ReadSide
+from lib.market.statistics import HOT_LIQUIDITY, OUTFLOW_SURGE, SOLD_PRICE_MOVE, evaluate_alerts, record_alerts
+from lib.scheduling.catalogue import Catalogue
 from lib.scheduling.schedule import ScheduleStore
 from models import IpAlert, IpStatsHourly
 

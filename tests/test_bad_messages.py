@@ -7,10 +7,10 @@ import dramatiq
 import msgpack
 from dramatiq import Message
 
-from lib.messaging.broker import build_broker
-from lib.messaging.dead_letters import DeadLetters
 from lib.core.redis_client import state_redis
 from lib.core.settings import load_settings, use_settings
+from lib.messaging.broker import build_broker
+from lib.messaging.dead_letters import DeadLetters
 
 from .helpers import wait_for
 

@@ -4,10 +4,9 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from lib.core.clock import Clock
-from lib.collection.collector import (Collector, DatabaseSink, add_task, find_task, parse_date,
-                           record_key)
+from lib.collection.collector import Collector, DatabaseSink, add_task, find_task, parse_date, record_key
 from lib.collection.export_api import ApiShapeError, ExportApiClient, parse_page
+from lib.core.clock import Clock
 from lib.core.settings import load_settings, use_settings
 from lib.standins.fake_export_api import FakeExportApi
 from models import CollectedRow, CollectionTask

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from lib.core.db import bind_database, database
+from lib.core.redis_client import state_redis
 from lib.core.schema import create_tables
 from lib.scheduling.catalogue import Catalogue
-from lib.core.redis_client import state_redis
 from lib.scheduling.schedule import InFlight, ScheduleStore
 from lib.scheduling.tick import Scheduler
 from lib.standins.simulator import MarketSimulator

@@ -6,11 +6,11 @@ import signal
 
 import pytest
 
+from lib.core.settings import load_settings
 from lib.crawling.crawl import Crawler, CrawlFailed
 from lib.crawling.driver import Browser
 from lib.crawling.page_fetch import ErrorKind, PageError, fetch_page, search_url
 from lib.crawling.proxies import ProxyRotator
-from lib.core.settings import load_settings
 from lib.standins.simulator import MarketSimulator
 
 from .helpers import ForwardProxy

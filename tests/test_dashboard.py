@@ -3,10 +3,10 @@
 import asyncio
 
 from lib.core.clock import FrozenClock
-from lib.crawling.driver import Browser
-from lib.operations.dashboard import Dashboard, summary_status
-from lib.market.read_side import ReadSide
 from lib.core.redis_client import state_redis
+from lib.crawling.driver import Browser
+from lib.market.read_side import ReadSide
+from lib.operations.dashboard import Dashboard, summary_status
 
 from .test_alerts_and_read_side import T0, seed_results
 

@@ -109,8 +109,8 @@ def test_demo_statistics_match_the_simulators_ground_truth_and_it_runs_twice(tmp
                                            "ORDER BY crawled_at", (ip_id,))]
         assert len(crawls) >= 2, f"{keyword}: {len(crawls)} crawls applied; a baseline and one more are needed"
         expected, seen_ids = expected_hours(crawls, crawl_sessions(requests[keyword]))
-        actual = {datetime.fromisoformat(bucket): (inflow, outflow, samples,
-                                                   None if low is None else round(low), None if high is None else round(high))
+        actual = {datetime.fromisoformat(bucket): (inflow, outflow, samples, None if low is None else round(low),
+                                                   None if high is None else round(high))
                   for bucket, inflow, outflow, samples, low, high in db.execute(
                       "SELECT hour_bucket, inflow, outflow, sample_count, min_price, max_price FROM ip_stats_hourly "
                       "WHERE ip_id = ?", (ip_id,))}

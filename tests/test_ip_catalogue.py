@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from lib.scheduling.catalogue import Catalogue, CatalogueError
 from lib.core.redis_client import state_redis
+from lib.scheduling.catalogue import Catalogue, CatalogueError
 from lib.scheduling.schedule import ScheduleStore
 from models import IpMetadata
 
@@ -64,7 +64,8 @@ def test_import_lines_and_csv(db, settings, tmp_path):
     added, problems = catalogue.import_file(lines)
     assert added == 2 and len(problems) == 1 and "exists already" in problems[0]
     table = tmp_path / "ips.csv"
-    table.write_text("keyword,name,weight\nチェンソーマン,Chainsaw Man,1.5\nぼっち・ざ・ろっく!,,abc\n", encoding="utf-8")
+    table.write_text("keyword,name,weight\nチェンソーマン,Chainsaw Man,1.5\nぼっち・ざ・ろっく!,,abc\n",
+                     encoding="utf-8")
     added, problems = catalogue.import_file(table)
     assert added == 1 and "weight" in problems[0]
     ip = IpMetadata.get(IpMetadata.keyword == "チェンソーマン")

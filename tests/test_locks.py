@@ -4,8 +4,8 @@ import time
 
 import dramatiq
 
-from lib.messaging.broker import build_broker
 from lib.core.redis_client import state_redis
+from lib.messaging.broker import build_broker
 
 from .helpers import wait_for
 

@@ -39,7 +39,8 @@ def test_metrics_endpoint_has_dramatiq_and_animetop_metrics(env, settings):
         text = wait_for(lambda: (t := scrape(port)) and 'dramatiq_messages_total{actor_name="ping"' in t and t,
                         timeout=60, what="ping counted")
         for name in ("animetop_scheduler_tasks_pending_in_queue", "animetop_queue_deadletter_len",
-                     "animetop_scheduler_scheduled_ips", "animetop_crawls_in_flight", 'animetop_queue_depth{queue="crawl"'):
+                     "animetop_scheduler_scheduled_ips", "animetop_crawls_in_flight",
+                     'animetop_queue_depth{queue="crawl"'):
             assert name in text, name
         assert f"127.0.0.1:{port}" not in text  # nothing about where it runs leaks into the exposition
     finally:

@@ -8,13 +8,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import redis as redis_lib
 
-from lib.core.clock import naive_utc
-from lib.scheduling.catalogue import Catalogue
 from lib.alerts.notify import FAILED, SENT, Notifier
+from lib.core.clock import naive_utc
 from lib.core.redis_client import state_redis
-from lib.messaging.queue_stats import queue_counts
-from lib.scheduling.schedule import ScheduleStore
 from lib.core.settings import load_settings, use_settings
+from lib.messaging.queue_stats import queue_counts
+from lib.scheduling.catalogue import Catalogue
+from lib.scheduling.schedule import ScheduleStore
 from models import AlertDelivery, IpAlert
 
 from .helpers import run_cli, wait_for
@@ -74,7 +74,8 @@ def wired(db, env, broker, app_actors, processed, receiver, start_worker):
 
 
 def statuses(alert_id):
-    return {d.channel.rsplit("/", 1)[1]: d.status for d in AlertDelivery.select().where(AlertDelivery.alert_id == alert_id)}
+    deliveries = AlertDelivery.select().where(AlertDelivery.alert_id == alert_id)
+    return {d.channel.rsplit("/", 1)[1]: d.status for d in deliveries}
 
 
 def test_one_alert_reaches_each_channel_once_failures_retried_4xx_not(wired, receiver, broker):

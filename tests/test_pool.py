@@ -9,10 +9,9 @@ import pytest
 
 from lib.core import keys
 from lib.core.embedded_redis import EmbeddedRedis
-from lib.text_pools.pool import (PoolConsumer, PoolEmpty, PoolError, PoolFiller, load_rows, mark_used,
-                      model_of)
 from lib.core.redis_client import connect, state_redis
 from lib.core.settings import load_settings, use_settings
+from lib.text_pools.pool import PoolConsumer, PoolEmpty, PoolError, PoolFiller, load_rows, mark_used, model_of
 from models import Content, Title
 from models.pool import QUEUED, USED
 

@@ -6,10 +6,10 @@ import uuid
 import dramatiq
 import pytest
 
-from lib.messaging.broker import build_broker
-from lib.messaging.dead_letters import DeadLetters
 from lib.core.redis_client import state_redis
 from lib.core.settings import load_settings, use_settings
+from lib.messaging.broker import build_broker
+from lib.messaging.dead_letters import DeadLetters
 
 from .conftest import need
 from .helpers import run_cli, wait_for

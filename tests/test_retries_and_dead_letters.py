@@ -4,9 +4,9 @@ import time
 
 import dramatiq
 
-from lib.messaging.dead_letters import DeadLetters
 from lib.core.errors import BadMessage
 from lib.core.redis_client import state_redis
+from lib.messaging.dead_letters import DeadLetters
 
 from .helpers import run_cli, wait_for
 

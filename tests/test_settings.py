@@ -3,8 +3,8 @@ import sys
 
 import pytest
 
-from lib.core.settings import SPECS, SettingsError, load_settings
 from lib.core.redaction import redact_url
+from lib.core.settings import SPECS, SettingsError, load_settings
 
 
 def test_defaults_follow_seed_000_appendix_a(tmp_path):

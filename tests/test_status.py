@@ -3,8 +3,8 @@
 import json
 
 from lib.core.clock import Clock
-from lib.scheduling.catalogue import Catalogue
 from lib.core.redis_client import state_redis
+from lib.scheduling.catalogue import Catalogue
 from lib.scheduling.schedule import ScheduleStore
 from lib.scheduling.tick import Scheduler
 

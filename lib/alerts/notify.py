@@ -25,13 +25,12 @@ from urllib.parse import unquote, urlsplit
 
 import redis
 
-from models import AlertDelivery, IpAlert, IpMetadata
-
 from lib.core import keys
 from lib.core.clock import Clock, get_clock
 from lib.core.db import on_conflict_update
-from lib.core.settings import Settings
 from lib.core.redaction import redact_url
+from lib.core.settings import Settings
+from models import AlertDelivery, IpAlert, IpMetadata
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +61,7 @@ class Channel:
     format: str   # generic | slack | dingtalk
 
     @classmethod
-    def parse(cls, configured: str) -> "Channel":
+    def parse(cls, configured: str) -> Channel:
         scheme = urlsplit(configured).scheme
         if "+" in scheme:
             fmt, real = scheme.split("+", 1)
@@ -146,6 +145,7 @@ class Notifier:
                 return False
             minute = int(self.clock.now() // 60)
             event = hashlib.md5(f"{alert.ip_id}|{alert.rule}|{old}|{new}|{minute}".encode()).hexdigest()
+            assert self.client is not None  # _check_state exists only with a client
             if not self.client.set(keys.notify_event(event), 1, nx=True,
                                    px=int(self.settings.notify_dedup_window * 1000)):
                 logger.info("alert %s: event %s already processed", alert.id, event)
@@ -204,7 +204,7 @@ def pending_alerts(ip_id: int, since) -> list[int]:
                                                            & IpAlert.id.not_in(handled))]
 
 
-def handle_alert(notifier: "Notifier", alert_id: int, send_delivery) -> int:
+def handle_alert(notifier: Notifier, alert_id: int, send_delivery) -> int:
     """What ``notify_alert`` does: the dedup layers, then one delivery message per channel. Returns how
     many deliveries were sent out."""
     alert = IpAlert.get_or_none(IpAlert.id == alert_id)

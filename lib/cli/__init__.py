@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import sys
 
-from lib.core.settings import SettingsError
 from lib.cli import alerts, collect, config, ips, messages, operations, pools
 from lib.cli.common import COMMANDS
 from lib.cli.parser import build_parser
+from lib.core.settings import SettingsError
 
 #: Importing these registers their commands.
 COMMAND_MODULES = (alerts, collect, config, ips, messages, operations, pools)

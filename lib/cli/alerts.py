@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from typing import Any
 
 from lib.cli.common import app_settings, command
 
@@ -42,7 +43,7 @@ def cmd_alerts(args) -> int:
     query = IpAlert.select().where(IpAlert.created_at >= since).order_by(IpAlert.created_at.desc())
     if args.ip is not None:
         query = query.where(IpAlert.ip_id == args.ip)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for alert in query:
         deliveries = {d.channel: d.status for d in AlertDelivery.select().where(AlertDelivery.alert_id == alert.id)}
         rows.append({"id": alert.id, "ip_id": alert.ip_id, "rule": alert.rule,

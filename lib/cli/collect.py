@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from lib.cli.common import app_broker, serve_until_interrupted, app_settings, command
+from lib.cli.common import app_broker, app_settings, command, serve_until_interrupted
 
 
 @command("collect")

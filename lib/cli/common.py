@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
 
@@ -33,8 +33,8 @@ def app_settings():
 
 def app_catalogue():
     from lib.core.db import bind_database
-    from lib.scheduling.catalogue import Catalogue
     from lib.core.redis_client import state_redis
+    from lib.scheduling.catalogue import Catalogue
     from lib.scheduling.schedule import ScheduleStore
 
     settings = app_settings()
@@ -64,8 +64,8 @@ def serve_until_interrupted(server, banner: str) -> int:
 
 def app_read_side():
     from lib.core.db import bind_database
-    from lib.market.read_side import ReadSide
     from lib.core.redis_client import state_redis
+    from lib.market.read_side import ReadSide
 
     settings = app_settings()
     bind_database(settings.database_url_resolved)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-
-from lib.core.settings import SPECS
-from lib.core.redaction import redact_url
 from lib.cli.common import app_settings, command
+from lib.core.redaction import redact_url
+from lib.core.settings import SPECS
 
 
 @command("settings")

@@ -6,7 +6,7 @@ import json
 import sys
 from datetime import datetime, timezone
 
-from lib.cli.common import app_catalogue, parse_ip_id, app_read_side, command
+from lib.cli.common import app_catalogue, app_read_side, command, parse_ip_id
 
 
 @command("ip")

@@ -13,8 +13,8 @@ from lib.cli.common import app_broker, command
 def cmd_enqueue(args) -> int:
     from dramatiq.errors import ActorNotFound
 
-    from lib.messaging.middleware.arguments import check_arguments
     from lib.core.errors import BadMessage
+    from lib.messaging.middleware.arguments import check_arguments
 
     try:
         kwargs = json.loads(args.kwargs) if args.kwargs else {}

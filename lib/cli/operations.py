@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 
-from lib.cli.common import app_broker, app_read_side, serve_until_interrupted, app_settings, command
+from lib.cli.common import app_broker, app_read_side, app_settings, command, serve_until_interrupted
 
 
 @command("run")
@@ -54,8 +54,8 @@ def cmd_status(args) -> int:
 
 @command("dashboard")
 def cmd_dashboard(args) -> int:
-    from lib.operations.dashboard import Dashboard, summary_status
     from lib.core.redis_client import state_redis
+    from lib.operations.dashboard import Dashboard, summary_status
 
     broker = app_broker()
     settings = app_settings()

@@ -18,8 +18,8 @@ def cmd_pool(args) -> int:
     settings = app_settings()
     bind_database(settings.database_url_resolved)
     if args.action == "status":
-        from lib.core.redis_client import state_redis
         from lib.core import keys
+        from lib.core.redis_client import state_redis
 
         client = state_redis(settings)
         print(f"{'KIND':9} {'GROUP':>6} {'IN REDIS':>9} {'AVAILABLE':>10} {'QUEUED':>7} {'USED':>8}")

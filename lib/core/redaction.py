@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
-
 #: Query parameters whose values are secrets: webhook tokens (DingTalk's access_token), API keys, signatures.
 _SECRET_QUERY_KEY = re.compile(r"token|secret|passw|pwd|signature|credential|(api|access|private)_?key"
                                r"|^(key|sig|sign|auth|authorization|session|sessionid|sid)$", re.I)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from urllib.parse import parse_qs, urlsplit
 
-
 REDIS_SCHEMES = ("redis", "rediss", "unix")
 
 

@@ -27,14 +27,14 @@ def create_tables() -> list[str]:
 def _make_exact_columns_exact(models) -> None:
     """Convert ``ExactCharField`` columns of tables created before they existed to their binary collation
     (MySQL); columns that have it already are left alone, so this costs nothing after the first time."""
-    columns = peewee.Table("COLUMNS", ("TABLE_SCHEMA", "TABLE_NAME", "COLUMN_NAME", "COLLATION_NAME"),
-                           schema="information_schema")
+    info = peewee.Table("COLUMNS", schema="information_schema")
+    columns = info.c
     for model in models:
         table = model._meta.table_name
         for field in model._meta.sorted_fields:
             if not isinstance(field, ExactCharField):
                 continue
-            current = (columns.select(columns.COLLATION_NAME)
+            current = (info.select(columns.COLLATION_NAME)
                        .where((columns.TABLE_SCHEMA == database.database) & (columns.TABLE_NAME == table)
                               & (columns.COLUMN_NAME == field.column_name))
                        .bind(database).scalar())

@@ -13,9 +13,10 @@ import dataclasses
 import os
 import sys
 import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 from lib.core import parsers, redis_urls
@@ -102,7 +103,8 @@ class Settings:
     cache_ttl: float = setting("10m", parsers.parse_duration,
             "Lifetime of leaderboard and IP-detail caches.")
     # crawler (seed 000 §3)
-    mercari_base_url: str = setting("https://jp.mercari.com", parsers.url("http", "https", no_credentials="pages and logs show it; an authenticated proxy goes in PROXY_URLS"),
+    mercari_base_url: str = setting("https://jp.mercari.com", parsers.url("http", "https",
+                                    no_credentials="pages and logs show it; an authenticated proxy goes in PROXY_URLS"),
             "Site the crawler searches (the simulator's URL in tests and the demo).")
     mercari_api_pattern: str = setting(r"/v2/entities:search", parsers.regex,
             "Regular expression of the search API's URL, whose responses the crawler captures.")
@@ -133,7 +135,8 @@ class Settings:
     pool_mark_used_interval: float = setting("500ms", parsers.parse_duration,
             "How often a consumer sends the ids it handed out to be marked used (one batched message).")
     # collection from an export API (seed 004)
-    collect_api_url: str = setting("http://127.0.0.1:8765", parsers.url("http", "https", no_credentials="set COLLECT_API_USERNAME and COLLECT_API_PASSWORD instead"),
+    collect_api_url: str = setting("http://127.0.0.1:8765", parsers.url("http", "https",
+                                   no_credentials="set COLLECT_API_USERNAME and COLLECT_API_PASSWORD instead"),
             "Base URL of the export API (Octoparse OpenAPI or `animetop fake-export-api`), without credentials.")
     collect_api_username: str = setting("demo", str,
             "Export API user.")
@@ -164,7 +167,8 @@ class Settings:
             "Delay between those retries.")
     notify_timeout: float = setting("10s", parsers.parse_duration,
             "Time limit of one webhook request.")
-    dashboard_url: str = setting("http://127.0.0.1:8790", parsers.url("http", "https", no_credentials="it is sent in every alert notification"),
+    dashboard_url: str = setting("http://127.0.0.1:8790", parsers.url("http", "https",
+                                 no_credentials="it is sent in every alert notification"),
             "Base URL of the dashboard, for links in notifications (so without credentials).")
     metrics_port: int = setting("9191", parsers.positive_int,
             "Prometheus /metrics of the worker process type on 127.0.0.1 (the crawler's on the next port).")

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import AsyncIterator, Awaitable, Callable
 
 from lib.core.redaction import redact_url
 from lib.crawling.driver import Browser, DriverError, Tab

@@ -32,7 +32,7 @@ class Crawler:
         self.rotator = rotator
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> "Crawler":
+    def from_settings(cls, settings: Settings) -> Crawler:
         chromium = find_chromium(settings.chromium_path)
 
         async def launch(proxy: str | None) -> Browser:
@@ -88,7 +88,7 @@ class Crawler:
 
     async def _after_page(self, kind: ErrorKind | None) -> None:
         switch_to = self.rotator.record(kind)
-        if switch_to:
+        if isinstance(switch_to, str):
             await self.manager.restart("proxy switch", switch_to)
         elif kind is not None:
             wait = self.rotator.backoff()

@@ -171,7 +171,8 @@ class Tab:
 
         def auth_required(event) -> None:
             request_id = event["requestId"]
-            if event.get("authChallenge", {}).get("source") == "Proxy" and request_id not in answered:
+            if (proxy_auth is not None and event.get("authChallenge", {}).get("source") == "Proxy"
+                    and request_id not in answered):
                 answered.add(request_id)  # once: wrong credentials must fail, not loop
                 response = {"response": "ProvideCredentials", "username": proxy_auth[0], "password": proxy_auth[1]}
             else:
@@ -224,7 +225,7 @@ class Browser:
         self.proxy = proxy
 
     @classmethod
-    async def launch(cls, chromium: str, *, no_sandbox: bool, proxy: str | None = None) -> "Browser":
+    async def launch(cls, chromium: str, *, no_sandbox: bool, proxy: str | None = None) -> Browser:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # websockets 10, pinned by pyppeteer
             from pyppeteer import launch

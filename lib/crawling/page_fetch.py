@@ -82,11 +82,11 @@ READ_CELLS = f"""() => Array.from(document.querySelectorAll('{sel.CELL}')).map(c
   }};
 }}).filter(Boolean)"""
 
-PAGE_STATE = """() => ({
+PAGE_STATE = f"""() => ({{
   numFound: typeof window.__numFound === 'number' ? window.__numFound : null,
   scrollY: window.scrollY, height: document.documentElement.scrollHeight, viewport: window.innerHeight,
-  noResults: document.body.innerText.includes('%s'),
-})""" % sel.NO_RESULTS_TEXT
+  noResults: document.body.innerText.includes('{sel.NO_RESULTS_TEXT}'),
+}})"""
 
 
 def _detect_block(status: int | None, title: str, text: str) -> str | None:
@@ -179,7 +179,8 @@ async def fetch_page(tab: Tab, url: str, base_url: str, *, timeout: float, first
     items = await _scroll_virtual_list(tab, base_url, expected=min(PAGE_SIZE, num_found or PAGE_SIZE))
     if not items and num_found:
         raise PageError(ErrorKind.BLOCKED, f"soft block: no cells while numFound={num_found}")
-    return PageResult(items=items, num_found=num_found, has_next=bool(num_found and num_found > PAGE_SIZE), source="dom")
+    return PageResult(items=items, num_found=num_found, has_next=bool(num_found and num_found > PAGE_SIZE),
+                      source="dom")
 
 
 async def _human_scroll(tab: Tab) -> None:

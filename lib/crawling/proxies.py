@@ -7,7 +7,7 @@ import logging
 import time
 import urllib.error
 import urllib.request
-from typing import Callable
+from collections.abc import Callable
 
 from lib.core.redaction import redact_url
 from lib.crawling.page_fetch import ErrorKind

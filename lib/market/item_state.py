@@ -9,8 +9,9 @@ price, first_seen, last_seen) with a TTL by status. Reading and writing a
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 import redis
 
@@ -56,7 +57,7 @@ class CrawlItem:
     updated: float | None = None
 
     @classmethod
-    def parse(cls, raw: Any) -> "CrawlItem":
+    def parse(cls, raw: Any) -> CrawlItem:
         """Validate one item of a crawl-result message; ``BadMessage`` says what is wrong."""
         if not isinstance(raw, dict):
             raise BadMessage(f"an item is a {type(raw).__name__}, not a map")
@@ -170,7 +171,7 @@ class ItemStateStore:
             pipe = self.client.pipeline(transaction=False)
             for source_id in chunk:
                 pipe.hgetall(keys.item_state(ip_id, source_id))
-            for source_id, fields in zip(chunk, pipe.execute()):
+            for source_id, fields in zip(chunk, pipe.execute(), strict=True):
                 if fields:
                     found[source_id] = _state_of(fields)
         return found

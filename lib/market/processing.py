@@ -23,17 +23,16 @@ from typing import Any
 
 import redis
 
-from models import AppliedResult, IpMetadata, ItemSnapshot
-
 from lib.core.clock import Clock, get_clock, naive_utc, to_timestamp
 from lib.core.db import on_conflict_update, write_transaction
 from lib.core.errors import BadMessage
 from lib.core.execution_state import ExecutionState
-from lib.market.item_state import SOLD, Change, CrawlItem, ItemState, ItemStateStore, decide
-from lib.market.statistics import HourDelta, add_to_hour, adjusted_weight, evaluate_alerts, hour_bucket, record_alerts
-from lib.market.read_side import invalidate_caches
-from lib.scheduling.schedule import CRAWL_JOB, ScheduleStore, interval_for
 from lib.core.settings import Settings
+from lib.market.item_state import SOLD, Change, CrawlItem, ItemState, ItemStateStore, decide
+from lib.market.read_side import invalidate_caches
+from lib.market.statistics import HourDelta, add_to_hour, adjusted_weight, evaluate_alerts, hour_bucket, record_alerts
+from lib.scheduling.schedule import CRAWL_JOB, ScheduleStore, interval_for
+from models import AppliedResult, IpMetadata, ItemSnapshot
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +47,7 @@ class CrawlResult:
 
     @classmethod
     def parse(cls, ip_id: Any, task_id: Any, crawled_at: Any, items: Any, pages_crawled: Any = 0,
-              errors: Any = None) -> "CrawlResult":
+              errors: Any = None) -> CrawlResult:
         if not isinstance(task_id, str) or not task_id or len(task_id) > 100:
             raise BadMessage("task_id must be a non-empty string of at most 100 characters")
         if not isinstance(items, (list, tuple)):

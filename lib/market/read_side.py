@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable, Iterable
 from datetime import timedelta
-from typing import Any, Callable
+from typing import Any, cast
 from zoneinfo import ZoneInfo
 
 import peewee
 import redis
 
-from models import IpAlert, IpMetadata, IpStatsHourly
-
 from lib.core import keys
 from lib.core.clock import Clock, get_clock
-from lib.market.statistics import hour_bucket
 from lib.core.settings import Settings
+from lib.market.statistics import hour_bucket
+from models import IpAlert, IpMetadata, IpStatsHourly
 
 logger = logging.getLogger(__name__)
 
@@ -113,7 +113,7 @@ class ReadSide:
                  .group_by(IpStatsHourly.ip_id, IpMetadata.keyword, IpMetadata.display_name)
                  .dicts())
         rows = []
-        for r in query:
+        for r in cast(Iterable[dict[str, Any]], query):  # .dicts() rows
             i, o = int(r["inflow"] or 0), int(r["outflow"] or 0)
             rows.append({"ip_id": r["ip_id"], "keyword": r["keyword"], "name": r["display_name"], "inflow": i,
                          "outflow": o, "liquidity": round(o / i, 4) if i else None})

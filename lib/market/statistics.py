@@ -6,13 +6,13 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
 import peewee
 
-from models import IpAlert, IpStatsHourly
-
 from lib.core.clock import naive_utc
 from lib.core.settings import Settings
+from models import IpAlert, IpStatsHourly
 
 HOUR = 3600
 
@@ -102,17 +102,18 @@ def evaluate_alerts(row: IpStatsHourly, settings: Settings) -> list[AlertFinding
                 f"the trailing 24 h mean of {mean:.1f}/h",
                 {"outflow": row.outflow, "trailing_mean": round(mean, 3), "hours_of_history": len(trailing)}))
     liquidity = float(row.liquidity_index) if row.liquidity_index is not None else None
-    if liquidity is not None and liquidity >= settings.alert_liquidity_min and row.outflow >= settings.alert_outflow_min:
+    if (liquidity is not None and liquidity >= settings.alert_liquidity_min
+            and row.outflow >= settings.alert_outflow_min):
         findings.append(AlertFinding(
             HOT_LIQUIDITY, liquidity, settings.alert_liquidity_min,
             f"liquidity {liquidity:.2f} (outflow {row.outflow} / inflow {row.inflow})",
             {"liquidity": liquidity, "inflow": row.inflow, "outflow": row.outflow}))
     if row.sample_count >= settings.alert_price_min_samples and row.avg_price is not None:
-        week = IpStatsHourly.select(
+        week: dict[str, Any] = IpStatsHourly.select(
             peewee.fn.SUM(IpStatsHourly.avg_price * IpStatsHourly.sample_count).alias("total"),
             peewee.fn.SUM(IpStatsHourly.sample_count).alias("n"),
         ).where((IpStatsHourly.ip_id == row.ip_id) & (IpStatsHourly.hour_bucket >= bucket - timedelta(days=7))
-                & (IpStatsHourly.hour_bucket < bucket) & (IpStatsHourly.sample_count > 0)).dicts().get()
+                & (IpStatsHourly.hour_bucket < bucket) & (IpStatsHourly.sample_count > 0)).dicts().get()  # type: ignore[assignment]  # a .dicts() row; peewee's stubs say model
         n = int(week["n"] or 0)
         if n >= settings.alert_price_min_samples:
             average = float(week["total"]) / n

@@ -6,7 +6,8 @@ import logging
 import threading
 import time
 import uuid
-from typing import Callable
+from collections.abc import Callable
+from urllib.parse import urlsplit
 
 import dramatiq
 import redis
@@ -17,15 +18,22 @@ from dramatiq.brokers.stub import StubBroker
 from dramatiq.errors import ConnectionClosed, DecodeError
 from dramatiq.middleware import AgeLimit, Callbacks, CurrentMessage, Pipelines, ShutdownNotifications, TimeLimit
 from periodiq import PeriodiqMiddleware
-from urllib.parse import urlsplit
 
 from lib.core import keys
+from lib.core.errors import BadMessage
+from lib.core.redis_client import connect, ensure_redis_server, state_redis
+from lib.core.settings import Settings
 from lib.messaging import compat
 from lib.messaging.dead_letters import ReasonStore, decode_or_none
-from lib.core.errors import BadMessage
 from lib.messaging.encoder import MsgpackEncoder
 from lib.messaging.middleware import (
-    ArgumentCheck, DatabaseConnections, DeadLetterReasons, Idempotency, InFlightRelease, LeaseKeeper, Locks,
+    ArgumentCheck,
+    DatabaseConnections,
+    DeadLetterReasons,
+    Idempotency,
+    InFlightRelease,
+    LeaseKeeper,
+    Locks,
     Retries,
 )
 from lib.messaging.middleware.browser import BrowserShutdown
@@ -33,8 +41,6 @@ from lib.messaging.middleware.dead_letters import describe
 from lib.messaging.middleware.event_log import EventLog
 from lib.messaging.middleware.event_loop import AsyncIO
 from lib.operations.metrics import Metrics
-from lib.core.redis_client import connect, ensure_redis_server, state_redis
-from lib.core.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -144,7 +150,8 @@ class _Consumer(compat.RedisConsumerBase):
     def _dead_letter_undecodable(self, error: DecodeError) -> None:
         reason = f"undecodable message: {describe(error.error)}"
         client = self.broker.client
-        acks, payloads = compat.acks_key(self.broker, self.queue_name), compat.payloads_key(self.broker, self.queue_name)
+        acks = compat.acks_key(self.broker, self.queue_name)
+        payloads = compat.payloads_key(self.broker, self.queue_name)
         try:
             for rid in client.smembers(acks):
                 if client.hget(payloads, rid) == error.data:
@@ -165,7 +172,8 @@ class _Consumer(compat.RedisConsumerBase):
             f"not a message of this broker: its options carry no Redis id "
             f"(redis_message_id={message.options.get('redis_message_id')!r:.60})"))
         client = self.broker.client
-        acks, payloads = compat.acks_key(self.broker, self.queue_name), compat.payloads_key(self.broker, self.queue_name)
+        acks = compat.acks_key(self.broker, self.queue_name)
+        payloads = compat.payloads_key(self.broker, self.queue_name)
         try:
             for rid in client.smembers(acks):
                 raw = client.hget(payloads, rid)
@@ -265,6 +273,7 @@ def build_broker(settings: Settings, *, namespace: str = NAMESPACE) -> Broker:
 
     middleware, reasons = build_middleware(settings, redis_client)
     scheme = urlsplit(url).scheme
+    broker: Broker
     if scheme in ("amqp", "amqps"):
         broker = RabbitmqBroker(url=url, middleware=middleware, confirm_delivery=True)
     elif scheme == "stub":  # Dramatiq's testing guidance: tests choose the in-memory broker at start-up
@@ -279,7 +288,7 @@ def build_broker(settings: Settings, *, namespace: str = NAMESPACE) -> Broker:
             maintenance_chance=settings.broker_maintenance_chance,
             dead_message_ttl=_ms(settings.dead_message_ttl),
         )
-    broker.reasons = reasons
+    broker.reasons = reasons  # type: ignore[union-attr]  # every broker built here carries its dead-letter reasons
     return broker
 
 

@@ -23,7 +23,8 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import redis
 from dramatiq import Message
@@ -135,7 +136,7 @@ def enqueue_pipelined(broker: RedisBroker, messages: Iterable[Message[Any]]) -> 
         message = message.copy(options={"redis_message_id": str(uuid.uuid4())})
         broker.emit_before("enqueue", message, None)
         args = ["enqueue", current_millis(), message.queue_name, broker.broker_id, broker.heartbeat_timeout,
-                broker.dead_message_ttl, 0, broker._max_unpack_size(),
+                broker.dead_message_ttl, 0, broker._max_unpack_size(),  # type: ignore[no-untyped-call]
                 message.options["redis_message_id"], message.encode()]
         dispatch(keys=[broker.namespace], args=args, client=pipe)
         sent.append(message)

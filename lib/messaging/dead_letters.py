@@ -9,18 +9,21 @@ was enqueued, before its last failure.
 
 from __future__ import annotations
 
+import builtins
 import hashlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
 
 import redis
 from dramatiq import Broker
+from dramatiq.brokers.rabbitmq import RabbitmqBroker
+from dramatiq.brokers.redis import RedisBroker
 from dramatiq.errors import DecodeError
 from dramatiq.message import Message
 
 from lib.core import keys
-from lib.messaging import compat
 from lib.core.redaction import redact_text
+from lib.messaging import compat
 
 #: Options that belong to a message's failed life, dropped when it is requeued.
 FAILURE_OPTIONS = ("retries", "traceback", "requeue_timestamp", "lock_waits", "eta", "redis_message_id")
@@ -130,10 +133,7 @@ class DeadLetters:
         self.reasons = reasons
 
     @staticmethod
-    def for_broker(broker: Broker, reasons: ReasonStore) -> "DeadLetters":
-        from dramatiq.brokers.rabbitmq import RabbitmqBroker
-        from dramatiq.brokers.redis import RedisBroker
-
+    def for_broker(broker: Broker, reasons: ReasonStore) -> DeadLetters:
         if isinstance(broker, RedisBroker):
             return RedisDeadLetters(broker, reasons)
         if isinstance(broker, RabbitmqBroker):
@@ -154,7 +154,7 @@ class DeadLetters:
                 return letter
         return None
 
-    def requeue(self, idents: list[str] | None, queue: str | None = None) -> list[DeadLetter]:
+    def requeue(self, idents: builtins.list[str] | None, queue: str | None = None) -> builtins.list[DeadLetter]:
         """Send back the named dead letters (all of ``queue``, or all, when ``idents`` is None)."""
         def wanted(letter: DeadLetter) -> bool:
             return idents is None or any(letter.matches(i) for i in idents)
@@ -168,13 +168,13 @@ class DeadLetters:
         return self._requeue(queue, wanted, send)
 
     # broker specific
-    def queues(self) -> list[str]:
+    def queues(self) -> builtins.list[str]:
         raise NotImplementedError
 
     def _entries(self, queue: str | None) -> Iterator[DeadLetter]:
         raise NotImplementedError
 
-    def _requeue(self, queue, wanted, send) -> list[DeadLetter]:
+    def _requeue(self, queue, wanted, send) -> builtins.list[DeadLetter]:
         raise NotImplementedError
 
     def purge(self, queue: str | None = None) -> int:
@@ -184,11 +184,13 @@ class DeadLetters:
 class RedisDeadLetters(DeadLetters):
     """``<ns>:<queue>.XQ`` (ids by death time) and ``<ns>:<queue>.XQ.msgs`` (payloads)."""
 
+    broker: RedisBroker
+
     @property
     def _client(self) -> redis.Redis:
         return self.broker.client
 
-    def queues(self) -> list[str]:
+    def queues(self) -> builtins.list[str]:
         found = set(self.broker.get_declared_queues())
         for key in self._client.scan_iter(match=compat.dead_queues_pattern(self.broker), count=500):
             found.add(compat.dead_queue_of(self.broker, key.decode()))
@@ -202,7 +204,7 @@ class RedisDeadLetters(DeadLetters):
                 if raw is not None:
                     yield DeadLetter(id=rid.decode(), queue=name, raw=raw, dead_at=score / 1000)
 
-    def _requeue(self, queue, wanted, send) -> list[DeadLetter]:
+    def _requeue(self, queue, wanted, send) -> builtins.list[DeadLetter]:
         done = []
         for letter in self.list(queue):
             if not wanted(letter):
@@ -228,7 +230,9 @@ class RedisDeadLetters(DeadLetters):
 class RabbitmqDeadLetters(DeadLetters):
     """The ``<queue>.XQ`` queues of RabbitMQ, read by fetching without acking."""
 
-    def queues(self) -> list[str]:
+    broker: RabbitmqBroker
+
+    def queues(self) -> builtins.list[str]:
         return sorted(q for q in self.broker.get_declared_queues())
 
     def _channel(self):
@@ -265,7 +269,7 @@ class RabbitmqDeadLetters(DeadLetters):
             letters = [letter for _, _, letter in self._drain(name)]
             yield from letters
 
-    def _requeue(self, queue, wanted, send) -> list[DeadLetter]:
+    def _requeue(self, queue, wanted, send) -> builtins.list[DeadLetter]:
         done = []
         for name in [queue] if queue else self.queues():
             for channel, tag, letter in self._drain(name):

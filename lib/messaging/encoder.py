@@ -14,8 +14,10 @@ from dramatiq.errors import DecodeError
 #: A message must be a map with these keys to be a Dramatiq message at all.
 REQUIRED_FIELDS = ("queue_name", "actor_name", "args", "kwargs", "options", "message_id", "message_timestamp")
 
-FIELD_TYPES = {"queue_name": str, "actor_name": str, "args": (list, tuple), "kwargs": dict, "options": dict,
-               "message_id": str, "message_timestamp": int}
+FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
+    "queue_name": str, "actor_name": str, "args": (list, tuple), "kwargs": dict, "options": dict,
+    "message_id": str, "message_timestamp": int,
+}
 
 
 #: Bytes of MESSAGE_MAX_BYTES per array or map a message may hold. An empty array is one byte on the wire and
@@ -50,7 +52,8 @@ class MsgpackEncoder(Encoder):
 
     def decode(self, data: bytes) -> MessageData:
         if len(data) > self.max_bytes:
-            raise DecodeError(f"message of {len(data)} bytes is over MESSAGE_MAX_BYTES={self.max_bytes}", data[:64], None)
+            raise DecodeError(f"message of {len(data)} bytes is over MESSAGE_MAX_BYTES={self.max_bytes}", data[:64],
+                              None)
         fields = self._unpack(data)
         if not isinstance(fields, dict):
             raise DecodeError(f"not a message: a msgpack {type(fields).__name__}, not a map", data[:64], None)

@@ -37,15 +37,18 @@ def queue_counts(broker: Broker, queue: str) -> dict[str, int]:
     if isinstance(broker, RedisBroker):
         client = broker.client
         # each consumer keeps the messages it took, until it acks them, in a set of its own
-        running = sum(int(client.scard(key)) for key in client.scan_iter(compat.acks_pattern(broker, queue), count=1000))
+        taken_sets = client.scan_iter(compat.acks_pattern(broker, queue), count=1000)
+        running = sum(int(client.scard(key)) for key in taken_sets)
         return {"ready": int(client.llen(compat.queue_key(broker, queue))),
                 "delayed": int(client.hlen(compat.delayed_payloads_key(broker, queue))),
                 "dead": int(client.zcard(compat.dead_key(broker, queue))), "running": running}
     if isinstance(broker, StubBroker):
         return {"ready": _stub_depth(broker, queue), "delayed": _stub_depth(broker, compat.delay_queue_name(queue)),
                 "dead": len(broker.dead_letters_by_queue.get(queue, []))}
-    ready, delayed, dead = broker.get_queue_message_counts(queue)
-    return {"ready": ready, "delayed": delayed, "dead": dead}
+    if isinstance(broker, RabbitmqBroker):
+        ready, delayed, dead = broker.get_queue_message_counts(queue)
+        return {"ready": ready, "delayed": delayed, "dead": dead}
+    raise TypeError(f"cannot count the queues of {type(broker).__name__}")
 
 
 def queue_depth(broker: Broker, queue_name: str) -> int:

@@ -8,8 +8,9 @@ process types) addresses them through a route, never through a name string of it
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 import dramatiq
 from dramatiq import Message

@@ -10,14 +10,15 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from lib.core.db import database
-from lib.market.read_side import LEADERBOARD_KINDS, ReadSide
-from lib.core.settings import Settings
-
 from lib.core.local_server import LocalHttpServer
+from lib.core.settings import Settings
+from lib.market.read_side import LEADERBOARD_KINDS, ReadSide
 
 logger = logging.getLogger(__name__)
 
@@ -109,7 +110,7 @@ fetch(`/api/ip/%(ip_id)s?hours=${hours}`).then(r => r.json()).then(d => {
 class Dashboard(LocalHttpServer):
     name = "dashboard"
 
-    def __init__(self, settings: Settings, read_side: ReadSide, status: callable, port: int = 8790,
+    def __init__(self, settings: Settings, read_side: ReadSide, status: Callable[[], dict[str, Any]], port: int = 8790,
                  host: str = "127.0.0.1") -> None:
         self.settings = settings
         self.read_side = read_side

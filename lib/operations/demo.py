@@ -41,17 +41,17 @@ def demo_env(data_dir: Path, sim_url: str, speed: float, anchor: float, chromium
 
 def run_demo(minutes: float, speed: float, ips: int, keep: bool = False, record: str | None = None) -> int:
     from lib.app import configure_logging
-    from lib.messaging.broker import build_broker
     from lib.core.clock import Clock, set_clock
-    from lib.crawling.install import ensure_chromium
     from lib.core.db import bind_database
-    from lib.core.schema import create_tables
     from lib.core.embedded_redis import EmbeddedRedis
-    from lib.scheduling.catalogue import Catalogue
-    from lib.market.read_side import ReadSide, display_ljust
     from lib.core.redis_client import state_redis
-    from lib.scheduling.schedule import ScheduleStore
+    from lib.core.schema import create_tables
     from lib.core.settings import load_settings, use_settings
+    from lib.crawling.install import ensure_chromium
+    from lib.market.read_side import ReadSide, display_ljust
+    from lib.messaging.broker import build_broker
+    from lib.scheduling.catalogue import Catalogue
+    from lib.scheduling.schedule import ScheduleStore
     from lib.standins.simulator import MarketSimulator
 
     configure_logging("WARNING")
@@ -145,8 +145,8 @@ def stop(proc: subprocess.Popen, timeout: float = 60) -> None:
 
 def drain(broker, settings, queues: tuple[str, ...], timeout: float) -> bool:
     """Wait until no crawl is in flight and these queues hold no ready or running message."""
-    from lib.messaging.queue_stats import queue_counts
     from lib.core.redis_client import state_redis
+    from lib.messaging.queue_stats import queue_counts
     from lib.scheduling.schedule import InFlight
 
     in_flight = InFlight(state_redis(settings))
@@ -162,9 +162,9 @@ def drain(broker, settings, queues: tuple[str, ...], timeout: float) -> bool:
 
 def progress(broker, clock, started: float) -> str:
     """One line: simulated time elapsed, crawls applied, items seen, queue depths."""
-    from models import AppliedResult, ItemSnapshot
-    from lib.messaging.queue_stats import queue_counts
     from lib.core.db import database
+    from lib.messaging.queue_stats import queue_counts
+    from models import AppliedResult, ItemSnapshot
 
     depths = {q: queue_counts(broker, q)["ready"] for q in ("crawl", "pipeline")}
     try:

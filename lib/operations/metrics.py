@@ -112,10 +112,10 @@ class StateCollector:
     def collect(self):
         from prometheus_client.core import GaugeMetricFamily
 
-        from lib.messaging.queue_stats import counting_broker
-        from lib.messaging.queues import CRAWL
         from lib.core.redis_client import state_redis
         from lib.core.settings import get_settings
+        from lib.messaging.queue_stats import counting_broker
+        from lib.messaging.queues import CRAWL
         from lib.operations.status import counts as current_counts
 
         settings = get_settings()

@@ -6,16 +6,15 @@ from datetime import datetime, timezone
 
 from dramatiq import Broker
 
-from models import IpMetadata
-
 from lib.core import keys
 from lib.core.clock import get_clock
-from lib.messaging.queue_stats import queue_counts
+from lib.core.redaction import redact_url
+from lib.core.settings import Settings
 from lib.messaging.dead_letters import DeadLetters
+from lib.messaging.queue_stats import queue_counts
 from lib.messaging.queues import ALL_QUEUES
 from lib.scheduling.schedule import InFlight, ScheduleStore
-from lib.core.settings import Settings
-from lib.core.redaction import redact_url
+from models import IpMetadata
 
 
 def counts(broker: Broker, client) -> dict:
@@ -35,7 +34,7 @@ def gather(settings: Settings, broker: Broker, client) -> dict:
         locks.append({"lock": key.decode()[len(keys.lock("")):], "expires_in_ms": client.pttl(key)})
     recent = (IpMetadata.select().where(IpMetadata.last_crawled_at.is_null(False))
               .order_by(IpMetadata.last_crawled_at.desc()).limit(10))
-    letters = DeadLetters.for_broker(broker, broker.reasons).list()
+    letters = DeadLetters.for_broker(broker, broker.reasons).list()  # type: ignore[attr-defined]  # build_broker's
     letters.sort(key=lambda d: d.dead_at or 0, reverse=True)
     return {
         "at": now,
@@ -45,7 +44,7 @@ def gather(settings: Settings, broker: Broker, client) -> dict:
         "next_due_at": next_time,
         "locks": sorted(locks, key=lambda x: x["lock"]),
         "last_crawls": [{"ip_id": ip.id, "keyword": ip.keyword, "at": ip.last_crawled_at.isoformat() + "Z"}
-                        for ip in recent],
+                        for ip in recent if ip.last_crawled_at is not None],
         "recent_errors": [{"queue": d.queue, "actor": d.actor, "reason": (d.reason or "?").splitlines()[0][:120],
                            "at": d.dead_at} for d in letters[:5]],
     }

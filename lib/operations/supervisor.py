@@ -106,6 +106,8 @@ class Supervisor:
 
     def _kill_leftovers(self) -> None:
         """Whatever the command left in its process group (a Chromium whose worker was killed) goes too."""
+        if self.child is None:
+            return
         try:
             os.killpg(self.child.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):

@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
+import builtins
 import csv
 import io
 import logging
 import unicodedata
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import peewee
 
-from models import IpMetadata
-from models.ip import KEYWORD_MAX_LENGTH
-
 from lib.core.clock import Clock, get_clock, to_timestamp
 from lib.core.db import database
-from lib.scheduling.schedule import CRAWL_JOB, IpDue, ScheduleStore, interval_for, ip_due_from_row
 from lib.core.settings import Settings
+from lib.scheduling.schedule import CRAWL_JOB, IpDue, ScheduleStore, interval_for, ip_due_from_row
+from models import IpMetadata
+from models.ip import KEYWORD_MAX_LENGTH
 
 logger = logging.getLogger(__name__)
 
@@ -91,7 +91,8 @@ class Catalogue:
         """Crawl an IP again: now if it is overdue (or never ran), else at its last crawl + interval."""
         from lib.core.execution_state import ExecutionState
 
-        IpMetadata.update(active=True, updated_at=self.clock.utcnow()).where(IpMetadata.id == self.get(ip_id).id).execute()
+        (IpMetadata.update(active=True, updated_at=self.clock.utcnow())
+         .where(IpMetadata.id == self.get(ip_id).id).execute())
         ip = self.get(ip_id)
         last = ExecutionState(self.clock).last_execution_time(CRAWL_JOB, ip.id) or to_timestamp(ip.last_crawled_at)
         now = self.clock.now()
@@ -99,7 +100,7 @@ class Catalogue:
         self.schedule.schedule(ip.id, now if last is None or last + interval <= now else last + interval)
         return ip
 
-    def import_file(self, path: Path) -> tuple[int, list[str]]:
+    def import_file(self, path: Path) -> tuple[int, builtins.list[str]]:
         """Add IPs from a file: one keyword a line, or CSV with a header (keyword[,name][,weight]).
         Returns (added, problems); existing keywords are reported, not duplicated."""
         text = Path(path).read_text(encoding="utf-8-sig")
@@ -112,7 +113,7 @@ class Catalogue:
                 problems.append(f"line {line_no}: {e}")
         return added, problems
 
-    def due_info(self, ip_ids: list[int]) -> dict[int, IpDue]:
+    def due_info(self, ip_ids: builtins.list[int]) -> dict[int, IpDue]:
         rows = IpMetadata.select(IpMetadata.id, IpMetadata.keyword, IpMetadata.weight, IpMetadata.active,
                                  IpMetadata.last_crawled_at).where(IpMetadata.id.in_(ip_ids))
         return {row.id: ip_due_from_row(row) for row in rows}

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 import redis
 
@@ -131,7 +131,8 @@ class IpDue:
     last_crawled_at: float | None
 
 
-def planned_times(ips: Iterable[IpDue], last_runs: dict[str, float], settings: Settings, clock: Clock) -> dict[int, float]:
+def planned_times(ips: Iterable[IpDue], last_runs: dict[str, float], settings: Settings,
+                  clock: Clock) -> dict[int, float]:
     """Next crawl time of each active IP when the schedule is rebuilt from the database (seed 000 §2.6, seed 001):
     never run or overdue → now, spread over SCHEDULER_STARTUP_SPREAD; otherwise last run + interval."""
     now = clock.now()

@@ -16,20 +16,20 @@ import logging
 import random
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any
 
 import peewee
 import redis
-
-from models import Content, Title
-from models.pool import AVAILABLE, QUEUED, USED, PoolRow
 
 from lib.core import keys
 from lib.core.clock import Clock, get_clock
 from lib.core.db import is_mysql, write_transaction
 from lib.core.execution_state import ExecutionState
 from lib.core.settings import Settings
+from models import Content, Title
+from models.pool import AVAILABLE, QUEUED, USED, PoolRow
 
 logger = logging.getLogger(__name__)
 
@@ -238,7 +238,7 @@ class PoolConsumer:
         self._mutex = threading.Lock()
         self._stop = threading.Event()
         self._known_groups: set[tuple[str, int]] = set()
-        self._pop_script = None
+        self._pop_script: Callable[..., Any] | None = None
         self._redis_down_until = 0.0
         self._flusher = threading.Thread(target=self._flush_loop, name="pool-mark-used", daemon=True)
         self._flusher.start()

@@ -7,18 +7,18 @@ import time
 import dramatiq
 
 from lib.core import keys
-from lib.messaging.broker import build_broker
-from lib.messaging.queue_stats import queue_counts
 from lib.core.clock import Clock
 from lib.core.db import bind_database, database
+from lib.core.redis_client import state_redis
 from lib.core.schema import create_tables
-from lib.scheduling.catalogue import Catalogue
+from lib.core.settings import Settings, load_settings, use_settings
+from lib.market.processing import CrawlResult, ResultProcessor
+from lib.messaging.broker import build_broker
+from lib.messaging.queue_stats import queue_counts
 from lib.messaging.queues import ALL_QUEUES
 from lib.messaging.routes import PROCESS_RESULT
-from lib.core.redis_client import state_redis
-from lib.market.processing import CrawlResult, ResultProcessor
+from lib.scheduling.catalogue import Catalogue
 from lib.scheduling.schedule import ScheduleStore
-from lib.core.settings import Settings, load_settings, use_settings
 from lib.standins.simulator import market
 from models import AppliedResult, IpMetadata, IpStatsHourly, ItemSnapshot
 
@@ -122,7 +122,7 @@ def reference_run(env: dict, tmp_path) -> tuple[dict, dict[str, int], list[dict]
     return expected, ip_ids, first, second
 
 
-def faulty_run_setup(env: dict, ip_ids: dict[str, int], first: list[dict]) -> tuple[Settings, "dramatiq.Broker"]:
+def faulty_run_setup(env: dict, ip_ids: dict[str, int], first: list[dict]) -> tuple[Settings, dramatiq.Broker]:
     """The same IPs and baselines on the run's own database (``env``), and its broker."""
     settings = load_settings(env)
     use_settings(settings)

@@ -15,8 +15,8 @@ import dramatiq
 from dramatiq.middleware import CurrentMessage
 
 from lib.core import keys
-from lib.messaging.queues import MAINTENANCE
 from lib.core.redis_client import state_redis
+from lib.messaging.queues import MAINTENANCE
 
 #: Scenario 4: the valid messages of the flood.
 FLOOD_QUEUE = MAINTENANCE

@@ -20,8 +20,16 @@ from lib.core.db import bind_database
 from models import AppliedResult
 
 from ..helpers import TcpProxy, run_cli, wait_for
-from .crawl_results import (KEYWORDS, assert_same_end_state, busy, count, dead_letters, faulty_run_setup,
-                            reference_run, send_results)
+from .crawl_results import (
+    KEYWORDS,
+    assert_same_end_state,
+    busy,
+    count,
+    dead_letters,
+    faulty_run_setup,
+    reference_run,
+    send_results,
+)
 
 #: How long the database is down: the issue's 30 s on MariaDB. SQLite's held lock takes the same path
 #: (retries from "database is locked") once it outlasts the 15 s busy timeout, so 20 s keeps the suite quick.

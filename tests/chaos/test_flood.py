@@ -36,10 +36,10 @@ from dramatiq import Message
 from dramatiq.brokers.redis import RedisBroker
 
 from lib.core import keys
-from lib.messaging.broker import NAMESPACE, build_broker
-from lib.messaging.dead_letters import DeadLetters
 from lib.core.redis_client import state_redis
 from lib.core.settings import load_settings, use_settings
+from lib.messaging.broker import NAMESPACE, build_broker
+from lib.messaging.dead_letters import DeadLetters
 
 from ..helpers import wait_for
 from .conftest import rss_kib

@@ -15,19 +15,28 @@ import time
 import dramatiq
 import pytest
 
-from lib.messaging.broker import build_broker
 from lib.core.db import bind_database, database
-from lib.core.schema import create_tables
-from lib.scheduling.catalogue import Catalogue
-from lib.messaging.queues import COLLECT, PIPELINE, POOL
 from lib.core.redis_client import state_redis
-from lib.scheduling.schedule import ScheduleStore
+from lib.core.schema import create_tables
 from lib.core.settings import load_settings, use_settings
+from lib.messaging.broker import build_broker
+from lib.messaging.queues import COLLECT, PIPELINE, POOL
+from lib.scheduling.catalogue import Catalogue
+from lib.scheduling.schedule import ScheduleStore
 from models import AppliedResult, ItemSnapshot
 
 from ..helpers import wait_for
-from .crawl_results import (KEYWORDS, assert_same_end_state, busy, count, crawl_items, dead_letters,
-                            faulty_run_setup, reference_run, send_results)
+from .crawl_results import (
+    KEYWORDS,
+    assert_same_end_state,
+    busy,
+    count,
+    crawl_items,
+    dead_letters,
+    faulty_run_setup,
+    reference_run,
+    send_results,
+)
 
 
 class Killer(threading.Thread):
@@ -153,8 +162,8 @@ def _used(model, status) -> int:
 def test_worker_killed_repeatedly_mid_collect(env, database_url, process_types):
     """A collection run whose worker keeps getting killed fills the sink exactly as an undisturbed run does."""
     from lib.collection.collector import Collector, DatabaseSink, add_task, find_task
-    from lib.messaging.routes import COLLECT_BATCH
     from lib.collection.export_api import ExportApiClient
+    from lib.messaging.routes import COLLECT_BATCH
     from lib.standins.fake_export_api import FakeExportApi
 
     from ..test_collect import DAY_ROWS, fresh_ids, sink_ids

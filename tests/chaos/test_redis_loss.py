@@ -47,17 +47,17 @@ import redis
 from dramatiq import Message
 
 from lib.core import keys
-from lib.messaging.broker import build_broker
 from lib.core.db import database
 from lib.core.embedded_redis import MAX_SOCKET_PATH, EmbeddedRedis
-from lib.scheduling.catalogue import Catalogue
-from lib.market.statistics import hour_bucket
-from lib.messaging.queues import CRAWL, PIPELINE
 from lib.core.redis_client import state_redis
-from lib.scheduling.schedule import InFlight, ScheduleStore, ip_due_from_row
-from lib.messaging.routes import PROCESS_RESULT, SCHEDULE_TICK
-from lib.scheduling.tick import Scheduler, crawl_message, tick_message
 from lib.core.settings import load_settings, use_settings
+from lib.market.statistics import hour_bucket
+from lib.messaging.broker import build_broker
+from lib.messaging.queues import CRAWL, PIPELINE
+from lib.messaging.routes import PROCESS_RESULT, SCHEDULE_TICK
+from lib.scheduling.catalogue import Catalogue
+from lib.scheduling.schedule import InFlight, ScheduleStore, ip_due_from_row
+from lib.scheduling.tick import Scheduler, crawl_message, tick_message
 from lib.standins.simulator import market
 from models import AppliedResult, IpMetadata, IpStatsHourly, ItemSnapshot
 
@@ -384,7 +384,8 @@ def test_redis_down_at_a_periodic_tick_does_not_restart_the_scheduler(app, proce
     app.server.ensure_running()
 
     stamp = time.strftime(":%M:00", time.localtime(minute))
-    wait_for(lambda: any(stamp in k.decode() for k in r.scan_iter(keys.idempotency(SCHEDULE_TICK.actor_name, "tick:*"))),
+    ticks = keys.idempotency(SCHEDULE_TICK.actor_name, "tick:*")
+    wait_for(lambda: any(stamp in k.decode() for k in r.scan_iter(ticks)),
              timeout=40, what="the tick of the minute Redis was down at to be run")
     for p in (worker, scheduler):
         assert p.proc.poll() is None

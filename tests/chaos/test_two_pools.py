@@ -16,23 +16,23 @@ from collections import Counter, defaultdict
 
 import dramatiq
 
+from lib.collection.collector import COLLECT_JOB, add_task
+from lib.core.clock import Clock, set_clock
+from lib.core.db import bind_database, database
+from lib.core.redis_client import state_redis
+from lib.core.schema import create_tables
+from lib.core.settings import load_settings, use_settings
 from lib.messaging.broker import build_broker
 from lib.messaging.queue_stats import queue_counts
-from lib.core.clock import Clock, set_clock
-from lib.collection.collector import COLLECT_JOB, add_task
-from lib.core.db import bind_database, database
-from lib.core.schema import create_tables
-from lib.operations.demo import demo_env
-from lib.standins.fake_export_api import FakeExportApi
-from lib.scheduling.catalogue import Catalogue
-from lib.text_pools.pool import PoolConsumer, PoolEmpty, load_rows
 from lib.messaging.queues import ALL_QUEUES, CRAWL
-from lib.core.redis_client import state_redis
-from lib.scheduling.schedule import InFlight, ScheduleStore
 from lib.messaging.routes import FILL_ALL_POOLS, FILL_POOL, MARK_USED, SCHEDULE_TICK, START_DUE_COLLECTIONS, Route
-from lib.core.settings import load_settings, use_settings
+from lib.operations.demo import demo_env
+from lib.scheduling.catalogue import Catalogue
+from lib.scheduling.schedule import InFlight, ScheduleStore
+from lib.standins.fake_export_api import FakeExportApi
 from lib.standins.simulator import MarketSimulator
-from models import AppliedResult, JobExecutionState, IpMetadata
+from lib.text_pools.pool import PoolConsumer, PoolEmpty, load_rows
+from models import AppliedResult, IpMetadata, JobExecutionState
 
 from ..helpers import wait_for
 from ..test_collect import DAY_ROWS, sink_ids

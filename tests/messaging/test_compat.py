@@ -143,7 +143,6 @@ def test_periodiq_send_actors_is_wrapped_and_rides_out_an_outage(settings, redis
     proxy = TcpProxy(url.hostname, url.port or 6379)
     try:
         from dramatiq.brokers.redis import RedisBroker
-
         from redis.backoff import NoBackoff
         from redis.retry import Retry
 

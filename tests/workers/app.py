@@ -6,8 +6,8 @@ import time
 import dramatiq
 
 from lib.app import setup
-from lib.messaging.queues import MAINTENANCE
 from lib.core.redis_client import state_redis
+from lib.messaging.queues import MAINTENANCE
 
 broker = setup()
 

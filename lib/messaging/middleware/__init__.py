@@ -10,5 +10,6 @@ from lib.messaging.middleware.locks import Locks
 from lib.messaging.middleware.retries import Retries
 
 __all__ = [
-    "ArgumentCheck", "DatabaseConnections", "DeadLetterReasons", "Idempotency", "InFlightRelease", "LeaseKeeper", "Locks", "Retries",
+    "ArgumentCheck", "DatabaseConnections", "DeadLetterReasons", "Idempotency", "InFlightRelease", "LeaseKeeper",
+    "Locks", "Retries",
 ]

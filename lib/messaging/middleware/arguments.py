@@ -5,14 +5,14 @@ from __future__ import annotations
 import inspect
 import types
 import typing
-from functools import lru_cache
+from functools import cache
 
 from dramatiq import Middleware
 
 from lib.core.errors import BadMessage
 
 
-@lru_cache(maxsize=None)
+@cache
 def _signature(fn) -> tuple[inspect.Signature, dict]:
     try:
         hints = typing.get_type_hints(fn)

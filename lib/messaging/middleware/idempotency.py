@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 import redis
+import redis.exceptions
 from dramatiq import Middleware
 from dramatiq.middleware import SkipMessage
 
 from lib.core import keys
-import redis.exceptions
-
 from lib.core.errors import LockBusy, StateUnavailable, key_of
 from lib.messaging.middleware.leases import LeaseKeeper
 

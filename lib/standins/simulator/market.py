@@ -84,19 +84,19 @@ def listing(keyword: str, n: int) -> Listing:
     price0 = None if no_price else int(round(rng.lognormvariate(7.8, 0.8), -1)) + 300
     change = rng.random() < 0.15 and not no_price
     price_change_at = created + rng.uniform(0.5, 20) * HOUR if change else None
-    price1 = max(300, int(price0 * rng.uniform(0.7, 0.95))) if change else price0
+    price1 = max(300, int(price0 * rng.uniform(0.7, 0.95))) if change and price0 is not None else price0
     sells = rng.random() < 0.7
     sold_at = created + rng.expovariate(1 / (10 * HOUR)) if sells else None
-    sold_out_at = sold_at + rng.uniform(1, 48) * HOUR if sells else None
-    relisted_at = sold_at + rng.uniform(0.5, 5) * HOUR if sells and rng.random() < 0.03 else None
+    sold_out_at = sold_at + rng.uniform(1, 48) * HOUR if sold_at is not None else None
+    relisted_at = sold_at + rng.uniform(0.5, 5) * HOUR if sold_at is not None and rng.random() < 0.03 else None
     ident = (hashlib.sha1(f"{keyword}{n}".encode()).hexdigest()[:22] if shops
              else f"m{10_000_000_000 + _seed(keyword, n) % 89_999_999_999}")
     name = f"{keyword} {_NOUNS[rng.randrange(len(_NOUNS))]} {n % 1000:03d}"
     return Listing(ident, shops, name, created, price0, price_change_at, price1, sold_at, sold_out_at, relisted_at)
 
 
-_NOUNS = ["フィギュア", "アクリルスタンド", "缶バッジ", "ぬいぐるみ", "キーホルダー", "タペストリー", "色紙", "全巻セット",
-          "トレカ", "ポスター", "Tシャツ", "クリアファイル"]
+_NOUNS = ["フィギュア", "アクリルスタンド", "缶バッジ", "ぬいぐるみ", "キーホルダー", "タペストリー", "色紙",
+          "全巻セット", "トレカ", "ポスター", "Tシャツ", "クリアファイル"]
 
 
 def visible(keyword: str, t: float) -> list[tuple[Listing, str]]:

@@ -17,10 +17,9 @@ import time
 from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
 
+from lib.core.local_server import LocalHttpServer
 from lib.standins.simulator import market
 from lib.standins.simulator.page import CAPTCHA, CLOUDFLARE_403, CLOUDFLARE_CHALLENGE, SCRIM, SEARCH_PAGE, TOO_MANY
-
-from lib.core.local_server import LocalHttpServer
 
 PAGE_SIZE = 120
 API_PATH = "/v2/entities:search"
@@ -106,6 +105,8 @@ class MarketSimulator(LocalHttpServer):
         line = json.dumps({"keyword": keyword, "t": t, "statuses": sorted(statuses), "page": page,
                            "items": [[item.id, status, item.price_at(t), item.created] for item, status in items]},
                           ensure_ascii=False)
+        if self._record is None:
+            return
         with self._lock:
             self._record.write(line + "\n")
             self._record.flush()
@@ -159,7 +160,8 @@ class MarketSimulator(LocalHttpServer):
                                     "challenge": (503, CLOUDFLARE_CHALLENGE), "captcha": (200, CAPTCHA)}[mode]
                     return self._send(status, body)
                 self.server_mode = mode
-                page = SEARCH_PAGE % {"keyword": _html(query.get("keyword", "")), "api_path": API_PATH + "?mode=" + mode,
+                page = SEARCH_PAGE % {"keyword": _html(query.get("keyword", "")),
+                                      "api_path": API_PATH + "?mode=" + mode,
                                       "scrim": SCRIM if mode == "scrim" else ""}
                 self._send(200, page)
 
