@@ -147,13 +147,9 @@ def database_url(request, tmp_path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'db.sqlite3'}"
     need(MYSQL_URL, "MySQL/MariaDB")
-    from .helpers import mysql_admin
+    from .helpers import recreate_mysql_database
 
-    conn, name = mysql_admin(MYSQL_URL)
-    with conn.cursor() as cur:
-        cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
-        cur.execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
-    conn.close()
+    recreate_mysql_database(MYSQL_URL)[0].close()
     return MYSQL_URL
 
 

@@ -1,5 +1,6 @@
 """Small helpers shared by the tests."""
 
+import os
 import time
 
 
@@ -14,6 +15,19 @@ def wait_for(condition, timeout: float = 20.0, interval: float = 0.05, what: str
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
+async def wait_until(condition, timeout: float = 20.0, interval: float = 0.02, what: str = "condition"):
+    """``wait_for`` inside a coroutine: poll without blocking the event loop, fail after ``timeout`` seconds."""
+    import asyncio
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        await asyncio.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
 def mysql_admin(url: str):
     """A connection as the administrator of the MySQL/MariaDB server of ``url`` (autocommit), and its database name."""
     from urllib.parse import urlsplit
@@ -24,6 +38,17 @@ def mysql_admin(url: str):
     conn = pymysql.connect(host=parts.hostname, port=parts.port or 3306, user=parts.username or "root",
                            password=parts.password or "", autocommit=True)
     return conn, parts.path.strip("/")
+
+
+def recreate_mysql_database(url: str, name: str | None = None, collate: str | None = None):
+    """Drop and create the MySQL/MariaDB database of ``url`` (or ``name`` on its server), empty, in utf8mb4;
+    returns the administrator's connection (autocommit) and the database's name, for more set-up."""
+    conn, default = mysql_admin(url)
+    name = name or default
+    with conn.cursor() as cur:
+        cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+        cur.execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4" + (f" COLLATE {collate}" if collate else ""))
+    return conn, name
 
 
 def run_cli(env: dict, *args: str, timeout: float = 60):
@@ -179,3 +204,103 @@ class ForwardProxy:
     def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+# -- processes, read from /proc -----------------------------------------------------------------------------
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on right now."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def processes_matching(pattern: bytes, where: str = "cmdline") -> list[int]:
+    """Processes (but this one) whose command line, or ``environ``, contains ``pattern``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid():
+            try:
+                with open(f"/proc/{entry}/{where}", "rb") as f:
+                    if pattern in f.read():
+                        found.append(int(entry))
+            except (FileNotFoundError, ProcessLookupError, PermissionError):
+                continue
+    return found
+
+
+def alive(pid: int | None) -> bool:
+    """Whether a process runs (a zombie counts as gone)."""
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def children(pid: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                if int(fields[1]) == pid:
+                    out.append(int(entry))
+            except (FileNotFoundError, ProcessLookupError, IndexError):
+                continue
+    return out
+
+
+def descendants(pid: int) -> list[int]:
+    found = []
+    for child in children(pid):
+        found += [child, *descendants(child)]
+    return found
+
+
+def cmdline(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return b""
+
+
+def _status_number(pid: int, field: str) -> int:
+    """A number from /proc/PID/status (0 if the process is gone)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except (FileNotFoundError, ProcessLookupError):
+        pass
+    return 0
+
+
+def threads(pid: int) -> int:
+    return _status_number(pid, "Threads")
+
+
+def rss_kib(pid: int) -> int:
+    """Resident memory of one process, in KiB (0 if it is gone)."""
+    return _status_number(pid, "VmRSS")
+
+
+def parent_of(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return 0
+
+

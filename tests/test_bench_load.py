@@ -7,20 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .helpers import processes_matching
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _running(pattern: bytes) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    if pattern in f.read():
-                        found.append(int(entry))
-            except (FileNotFoundError, ProcessLookupError):
-                continue
-    return found
 
 
 def test_load_benchmark_tiny_scale(tmp_path, chromium):
@@ -37,5 +26,5 @@ def test_load_benchmark_tiny_scale(tmp_path, chromium):
     assert re.search(r"seconds per crawl, 5 IPs \(floor: 3 IPs\).*ratio", out), out
     assert re.search(r"seconds per crawl, 3 IPs \(floor: bare fetch of its pages\).*ratio", out), out
     assert "!" not in out.split("CPU seconds per crawl")[1], out  # no incomplete scale, no dead letters
-    assert _running(str(tmp_path).encode()) == []  # its redis-servers and Chromiums are gone
+    assert processes_matching(str(tmp_path).encode()) == []  # its redis-servers and Chromiums are gone
     assert list(tmp_path.glob("animetop-load-*")) == []  # and its data

@@ -13,7 +13,7 @@ from lib.crawling.page_fetch import ErrorKind, PageError, fetch_page, search_url
 from lib.crawling.proxies import ProxyRotator
 from lib.standins.simulator import MarketSimulator
 
-from .helpers import ForwardProxy
+from .helpers import ForwardProxy, alive, wait_until
 
 KEYWORD = "鬼滅の刃"
 ON_SALE, SOLD = {"on_sale"}, {"sold_out", "trading"}
@@ -205,8 +205,9 @@ def test_draining_restart_loses_no_page_in_flight(crawl_settings, sim):
                     return await fetch_page(tab, search_url(sim.url, KEYWORD, "on_sale", 1), sim.url, timeout=15,
                                             first_page=False)
 
+            api_calls = sim.counters["api"]
             in_flight = asyncio.ensure_future(read_slowly())
-            await asyncio.sleep(0.8)
+            await wait_until(lambda: sim.counters["api"] > api_calls, what="the slow page's API call in flight")
             old_pid = manager.browser_pid
             await manager.restart("test", None)
             new_pid = manager.browser_pid
@@ -215,26 +216,27 @@ def test_draining_restart_loses_no_page_in_flight(crawl_settings, sim):
             async with manager.tab() as tab:
                 after = await fetch_page(tab, search_url(sim.url, KEYWORD, "on_sale", 2), sim.url, timeout=15,
                                          first_page=False)
-            for _ in range(50):
-                if not _alive(old_pid):
-                    break
-                await asyncio.sleep(0.1)
+            await wait_until(lambda: not alive(old_pid), timeout=5, what="the old browser to exit")
             return result, after, old_pid, new_pid
         finally:
             await crawler.close()
 
     result, after, old_pid, new_pid = run(go())
     assert len(result.items) == 120 and len(after.items) == 120
-    assert old_pid != new_pid and not _alive(old_pid)  # the old browser was closed once its page was done
+    assert old_pid != new_pid and not alive(old_pid)  # the old browser was closed once its page was done
 
 
+@pytest.mark.slow
 def test_a_browser_killed_mid_crawl_costs_at_most_that_crawl(crawl_settings, sim):
     async def go():
         crawler = Crawler.from_settings(crawl_settings)
         try:
             sim.set_mode("slow", delay_ms=1500)
+            api_calls = sim.counters["api"]
             crawl = asyncio.ensure_future(crawler.crawl(3, KEYWORD, "t-killed"))
-            await asyncio.sleep(1.0)
+            # mid-crawl: the browser is up and a (slow) page of the crawl is in flight
+            await wait_until(lambda: crawler.manager.browser_pid and sim.counters["api"] > api_calls,
+                             what="the crawl's first page in flight")
             killed = crawler.manager.browser_pid
             os.kill(killed, signal.SIGKILL)
             try:
@@ -252,20 +254,6 @@ def test_a_browser_killed_mid_crawl_costs_at_most_that_crawl(crawl_settings, sim
     assert second["pages_crawled"] == 10 and second["errors"] == {}
     if isinstance(first, dict):  # the rest of that crawl already ran on a new browser
         assert first["errors"]
-
-
-def _alive(pid) -> bool:
-    if pid is None:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie counts as gone
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split()[2] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def test_chromium_starts_under_a_long_tmpdir(chromium, tmp_path, monkeypatch):

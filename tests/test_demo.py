@@ -17,21 +17,9 @@ from datetime import datetime, timezone
 
 from lib.market.item_state import CREATED_CLOCK_SLACK
 
+from .helpers import processes_matching
+
 HOUR = 3600
-
-
-def _running(pattern: bytes, where: str = "cmdline") -> list[int]:
-    """Processes whose command line (or environment) contains ``pattern``."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and int(entry) != os.getpid():
-            try:
-                with open(f"/proc/{entry}/{where}", "rb") as f:
-                    if pattern in f.read():
-                        found.append(int(entry))
-            except (FileNotFoundError, ProcessLookupError, PermissionError):
-                continue
-    return found
 
 
 def run_demo(cwd, *args: str) -> str:
@@ -135,6 +123,6 @@ def test_demo_statistics_match_the_simulators_ground_truth_and_it_runs_twice(tmp
     crawls = [int(m) for m in re.findall(r"crawls applied\s+(\d+)", out)]
     assert crawls and crawls[-1] >= 2, out  # both IPs crawled
     data = str(tmp_path / "var" / "demo").encode()
-    assert _running(data + b"/redis.sock") == []  # the demo's redis-server is stopped
+    assert processes_matching(data + b"/redis.sock") == []  # the demo's redis-server is stopped
     # nor anything else the demo started (Chromium included): they all inherit its DATA_DIR
-    assert _running(b"DATA_DIR=" + data + b"\0", "environ") == []
+    assert processes_matching(b"DATA_DIR=" + data + b"\0", "environ") == []

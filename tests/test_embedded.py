@@ -4,12 +4,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
 
-from .helpers import run_cli
+from .helpers import run_cli, wait_for
 
 ROOT = Path(__file__).parent.parent
 
@@ -44,11 +43,16 @@ def test_enqueue_refuses_what_cannot_run(bare_env):
 
 def test_periodiq_cli_finds_the_periodic_actors(bare_env):
     import os
+    import threading
 
     proc = subprocess.Popen([str(Path(sys.executable).parent / "periodiq"), "actors", "-v"],
                             env={**os.environ, **bare_env}, cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
-    time.sleep(6)
-    proc.terminate()
-    output = proc.communicate(timeout=20)[0]
-    assert "schedule_tick" in output, output
+    output: list[str] = []
+    threading.Thread(target=lambda: output.extend(proc.stdout), daemon=True).start()
+    try:
+        wait_for(lambda: any("schedule_tick" in line for line in output), timeout=60,
+                 what="periodiq to list schedule_tick")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)

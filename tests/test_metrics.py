@@ -2,21 +2,14 @@
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import urllib.request
 from pathlib import Path
 
-from .helpers import run_cli, wait_for
+from .helpers import free_port, run_cli, wait_for
 
 ROOT = Path(__file__).parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def scrape(port: int) -> str:

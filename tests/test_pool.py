@@ -105,7 +105,7 @@ def test_eight_consumers_with_concurrent_fills_hand_out_every_row_once(db, env):
                 fills.append(filler.fill("titles", 7).pushed)
             except Exception as e:  # a filler must never crash: the test fails below
                 fill_errors.append(e)
-            time.sleep(0.01)
+            time.sleep(0.01)  # a filler's pace, so the consumers meet fills in progress (not a wait)
 
     fill_threads = [threading.Thread(target=keep_filling) for _ in range(2)]
     [t.start() for t in fill_threads]

@@ -13,7 +13,7 @@ from lib.scheduling.schedule import ScheduleStore
 from models import AppliedResult, IpStatsHourly
 
 from .conftest import MYSQL_URL, need
-from .helpers import TcpProxy, wait_for
+from .helpers import TcpProxy, recreate_mysql_database, wait_for
 
 _NOW = time.time()
 T0 = _NOW - _NOW % 3600  # an hour boundary (one reading of the clock, not two)
@@ -45,18 +45,11 @@ def test_results_of_one_ip_at_once_duplicates_and_bad_input(db, settings, broker
     assert "status must be one of" in dead[0].reason
 
 
-def test_database_down_then_back_applies_exactly_once(settings, broker, app_actors, start_worker, tmp_path):
+def test_database_down_then_back_applies_exactly_once(settings, broker, app_actors, processed, start_worker, tmp_path):
     """MariaDB behind a proxy we cut for a few seconds mid-run; results wait, retry, apply once."""
     need(MYSQL_URL, "MySQL/MariaDB")
-    import pymysql
-
     parts = urlsplit(MYSQL_URL)
-    conn = pymysql.connect(host=parts.hostname, port=parts.port or 3306, user=parts.username or "root",
-                           password=parts.password or "")
-    with conn.cursor() as cur:
-        cur.execute("DROP DATABASE IF EXISTS animetop_outage")
-        cur.execute("CREATE DATABASE animetop_outage CHARACTER SET utf8mb4")
-    conn.close()
+    recreate_mysql_database(MYSQL_URL, "animetop_outage")[0].close()
     proxy = TcpProxy(parts.hostname, parts.port or 3306)
     try:
         bind_database(f"mysql://{parts.username or 'root'}@127.0.0.1:{proxy.port}/animetop_outage")
@@ -71,7 +64,8 @@ def test_database_down_then_back_applies_exactly_once(settings, broker, app_acto
         proxy.cut()
         for n in range(5):
             process_result.send(ip.id, f"r{n}", T0 + 10 + n, items(n, n))
-        time.sleep(3)  # every attempt in this window fails: the database is unreachable
+        # every attempt while it is cut fails: wait until results have met the outage, then bring it back
+        wait_for(lambda: processed.failed["process_result"] >= 2, timeout=30, what="results failing on the outage")
         proxy.restore()
 
         wait_for(lambda: _count_applied() == 6, timeout=60, what="every result applied after the outage")

@@ -60,7 +60,7 @@ def test_repeated_sigterm_to_the_group_finishes_in_flight_work(worker_process, s
     wait_for(lambda: r.lrange("started", 0, -1), timeout=60, what="the slow message to start")
     # What honcho does on Ctrl-C, and a terminal too: signal the whole group, more than once.
     os.killpg(proc.pid, signal.SIGTERM)
-    time.sleep(0.2)
+    time.sleep(0.2)  # a second signal a moment later, as a person pressing Ctrl-C again (not a wait)
     os.killpg(proc.pid, signal.SIGTERM)
     os.killpg(proc.pid, signal.SIGINT)
     assert proc.wait(timeout=60) == 0

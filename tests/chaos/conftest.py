@@ -10,57 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from ..helpers import cmdline, descendants, parent_of, threads
+
 ROOT = Path(__file__).parent.parent.parent
-
-
-def children(pid: int) -> list[int]:
-    out = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-                if int(fields[1]) == pid:
-                    out.append(int(entry))
-            except (FileNotFoundError, ProcessLookupError, IndexError):
-                continue
-    return out
-
-
-def descendants(pid: int) -> list[int]:
-    found = []
-    for child in children(pid):
-        found += [child, *descendants(child)]
-    return found
-
-
-def cmdline(pid: int) -> bytes:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read()
-    except (FileNotFoundError, ProcessLookupError):
-        return b""
-
-
-def _status_number(pid: int, field: str) -> int:
-    """A number from /proc/PID/status (0 if the process is gone)."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except (FileNotFoundError, ProcessLookupError):
-        pass
-    return 0
-
-
-def threads(pid: int) -> int:
-    return _status_number(pid, "Threads")
-
-
-def rss_kib(pid: int) -> int:
-    """Resident memory of one process, in KiB (0 if it is gone)."""
-    return _status_number(pid, "VmRSS")
 
 
 class ProcessType:
@@ -101,14 +53,6 @@ class ProcessType:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
             raise
-
-
-def parent_of(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[1])
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return 0
 
 
 @pytest.fixture

@@ -18,7 +18,6 @@ b. Crawl results of one IP reach a real worker (the ``actors`` package, the real
 from __future__ import annotations
 
 import json
-import socket
 import time
 from decimal import Decimal
 
@@ -37,16 +36,10 @@ from lib.scheduling.catalogue import Catalogue
 from lib.scheduling.schedule import CRAWL_JOB, ScheduleStore, interval_for
 from models import AppliedResult, IpAlert, IpMetadata, IpStatsHourly, ItemSnapshot
 
-from ..helpers import wait_for
+from ..helpers import free_port, wait_for
 from .flood_clock_actors import LOCK_TTL_MS, declare, guarded_lock_name, runs_key
 
 TTL = LOCK_TTL_MS / 1000
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def worker_env(env: dict, tmp_path, name: str, **extra) -> dict:

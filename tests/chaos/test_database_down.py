@@ -119,7 +119,7 @@ def test_database_down_within_the_retry_budget(env, outage, process_types, tmp_p
     send_results(broker, second)
     bind_database(outage.direct_url)  # the test itself looks past the outage
     ends = time.monotonic() + OUTAGE[outage.kind]
-    while time.monotonic() < ends:
+    while time.monotonic() < ends:  # the outage lasts its length; sampled every second throughout
         assert applied() == len(KEYWORDS)  # only the baselines: the results wait
         time.sleep(1)
     retried = worker.log.read_text().count("outcome=retry")

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import random
 import re
-import socket
 import threading
 import time
 import uuid
@@ -41,8 +40,7 @@ from lib.core.settings import load_settings, use_settings
 from lib.messaging.broker import NAMESPACE, build_broker
 from lib.messaging.dead_letters import DeadLetters
 
-from ..helpers import wait_for
-from .conftest import rss_kib
+from ..helpers import free_port, rss_kib, wait_for
 from .flood_clock_actors import FLOOD_ACTOR, FLOOD_QUEUE, FLOOD_RUNS, FLOOD_SEEN, declare
 
 BAD_TOTAL = 10_000
@@ -68,12 +66,6 @@ REASONS = {
     "oversized": re.compile(rf"^undecodable message: DecodeError: message of \d+ bytes is over "
                             rf"MESSAGE_MAX_BYTES={MAX_BYTES}"),
 }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def message_bytes(actor_name: str, args: tuple, kwargs: dict, rid: str, options: dict | None = None

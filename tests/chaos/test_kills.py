@@ -217,7 +217,7 @@ def test_crawler_killed_repeatedly_mid_crawl(env, process_types, chromium, tmp_p
     from lib.scheduling.tick import Scheduler
     from lib.standins.simulator import MarketSimulator
 
-    from ..test_demo import _running
+    from ..helpers import processes_matching
 
     sim = MarketSimulator(speed=0).start()  # a frozen market: the truth does not move between attempts
     try:
@@ -260,4 +260,4 @@ def test_crawler_killed_repeatedly_mid_crawl(env, process_types, chromium, tmp_p
     finally:
         sim.stop()
     # nothing the process types started is left (Chromium inherits their DATA_DIR)
-    assert _running(f"DATA_DIR={env['DATA_DIR']}\0".encode(), "environ") == []
+    assert processes_matching(f"DATA_DIR={env['DATA_DIR']}\0".encode(), "environ") == []

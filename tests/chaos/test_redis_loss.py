@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import tempfile
 import time
 from pathlib import Path
@@ -61,20 +60,13 @@ from lib.scheduling.tick import Scheduler, crawl_message, tick_message
 from lib.standins.simulator import market
 from models import AppliedResult, IpMetadata, IpStatsHourly, ItemSnapshot
 
-from ..helpers import wait_for
-from .conftest import children, cmdline, descendants
+from ..helpers import children, cmdline, descendants, free_port, wait_for
 
 #: Broker keys are prefixed with this (lib.messaging.broker.NAMESPACE).
 NS = "animetop"
 
 #: Quiet simulated markets (20–40 new listings an hour): cheap to compute, yet every crawl sees changes.
 KEYWORDS = ["負荷IP00015", "負荷IP00016", "負荷IP00035", "負荷IP00042"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def crawl_items(keyword: str, t: float, per_status: int = 120) -> list[dict]:

@@ -10,7 +10,6 @@ show as two crawls of its keyword interleaved.
 from __future__ import annotations
 
 import json
-import socket
 import time
 from collections import Counter, defaultdict
 
@@ -34,17 +33,11 @@ from lib.standins.simulator import MarketSimulator
 from lib.text_pools.pool import PoolConsumer, PoolEmpty, load_rows
 from models import AppliedResult, IpMetadata, JobExecutionState
 
-from ..helpers import wait_for
+from ..helpers import free_port, wait_for
 from ..test_collect import DAY_ROWS, sink_ids
 from .crawl_results import KEYWORDS, dead_letters
 
 SPEED = 120.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def working(broker) -> int:

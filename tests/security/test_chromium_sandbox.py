@@ -13,8 +13,7 @@ import pytest
 
 from lib.core.settings import load_settings
 
-from ..chaos.conftest import descendants
-from ..helpers import ForwardProxy, run_cli
+from ..helpers import ForwardProxy, descendants, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -22,7 +22,7 @@ from lib.core.redaction import redact_text, redact_url
 from lib.core.settings import load_settings, use_settings
 
 from ..conftest import MYSQL_URL, need
-from ..helpers import mysql_admin, run_cli, wait_for
+from ..helpers import recreate_mysql_database, run_cli, wait_for
 from .conftest import call_cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,10 +45,8 @@ def redis_with_user(redis_server, creds):
 def mysql_with_user(creds):
     """The test database, reachable by a MariaDB/MySQL user with a password, removed afterwards."""
     need(MYSQL_URL, "MySQL/MariaDB")
-    conn, name = mysql_admin(MYSQL_URL)
+    conn, name = recreate_mysql_database(MYSQL_URL)
     with conn.cursor() as cur:
-        cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
-        cur.execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
         for host in ("%", "localhost"):
             cur.execute("CREATE USER %s@%s IDENTIFIED BY %s", (creds.db_user, host, creds.db_pw))
             cur.execute(f"GRANT ALL PRIVILEGES ON `{name}`.* TO %s@%s", (creds.db_user, host))

@@ -21,7 +21,7 @@ from lib.core.schema import create_tables
 from lib.core.settings import load_settings, use_settings
 
 from ..conftest import MYSQL_URL, need
-from ..helpers import mysql_admin, run_cli
+from ..helpers import recreate_mysql_database, run_cli
 from .conftest import call_cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -214,10 +214,8 @@ def test_mysql_tables_from_before_exact_columns_are_converted_by_db_init(tmp_pat
     """Tables created with the server's default (case- and emoji-folding) collation: `db init` converts the
     columns that identify things, so distinct keywords, item ids and record keys stop colliding."""
     need(MYSQL_URL, "MySQL/MariaDB")
-    conn, name = mysql_admin(MYSQL_URL)
+    conn, name = recreate_mysql_database(MYSQL_URL, collate="utf8mb4_general_ci")
     with conn.cursor() as cur:
-        cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
-        cur.execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci")
         cur.execute(f"CREATE TABLE `{name}`.ip_metadata (id INT AUTO_INCREMENT PRIMARY KEY, keyword VARCHAR(200) "
                     "NOT NULL UNIQUE, display_name VARCHAR(200) NOT NULL, active TINYINT(1) NOT NULL, weight DOUBLE "
                     "NOT NULL, last_crawled_at DATETIME NULL, created_at DATETIME NOT NULL, updated_at DATETIME "
