@@ -1,1 +1,1 @@
-"""lib/alerts"""
+"""Alert notifications: webhooks that reach people once."""

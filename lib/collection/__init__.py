@@ -1,1 +1,1 @@
-"""lib/collection"""
+"""Incremental collection from an export API (seed 004)."""
