@@ -60,7 +60,9 @@ WORKER_INDEX = int(XDIST_WORKER[2:]) if XDIST_WORKER.startswith("gw") else 0
 STATE_DB, BROKER_DB = (int(n) - 2 * WORKER_INDEX for n in os.environ.get("TEST_REDIS_DBS", "14,15").split(","))
 if XDIST_WORKER:
     # process types the tests start (and the demo's) serve /metrics here unless a test picks a port
-    os.environ.setdefault("METRICS_PORT", str(9191 + 10 * (WORKER_INDEX + 1)))
+    # (TEST_METRICS_PORT moves the range, for a second test run on the same machine)
+    metrics_base = int(os.environ.get("TEST_METRICS_PORT", "9191"))
+    os.environ.setdefault("METRICS_PORT", str(metrics_base + 10 * (WORKER_INDEX + 1)))
 
 #: Fast reliability settings so tests never wait for production delays.
 FAST = {
