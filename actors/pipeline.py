@@ -19,8 +19,9 @@ from .notify import notify_alert
 @PROCESS_RESULT.declare(idempotency_key=lambda ip_id, task_id, *_, **__: f"task:{task_id}",
                         lock_key=lambda ip_id, *_, **__: f"ip:{ip_id}", max_retries=8, time_limit=300_000)
 def process_result(ip_id: int, task_id: str, crawled_at: float, items: list[Any], pages_crawled: int = 0,
-                   errors: dict[str, str] | None = None, duration: float = 0.0) -> None:
-    result = CrawlResult.parse(ip_id, task_id, crawled_at, items, pages_crawled, errors)
+                   errors: dict[str, str] | None = None, duration: float = 0.0,
+                   search: dict[str, Any] | None = None) -> None:
+    result = CrawlResult.parse(ip_id, task_id, crawled_at, items, pages_crawled, errors, search)
     settings = get_settings()
     started = time.perf_counter()
     ResultProcessor(settings, state_redis()).apply(result)

@@ -2,6 +2,7 @@
 
 from .base import BaseModel
 from .collect import CollectedRow, CollectionTask
+from .crawl import CrawlSearchTotal
 from .execution_state import JobExecutionState
 from .ip import IpMetadata
 from .market import AlertDelivery, AppliedResult, IpAlert, IpStatsHourly, ItemSnapshot
@@ -10,8 +11,8 @@ from .pool import Content, Title
 #: Every table ``animetop db init`` creates, in dependency order.
 ALL_MODELS: list[type[BaseModel]] = [
     IpMetadata, JobExecutionState, ItemSnapshot, IpStatsHourly, IpAlert, AppliedResult, Title, Content,
-    CollectionTask, CollectedRow, AlertDelivery,
+    CollectionTask, CollectedRow, AlertDelivery, CrawlSearchTotal,
 ]
 
 __all__ = ["ALL_MODELS", "AlertDelivery", "AppliedResult", "BaseModel", "CollectedRow", "CollectionTask", "Content",
-           "IpAlert", "IpMetadata", "IpStatsHourly", "ItemSnapshot", "JobExecutionState", "Title"]
+           "CrawlSearchTotal", "IpAlert", "IpMetadata", "IpStatsHourly", "ItemSnapshot", "JobExecutionState", "Title"]

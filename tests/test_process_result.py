@@ -236,3 +236,29 @@ def test_malformed_results_are_refused():
                          ("nope", "items must be a list"), ([42], "not a map")]:
         with pytest.raises(BadMessage, match=words):
             CrawlResult.parse(1, "t", T0, items)
+
+
+def test_search_totals_are_stored_once_with_the_crawl(proc, ip):
+    from models import CrawlSearchTotal
+
+    search = {"on_sale": {"num_found": 1234, "pages": 5, "items": 600}, "sold": {"num_found": None, "pages": 2,
+                                                                                  "items": 240}}
+    crawl = CrawlResult.parse(ip.id, "task-totals", T0 + 60, [item("m1")], search=search)
+    proc.apply(crawl)
+    proc.apply(crawl)  # a redelivery adds nothing
+    rows = {r.status: (r.task_id, r.crawled_at, r.num_found, r.pages_read, r.items_read)
+            for r in CrawlSearchTotal.select().where(CrawlSearchTotal.ip_id == ip.id)}
+    assert rows == {"on_sale": ("task-totals", T0 + 60, 1234, 5, 600), "sold": ("task-totals", T0 + 60, None, 2, 240)}
+    assert CrawlSearchTotal.select().count() == 2
+
+
+def test_malformed_search_totals_are_refused():
+    from lib.core.errors import BadMessage
+
+    for search, words in [({"gone": {"num_found": 1, "pages": 1, "items": 1}}, "status"),
+                          ({"sold": {"num_found": -1, "pages": 1, "items": 1}}, "num_found"),
+                          ({"sold": {"num_found": 1, "pages": "5", "items": 1}}, "pages"),
+                          ({"sold": {"num_found": 1, "pages": 1}}, "items"),
+                          ({"sold": 7}, "not a map"), ([1], "search must be a map")]:
+        with pytest.raises(BadMessage, match=words):
+            CrawlResult.parse(1, "t", T0, [], search=search)

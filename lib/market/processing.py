@@ -28,13 +28,40 @@ from lib.core.db import on_conflict_update, write_transaction
 from lib.core.errors import BadMessage
 from lib.core.execution_state import ExecutionState
 from lib.core.settings import Settings
-from lib.market.item_state import SOLD, Change, CrawlItem, ItemState, ItemStateStore, decide
+from lib.market.item_state import SOLD, STATUSES, Change, CrawlItem, ItemState, ItemStateStore, decide
 from lib.market.read_side import invalidate_caches
 from lib.market.statistics import HourDelta, add_to_hour, adjusted_weight, evaluate_alerts, hour_bucket, record_alerts
 from lib.scheduling.schedule import CRAWL_JOB, ScheduleStore, interval_for
-from models import AppliedResult, IpMetadata, ItemSnapshot
+from models import AppliedResult, CrawlSearchTotal, IpMetadata, ItemSnapshot
 
 logger = logging.getLogger(__name__)
+
+@dataclass(frozen=True)
+class SearchTotal:
+    """One search of a crawl (on sale or sold): the site's total count of its listings, when the site reported
+    one, and what the pages read covered. Carried in a crawl result as ``search = {status: {"num_found": …,
+    "pages": …, "items": …}}``."""
+
+    status: str
+    num_found: int | None
+    pages_read: int
+    items_read: int
+
+    @classmethod
+    def parse(cls, status: Any, raw: Any) -> SearchTotal:
+        if status not in STATUSES:
+            raise BadMessage(f"search: the status must be one of {STATUSES}, got {status!r:.40}")
+        if not isinstance(raw, dict):
+            raise BadMessage(f"search {status}: a {type(raw).__name__}, not a map")
+        def count(name: str, value: Any) -> int:
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise BadMessage(f"search {status}: {name} must be a non-negative whole number, got {value!r:.40}")
+            return value
+
+        num_found = raw.get("num_found")
+        return cls(status, None if num_found is None else count("num_found", num_found),
+                   count("pages", raw.get("pages")), count("items", raw.get("items")))
+
 
 @dataclass(frozen=True)
 class CrawlResult:
@@ -44,20 +71,24 @@ class CrawlResult:
     items: list[CrawlItem]
     pages_crawled: int = 0
     errors: dict = field(default_factory=dict)
+    search: list[SearchTotal] = field(default_factory=list)
 
     @classmethod
     def parse(cls, ip_id: Any, task_id: Any, crawled_at: Any, items: Any, pages_crawled: Any = 0,
-              errors: Any = None) -> CrawlResult:
+              errors: Any = None, search: Any = None) -> CrawlResult:
         if not isinstance(task_id, str) or not task_id or len(task_id) > 100:
             raise BadMessage("task_id must be a non-empty string of at most 100 characters")
         if not isinstance(items, (list, tuple)):
             raise BadMessage("items must be a list")
+        if search is not None and not isinstance(search, dict):
+            raise BadMessage("search must be a map of status to totals")
         parsed: dict[str, CrawlItem] = {}
         for raw in items:
             item = CrawlItem.parse(raw)
             parsed.setdefault(item.source_id, item)  # the same listing on two pages counts once
+        totals = [SearchTotal.parse(status, raw) for status, raw in (search or {}).items()]
         return cls(ip_id=int(ip_id), task_id=task_id, crawled_at=float(crawled_at), items=list(parsed.values()),
-                   pages_crawled=int(pages_crawled or 0), errors=dict(errors or {}))
+                   pages_crawled=int(pages_crawled or 0), errors=dict(errors or {}), search=totals)
 
 
 @dataclass
@@ -140,6 +171,7 @@ class ResultProcessor:
             AppliedResult.create(task_id=result.task_id, ip_id=result.ip_id, crawled_at=result.crawled_at,
                                  applied_at=self.clock.now(), items=len(result.items), inflow=delta.inflow,
                                  outflow=delta.outflow)
+            self._insert_search_totals(result)
             self._upsert_snapshots(result.ip_id, changes)
             bucket = hour_bucket(result.crawled_at)
             row = add_to_hour(result.ip_id, bucket, delta)
@@ -152,6 +184,15 @@ class ResultProcessor:
             IpMetadata.update(weight=weight, last_crawled_at=naive_utc(newest), updated_at=self.clock.utcnow()) \
                 .where(IpMetadata.id == ip.id).execute()
         return outcome
+
+    @staticmethod
+    def _insert_search_totals(result: CrawlResult) -> None:
+        if result.search:
+            CrawlSearchTotal.insert_many([{
+                "task_id": result.task_id, "ip_id": result.ip_id, "crawled_at": result.crawled_at,
+                "status": total.status, "num_found": total.num_found, "pages_read": total.pages_read,
+                "items_read": total.items_read,
+            } for total in result.search]).execute()
 
     def _upsert_snapshots(self, ip_id: int, changes: list[Change]) -> None:
         rows = [{

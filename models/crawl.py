@@ -1,0 +1,22 @@
+import peewee
+
+from .base import BaseModel
+
+
+class CrawlSearchTotal(BaseModel):
+    """What one crawl saw of one of an IP's searches (on sale or sold): the site's own count of the search's
+    listings and how much of it the pages read covered. Written with the crawl's ledger row."""
+
+    id = peewee.AutoField()  # peewee's implicit key, declared for the type checker
+
+    task_id = peewee.CharField(max_length=100)
+    ip_id = peewee.IntegerField()
+    crawled_at = peewee.DoubleField()  # Unix seconds
+    status = peewee.CharField(max_length=16)  # on_sale | sold: which search
+    num_found = peewee.IntegerField(null=True)  # the search's total as the site reported it; None: not reported
+    pages_read = peewee.IntegerField()
+    items_read = peewee.IntegerField()  # distinct listings on those pages
+
+    class Meta:
+        table_name = "crawl_search_totals"
+        indexes = ((("task_id", "status"), True), (("ip_id", "crawled_at"), False))
