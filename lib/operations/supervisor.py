@@ -147,7 +147,7 @@ class Supervisor:
 
 
 def run_process_type(process_type: str, settings: Settings, actors: str = "actors") -> int:
-    from lib.operations.metrics import PORT_ENV
+    from lib.operations.metrics import PORT_ENV, use_metrics_dir
 
     if process_type == "crawler":
         from lib.crawling.driver import DriverError, check_sandbox
@@ -161,5 +161,6 @@ def run_process_type(process_type: str, settings: Settings, actors: str = "actor
     ports = {"worker": settings.metrics_port, "crawler": settings.metrics_port + 1}
     if process_type in ports:
         os.environ[PORT_ENV] = str(ports[process_type])
+        use_metrics_dir(settings, process_type)
     # Dramatiq's own shutdown timeout, plus time for the process to exit.
     return Supervisor(command, grace=settings.worker_shutdown_timeout + 15).run()
