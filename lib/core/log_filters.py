@@ -22,8 +22,36 @@ class BadMessageTraceback(logging.Filter):
         return not (record.exc_info and isinstance(record.exc_info[1], BAD_INPUT))
 
 
+class SkippedMessage(logging.Filter):
+    """Drops Dramatiq's "Message … was skipped." WARNING: a skip is the idempotency or lock middleware doing its
+    job (a periodic tick sent by two schedulers, a redelivered message already applied), and the event line
+    (``outcome=skipped``) records it at INFO."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).endswith("was skipped.")
+
+
+class WorkerKilled(logging.Filter):
+    """Dramatiq's main process reports a worker process that died (SIGKILLed by the OOM killer or a person) at
+    CRITICAL, then stops so that the process runner restarts it with fresh workers, and the broker delivers the
+    dead worker's messages again: a recovery the system is built for, so a WARNING, one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno > logging.WARNING and "exited unexpectedly" in str(record.msg):
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
+def install_in_dramatiq_main() -> None:
+    """In the ``dramatiq`` command's main process (``lib.operations.leash``), before Dramatiq sets it up."""
+    main = logging.getLogger("dramatiq.MainProcess")
+    if not any(isinstance(f, WorkerKilled) for f in main.filters):
+        main.addFilter(WorkerKilled())
+
+
 def install() -> None:
     """Attach the filters to the loggers that emit those records (idempotent)."""
     worker = logging.getLogger("dramatiq.worker.WorkerThread")
-    if not any(isinstance(f, BadMessageTraceback) for f in worker.filters):
-        worker.addFilter(BadMessageTraceback())
+    for kind in (BadMessageTraceback, SkippedMessage):
+        if not any(isinstance(f, kind) for f in worker.filters):
+            worker.addFilter(kind())

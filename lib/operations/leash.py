@@ -41,6 +41,10 @@ def main(argv: list[str]) -> int:
         return 2
     name, *args = argv
     signal.signal(LEASH_SIGNAL, _kill_group)
+    if name == "dramatiq":
+        from lib.core.log_filters import install_in_dramatiq_main
+
+        install_in_dramatiq_main()
     (script,) = entry_points(group="console_scripts", name=name)
     sys.argv = [name, *args]
     result = script.load()()

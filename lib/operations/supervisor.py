@@ -110,7 +110,10 @@ class Supervisor:
                 return code
             if time.monotonic() - started > 60:
                 backoff = 1.0
-            logger.error("%s exited unexpectedly (code %s); restarting in %.0fs", self.command[0], code, backoff)
+            # A first restart is the designed recovery (Dramatiq exits when one of its workers was killed, and
+            # says so); one that keeps dying within a minute is an error.
+            log = logger.info if backoff == 1.0 else logger.error
+            log("%s exited unexpectedly (code %s); restarting in %.0fs", self.command[0], code, backoff)
             deadline = time.monotonic() + backoff
             while time.monotonic() < deadline and not self.stopping:
                 time.sleep(0.1)
