@@ -7,6 +7,7 @@ import logging
 import dramatiq
 from dramatiq import Broker
 
+from lib.core import log_filters
 from lib.core.clock import Clock, set_clock
 from lib.core.db import bind_database
 from lib.core.redaction import redact_text
@@ -38,6 +39,12 @@ def configure_logging(level: str) -> None:
     # pyppeteer and websockets narrate every CDP frame, Dramatiq every boot step: quiet unless DEBUG.
     for noisy in ("pyppeteer", "websockets", "pika", "urllib3", "dramatiq"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLevelName(level)))
+    # pika logs every connection failure at ERROR, a traceback and half a dozen lines from each layer, and then
+    # raises it to its caller, which says it once: Dramatiq's consumer ("connection error … reconnecting"), a
+    # command's one line. Its own account only at DEBUG.
+    if logging.getLevelName(level) > logging.DEBUG:
+        logging.getLogger("pika").setLevel(logging.CRITICAL)
+    log_filters.install()
 
 
 def setup(settings: Settings | None = None) -> Broker:

@@ -61,3 +61,25 @@ def test_garbage_is_dead_lettered_and_valid_messages_still_processed(env, start_
     wait_for(lambda: b"4" in r.lrange("seen", 0, -1), what="a message after the garbage")
     broker.close()
     use_settings(None)
+
+
+def test_bad_input_to_a_production_actor_is_one_line_with_its_reason(broker, app_actors, processed, start_worker,
+                                                                     caplog):
+    """A ``BadMessage`` (here an item with an unknown status, and arguments that do not fit) is dead-lettered at
+    once and logged as one WARNING line with the reason, not as an "unhandled exception" traceback."""
+    import logging
+
+    caplog.set_level(logging.INFO)
+    item = {"source_id": "m1", "title": "t", "price": 100, "status": "stolen", "created": 1.0, "updated": 1.0}
+    app_actors.process_result.send(ip_id=1, task_id="bad-1", crawled_at=1.0, items=[item])
+    app_actors.process_result.send_with_options(args=(), kwargs={"ip_id": "one"})
+    start_worker(broker, queues=["pipeline"])
+    letters = DeadLetters.for_broker(broker, broker.reasons)
+    wait_for(lambda: len(letters.list("pipeline")) == 2, what="2 dead letters")
+    wait_for(lambda: processed.failed["process_result"] == 2, what="both failures reported")
+    noisy = [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+    assert noisy == [], [r.getMessage() for r in noisy]
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 2, warnings
+    assert any("status must be one of" in w and "outcome=failed" in w for w in warnings), warnings
+    assert any("ip_id" in w and "outcome=failed" in w for w in warnings), warnings

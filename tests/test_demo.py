@@ -14,6 +14,7 @@ import subprocess
 import sys
 from collections import defaultdict
 from datetime import datetime, timezone
+from pathlib import Path
 
 from lib.market.item_state import CREATED_CLOCK_SLACK
 
@@ -80,6 +81,16 @@ def expected_hours(crawls: list[float], sessions: list[list[dict]]) -> tuple[dic
                  max(r["prices"], default=None)) for b, r in hours.items()}, set(last_status))
 
 
+def assert_logs_clean(logs: Path) -> None:
+    """A normal run logs no ERROR (nor CRITICAL, nor a traceback): an ERROR line must mean a real error."""
+    files = sorted(logs.glob("*.log"))
+    assert {f.name for f in files} >= {"scheduler.log", "crawler.log", "worker.log"}, files
+    for file in files:
+        bad = [line for line in file.read_text(errors="replace").splitlines()
+               if re.search(r"\bERROR\b|\bCRITICAL\b|Traceback", line)]
+        assert bad == [], f"{file.name}:\n" + "\n".join(bad[:20])
+
+
 def test_demo_statistics_match_the_simulators_ground_truth_and_it_runs_twice(tmp_path, chromium):
     served = tmp_path / "served.jsonl"
     out = run_demo(tmp_path, "--minutes", "1", "--ips", "3", "--record", str(served))
@@ -88,6 +99,7 @@ def test_demo_statistics_match_the_simulators_ground_truth_and_it_runs_twice(tmp
         req = json.loads(line)
         requests[req["keyword"]].append(req)
 
+    assert_logs_clean(tmp_path / "var" / "demo" / "logs")
     db = sqlite3.connect(tmp_path / "var" / "demo" / "animetop.sqlite3")
     ips = dict(db.execute("SELECT id, keyword FROM ip_metadata"))
     assert len(ips) == 3

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from lib.crawling import loop_errors
 from lib.crawling.selectors import ANALYTICS_URL_PATTERNS, BLOCKED_RESOURCE_TYPES
 
 logger = logging.getLogger(__name__)
@@ -230,6 +231,7 @@ class Browser:
             warnings.simplefilter("ignore", DeprecationWarning)  # websockets 10, pinned by pyppeteer
             from pyppeteer import launch
         check_sandbox(no_sandbox)
+        loop_errors.install(asyncio.get_running_loop())
         args = chromium_args(no_sandbox=no_sandbox, proxy=proxy)
         tmpdir = _short_tmpdir()
         profile = tempfile.mkdtemp(prefix="animetop-chromium-", dir=tmpdir)

@@ -157,7 +157,7 @@ class _Consumer(compat.RedisConsumerBase):
                 if client.hget(payloads, rid) == error.data:
                     self.broker.reasons.record(rid.decode(), reason)
                     compat.nack(self.broker, self.queue_name, rid.decode())
-                    logger.error("dead-lettered message %s on %s: %s", rid.decode(), self.queue_name, reason)
+                    logger.warning("dead-lettered message %s on %s: %s", rid.decode(), self.queue_name, reason)
                     return
         except redis.ConnectionError as e:
             raise ConnectionClosed(e) from None
@@ -184,7 +184,7 @@ class _Consumer(compat.RedisConsumerBase):
                         and not _is_redis_id(found.options.get("redis_message_id"))):
                     self.broker.reasons.record(message.message_id, reason)
                     compat.nack(self.broker, self.queue_name, rid.decode())
-                    logger.error("dead-lettered message %s (%s on %s): %s", message.message_id, message.actor_name,
+                    logger.warning("dead-lettered message %s (%s on %s): %s", message.message_id, message.actor_name,
                                  self.queue_name, reason)
                     return
         except redis.ConnectionError as e:

@@ -1,9 +1,15 @@
 """Prometheus metrics: Dramatiq's own message metrics plus the ones seed 000 §7.5 names.
 
-Counters and histograms are recorded in each worker process (prometheus_client's multiprocess mode, in the
-directory Dramatiq's Prometheus middleware uses). Gauges that describe shared state (queue depths, scheduled
-IPs, dead letters, crawls in flight) are read from Redis when scraped. The ``worker`` process type serves
-``/metrics`` on METRICS_PORT, the ``crawler`` on METRICS_PORT + 1.
+Counters and histograms are recorded in each worker process (prometheus_client's multiprocess mode). Each
+process type of a deployment has a directory of its own for those files, ``METRICS_DIR/{process type}``
+(``DATA_DIR/metrics`` unless set), emptied when the process type starts: Dramatiq's default, one directory
+in the system's temporary directory, is shared by every Dramatiq process on the host, and added up their
+counts, their queues and their actors. The live gauges of a process that is gone (a SIGKILLed worker) are
+dropped at the next scrape; its counts stay, they happened.
+
+Gauges that describe shared state (queue depths, scheduled IPs, dead letters, crawls in flight) are read
+from Redis when scraped, by the ``worker`` process type only (one series each). The ``worker`` serves
+``/metrics`` on METRICS_PORT, the ``crawler`` on METRICS_PORT + 1, each its own process type's metrics.
 
 Alert thresholds (seed 000 §7.5):
   animetop_scheduler_tasks_pending_in_queue > 100
@@ -17,14 +23,62 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
 
-from dramatiq.middleware.prometheus import DB_PATH, Prometheus
+from dramatiq.middleware.prometheus import Prometheus
+
+from lib.core.settings import Settings
 
 logger = logging.getLogger(__name__)
 
 #: Set by the process runner for the process types that serve /metrics.
 PORT_ENV = "ANIMETOP_METRICS_PORT"
+#: The process type a /metrics server serves (set by the process runner).
+TYPE_ENV = "ANIMETOP_METRICS_PROCESS_TYPE"
+#: Where Dramatiq's Prometheus middleware keeps its multiprocess files: read once, when it is imported, so the
+#: process runner sets it before it starts the Dramatiq command.
+DIR_ENV = "dramatiq_prom_db"
+
+
+def metrics_dir(settings: Settings, process_type: str) -> Path:
+    """The multiprocess directory of one process type of this deployment."""
+    base = Path(settings.metrics_dir).resolve() if settings.metrics_dir else settings.data_path / "metrics"
+    return base / process_type
+
+
+def use_metrics_dir(settings: Settings, process_type: str) -> Path:
+    """Empty the process type's directory (its counts start with this run) and point this process and the
+    Dramatiq command it starts at it."""
+    path = metrics_dir(settings, process_type)
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    os.environ[DIR_ENV] = os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(path)
+    os.environ[TYPE_ENV] = process_type
+    return path
+
+
+def _in_this_group(pid: int) -> bool:
+    """A process of this process group: a live worker of this Dramatiq command (a dead one's pid may have been
+    reused by anything else)."""
+    try:
+        return os.getpgid(pid) == os.getpgrp()
+    except ProcessLookupError:
+        return False
+
+
+def drop_dead_gauges(path: Path) -> list[Path]:
+    """Remove the gauge files of processes that are gone, the way a worker's clean shutdown does
+    (prometheus_client's ``mark_process_dead``): a SIGKILLed worker's messages in progress are not in progress.
+    Every gauge mode, not only the "live" ones: a gauge is a present value."""
+    dropped = []
+    for file in path.glob("gauge_*.db"):
+        pid = file.stem.rsplit("_", 1)[-1]
+        if pid.isdigit() and not _in_this_group(int(pid)):
+            file.unlink(missing_ok=True)
+            dropped.append(file)
+    return dropped
 
 _recorders: dict = {}
 
@@ -146,12 +200,16 @@ def _scrape_broker(settings, build):
 
 
 def exposition() -> bytes:
-    os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", DB_PATH)
+    from dramatiq.middleware import prometheus
     from prometheus_client import CollectorRegistry, generate_latest, multiprocess
 
+    path = Path(prometheus.DB_PATH)
+    os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", str(path))
+    drop_dead_gauges(path)
     registry = CollectorRegistry()
-    multiprocess.MultiProcessCollector(registry, path=DB_PATH)
-    registry.register(StateCollector())
+    multiprocess.MultiProcessCollector(registry, path=str(path))
+    if os.environ.get(TYPE_ENV, "worker") == "worker":
+        registry.register(StateCollector())
     return generate_latest(registry)
 
 
@@ -176,7 +234,12 @@ def serve_metrics() -> int:
             self.end_headers()
             self.wfile.write(body)
 
-    server = HTTPServer(("127.0.0.1", int(os.environ[PORT_ENV])), Handler)
+    port = int(os.environ[PORT_ENV])
+    try:
+        server = HTTPServer(("127.0.0.1", port), Handler)
+    except OSError as e:
+        logger.error("cannot serve /metrics on 127.0.0.1:%d: %s (METRICS_PORT moves it)", port, e.strerror or e)
+        return 1
     try:
         server.serve_forever()
     except KeyboardInterrupt:

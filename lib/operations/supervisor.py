@@ -7,6 +7,11 @@ the second one as "kill now", dropping in-flight work. So the Dramatiq or
 periodiq command runs here in a session of its own, gets exactly one SIGTERM
 however many arrive, and is restarted if it dies (a SIGKILLed Dramatiq
 worker child makes the whole ``dramatiq`` command exit).
+
+That session dies with the runner: the command runs under ``lib.operations.leash``, which the kernel
+signals when the runner dies (``PR_SET_PDEATHSIG``), even by SIGKILL, and which then SIGKILLs the session's
+process group (Dramatiq's processes and Chromium). Without it, honcho's SIGKILL 5 s after Ctrl-C left the
+``dramatiq`` command and its children running, re-parented to PID 1.
 """
 
 from __future__ import annotations
@@ -18,9 +23,10 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
+from collections.abc import Callable
 
 from lib.core.settings import Settings
+from lib.operations.leash import LEASH_SIGNAL
 
 logger = logging.getLogger("animetop.supervisor")
 
@@ -29,35 +35,42 @@ PROCESS_TYPES = ("worker", "crawler", "scheduler")
 PR_SET_PDEATHSIG = 1
 
 
-def _bin(name: str) -> str:
-    candidate = Path(sys.executable).parent / name
-    return str(candidate) if candidate.exists() else name
-
-
 def command_for(process_type: str, settings: Settings, actors: str = "actors") -> list[str]:
-    """The Dramatiq/periodiq command line of a process type (``actors``: the module declaring them)."""
+    """The Dramatiq/periodiq command line of a process type (``actors``: the module declaring them); its first
+    word is the console script's name, which ``lib.operations.leash`` runs."""
     from lib.messaging.queues import CRAWLER_QUEUES, WORKER_QUEUES
 
     shutdown_ms = str(int(settings.worker_shutdown_timeout * 1000))
     if process_type == "worker":
-        return [_bin("dramatiq"), actors, "--queues", *WORKER_QUEUES,
+        return ["dramatiq", actors, "--queues", *WORKER_QUEUES,
                 "--processes", str(settings.worker_processes), "--threads", str(settings.worker_threads),
                 "--worker-shutdown-timeout", shutdown_ms]
     if process_type == "crawler":
-        return [_bin("dramatiq"), actors, "--queues", *CRAWLER_QUEUES,
+        return ["dramatiq", actors, "--queues", *CRAWLER_QUEUES,
                 "--processes", str(settings.crawler_processes), "--threads", str(settings.crawler_threads),
                 "--worker-shutdown-timeout", shutdown_ms]
     if process_type == "scheduler":
-        return [_bin("periodiq"), actors]
+        return ["periodiq", actors]
     raise ValueError(f"unknown process type {process_type!r}; expected one of {', '.join(PROCESS_TYPES)}")
 
 
-def _die_with_parent() -> None:
-    """In the child: get SIGTERM if the supervisor itself is killed, so nothing is orphaned."""
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    except OSError:
-        pass
+def leashed(command: list[str]) -> list[str]:
+    """``command`` run by ``lib.operations.leash``, whose process group dies with this process."""
+    return [sys.executable, "-m", "lib.operations.leash", *command]
+
+
+def _die_with(parent: int) -> Callable[[], None]:
+    """The child's set-up before exec: the kernel sends it LEASH_SIGNAL when the runner dies, however it
+    dies. Everything it needs is looked up here, in the parent: a forked child of a threaded process must not
+    import or load libraries."""
+    prctl = ctypes.CDLL("libc.so.6", use_errno=True).prctl
+    signum = int(LEASH_SIGNAL)
+
+    def preexec() -> None:
+        prctl(PR_SET_PDEATHSIG, signum)
+        if os.getppid() != parent:  # the runner died before the request was in place
+            os._exit(1)
+    return preexec
 
 
 class Supervisor:
@@ -85,7 +98,8 @@ class Supervisor:
         backoff = 1.0
         while True:
             started = time.monotonic()
-            self.child = subprocess.Popen(self.command, start_new_session=True, preexec_fn=_die_with_parent)
+            self.child = subprocess.Popen(leashed(self.command), start_new_session=True,
+                                          preexec_fn=_die_with(os.getpid()))
             logger.info("started %s (pid %d)", " ".join(self.command), self.child.pid)
             code = self._wait()
             self._kill_leftovers()
@@ -96,7 +110,10 @@ class Supervisor:
                 return code
             if time.monotonic() - started > 60:
                 backoff = 1.0
-            logger.error("%s exited unexpectedly (code %s); restarting in %.0fs", self.command[0], code, backoff)
+            # A first restart is the designed recovery (Dramatiq exits when one of its workers was killed, and
+            # says so); one that keeps dying within a minute is an error.
+            log = logger.info if backoff == 1.0 else logger.error
+            log("%s exited unexpectedly (code %s); restarting in %.0fs", self.command[0], code, backoff)
             deadline = time.monotonic() + backoff
             while time.monotonic() < deadline and not self.stopping:
                 time.sleep(0.1)
@@ -133,7 +150,7 @@ class Supervisor:
 
 
 def run_process_type(process_type: str, settings: Settings, actors: str = "actors") -> int:
-    from lib.operations.metrics import PORT_ENV
+    from lib.operations.metrics import PORT_ENV, use_metrics_dir
 
     if process_type == "crawler":
         from lib.crawling.driver import DriverError, check_sandbox
@@ -147,5 +164,6 @@ def run_process_type(process_type: str, settings: Settings, actors: str = "actor
     ports = {"worker": settings.metrics_port, "crawler": settings.metrics_port + 1}
     if process_type in ports:
         os.environ[PORT_ENV] = str(ports[process_type])
+        use_metrics_dir(settings, process_type)
     # Dramatiq's own shutdown timeout, plus time for the process to exit.
     return Supervisor(command, grace=settings.worker_shutdown_timeout + 15).run()

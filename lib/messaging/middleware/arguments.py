@@ -48,7 +48,7 @@ def check_arguments(fn, args: tuple, kwargs: dict) -> None:
     try:
         bound = signature.bind(*args, **kwargs)
     except TypeError as e:
-        raise BadMessage(f"arguments do not fit {fn.__name__}{signature}: {e}") from None
+        raise BadMessage(f"arguments do not fit {fn.__name__}: {e} (signature {fn.__name__}{signature})") from None
     for name, value in bound.arguments.items():
         parameter = signature.parameters[name]
         if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):

@@ -6,6 +6,7 @@ import logging
 
 from dramatiq import Middleware
 
+from lib.core.log_filters import BAD_INPUT
 from lib.messaging.dead_letters import ReasonStore
 
 logger = logging.getLogger(__name__)
@@ -27,9 +28,12 @@ class DeadLetterReasons(Middleware):
         self.reasons = reasons
 
     def before_nack(self, broker, message):
-        reason = describe(getattr(message, "_exception", None))
-        logger.error("dead-lettered message %s (%s on %s): %s", message.message_id, message.actor_name,
-                     message.queue_name, reason)
+        exception = getattr(message, "_exception", None)
+        reason = describe(exception)
+        # Bad input is expected and its event line says why; a message that failed its retries is an error.
+        log = logger.debug if isinstance(exception, BAD_INPUT) else logger.error
+        log("dead-lettered message %s (%s on %s): %s", message.message_id, message.actor_name, message.queue_name,
+            reason)
         try:
             self.reasons.record(message.message_id, reason)
         except Exception as e:  # the message is safe in the DLQ either way

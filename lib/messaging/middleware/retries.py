@@ -25,7 +25,8 @@ class Retries(_Retries):
 
     def after_process_message(self, broker, message, *, result=None, exception=None):
         if isinstance(exception, BadMessage):
-            self.logger.warning("Dead-lettering message %s at once: %s", message.message_id, exception)
+            # the event line (outcome=failed, error=…) says it; this only for DEBUG
+            self.logger.debug("Dead-lettering message %s at once: %s", message.message_id, exception)
             message.fail()
             return
         if isinstance(exception, LockBusy):

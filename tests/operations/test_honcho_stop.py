@@ -1,0 +1,132 @@
+"""The shipped Procfile under honcho 2.0: Ctrl-C during a crawl longer than honcho's fixed 5 s kill timeout.
+
+honcho SIGTERMs each entry's group, waits 5 s, then SIGKILLs the groups still there: the crawler's runner
+(``animetop run crawler``) dies, and the Dramatiq process tree it started in a session of its own must die
+with it (``lib.operations.leash``), its crawl message left unacknowledged and delivered again on the next
+start, where it is applied once.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import dramatiq
+import pytest
+
+from lib.core.db import bind_database, database
+from lib.core.redis_client import state_redis
+from lib.core.schema import create_tables
+from lib.messaging import compat
+from lib.messaging.queues import CRAWL
+from lib.scheduling.catalogue import Catalogue
+from lib.scheduling.schedule import InFlight, ScheduleStore
+from lib.standins.simulator import MarketSimulator
+from models import AppliedResult
+
+from ..helpers import free_port, processes_matching, wait_for
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).parent.parent.parent
+#: honcho 2.0's fixed wait between its SIGTERM and its SIGKILL (honcho.manager.KILL_WAIT).
+HONCHO_KILL_WAIT = 5
+
+
+@pytest.fixture
+def sim():
+    server = MarketSimulator(speed=0).start()
+    yield server
+    server.stop()
+
+
+def _applied() -> list[str]:
+    try:
+        return [row.task_id for row in AppliedResult.select()]
+    finally:
+        database.close()
+
+
+def _crawl_task_ids(broker) -> set[str]:
+    """task_id of every crawl message the Redis broker holds (ready, or unacknowledged by a consumer)."""
+    payloads = broker.client.hvals(compat.payloads_key(broker, CRAWL))
+    return {dramatiq.get_encoder().decode(p)["kwargs"]["task_id"] for p in payloads}
+
+
+class Honcho:
+    def __init__(self, env: dict[str, str], log: Path) -> None:
+        bin_dir = str(Path(sys.executable).parent)
+        full_env = {**os.environ, **env, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
+        self.log = log
+        # Its own session, as a terminal's foreground job: Ctrl-C is SIGINT to that whole group.
+        self.proc = subprocess.Popen([shutil.which("honcho", path=bin_dir) or "honcho", "-f", str(ROOT / "Procfile"),
+                                      "start"], env=full_env, cwd=ROOT, start_new_session=True,
+                                     stdout=open(log, "ab"), stderr=subprocess.STDOUT)
+
+    def ctrl_c(self) -> None:
+        os.killpg(self.proc.pid, signal.SIGINT)
+
+    def kill(self, data_dir: str) -> None:
+        """After a failure: honcho SIGKILLed leaves its entries running (they are in sessions of their own), so
+        everything of the run goes, found by its DATA_DIR."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        for pid in processes_matching(b"DATA_DIR=" + data_dir.encode() + b"\0", "environ"):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def test_ctrl_c_under_honcho_mid_crawl_leaves_nothing_running_and_the_crawl_is_applied_once(
+        env, settings, broker, sim, chromium, tmp_path):
+    data = env["DATA_DIR"].encode()
+    run_env = {**env, "MERCARI_BASE_URL": sim.url, "CHROMIUM_PATH": chromium, "CHROMIUM_NO_SANDBOX": "true",
+               "CRAWLER_THREADS": "1", "WORKER_PROCESSES": "1", "WORKER_THREADS": "2",
+               # longer than honcho waits: the crawl in flight cannot finish before the SIGKILL
+               "WORKER_SHUTDOWN_TIMEOUT": "60s", "METRICS_PORT": str(free_port())}
+    bind_database(settings.database_url_resolved)
+    create_tables()
+    r = state_redis(settings)
+    Catalogue(ScheduleStore(r), settings).add("鬼滅の刃")
+    database.close()
+    sim.set_mode("slow", delay_ms=1500)  # ten pages: a crawl of 15 s or more
+
+    first = Honcho(run_env, tmp_path / "honcho-1.log")
+    try:
+        wait_for(lambda: sim.counters["pages"] >= 2, timeout=120, what="the crawl to get going")
+        task_ids = _crawl_task_ids(broker)
+        assert len(task_ids) == 1
+        first.ctrl_c()
+        stopped_at = time.monotonic()
+        first.proc.wait(timeout=HONCHO_KILL_WAIT + 15)
+        took = time.monotonic() - stopped_at
+        # nothing of the run is left: not the runner, not Dramatiq's processes, not Chromium
+        wait_for(lambda: processes_matching(b"DATA_DIR=" + data + b"\0", "environ") == [], timeout=5,
+                 what="every process of the run to be gone")
+    finally:
+        first.kill(env["DATA_DIR"])
+    log = (tmp_path / "honcho-1.log").read_text(errors="replace")
+    assert "sending SIGKILL to crawler" in log, f"the crawl was not in flight at the SIGKILL ({took:.1f} s)\n{log}"
+    assert log.count("sending SIGKILL") <= 3, log  # honcho was not left looping on a survivor
+    assert _applied() == []  # the crawl was cut short, not finished behind honcho's back
+    assert _crawl_task_ids(broker) == task_ids  # its message was kept, unacknowledged
+
+    sim.set_mode("normal")
+    second = Honcho(run_env, tmp_path / "honcho-2.log")
+    try:
+        wait_for(lambda: _applied() == list(task_ids), timeout=120, interval=0.5,
+                 what="the interrupted crawl to be delivered again and applied")
+        wait_for(lambda: InFlight(r).members() == set(), timeout=30, what="the IP's in-flight marker released")
+        second.ctrl_c()
+        second.proc.wait(timeout=HONCHO_KILL_WAIT + 15)
+    finally:
+        second.kill(env["DATA_DIR"])
+    assert _applied() == list(task_ids)  # once
+    assert processes_matching(b"DATA_DIR=" + data + b"\0", "environ") == []
