@@ -3,6 +3,7 @@ independently of the production code (tests/market/*)."""
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 from collections import defaultdict
@@ -172,3 +173,100 @@ def expected_hours(script: Script) -> dict[float, dict]:
             "min": min(prices) if prices else None, "max": max(prices) if prices else None,
         }
     return out
+
+
+# -- definition 5 and 6 -------------------------------------------------------------------------------------------
+
+
+def km(durations: list[tuple[float, bool]]) -> list[tuple[float, float]]:
+    """Product-limit estimate: at each distinct sale duration t, S ×= 1 − sales at t / listings still at risk."""
+    times = sorted({d for d, sold in durations if sold})
+    s, curve = 1.0, []
+    for t in times:
+        at_risk = sum(1 for d, _ in durations if d >= t)
+        sales = sum(1 for d, sold in durations if sold and d == t)
+        s *= 1 - sales / at_risk
+        curve.append((t, s))
+    return curve
+
+
+def expected_window(script: Script, hours: int, now: float, mins: dict) -> dict:
+    created, sold = expected_events(script)
+    rows = expected_hours(script)
+    since = hour_of(now) - (hours - 1) * H
+    end_hour = hour_of(now) + H
+    last_seen: dict[str, float] = {}
+    for at, items in script.crawls:
+        for it in items:
+            last_seen[it["source_id"]] = max(last_seen.get(it["source_id"], 0.0), at)
+    first_sale: dict[str, float] = {}
+    for sid, when, *_ in sorted(sold, key=lambda e: e[1]):
+        first_sale.setdefault(sid, when)
+
+    def flows(low, high):
+        hs = [h for h in rows if low <= h < high]
+        return (sum(rows[h]["inflow"] for h in hs), sum(rows[h]["outflow"] for h in hs), len(hs))
+
+    def sell_through(low, high):
+        cohort = [sid for sid, when in created if low <= when < high]
+        n = len(cohort)
+        value = sum(1 for sid in cohort if sid in first_sale and first_sale[sid] < high) / n if n else None
+        return value if n >= mins["created"] else None
+
+    def heat(low, high):
+        i, o, h = flows(low, high)
+        bi, bo, bh = flows(low - 7 * 24 * H, low)
+        st = sell_through(low, high)
+        if bh < 24 or not h or o + bo < 10 or st is None:
+            return None
+        lift = math.log2((o / h + 1 / 24) / (bo / bh + 1 / 24))
+        return round(100 * (0.6 * (max(-2, min(2, lift)) / 4 + 0.5) + 0.4 * st), 1)
+
+    inflow, outflow, tracked = flows(since, end_hour)
+    prices = [p for _, when, p, _, _ in sold if when >= since and p is not None]
+    cuts = [(listed, p) for _, when, p, listed, _ in sold if when >= since and p is not None and listed]
+    cut_sizes = [(listed - p) / listed for listed, p in cuts if p < listed]
+    durations = []
+    for sid, when in created:
+        if since <= when <= now:
+            if sid in first_sale and first_sale[sid] <= now:
+                durations.append((first_sale[sid] - when, True))
+            else:
+                durations.append((min(last_seen[sid], now) - when, False))
+    curve = km(durations)
+
+    def km_q(q):
+        return next((t / H for t, s in curve if s <= 1 - q + 1e-12), None)
+
+    n_sales = sum(1 for _, s in durations if s)
+    k = math.floor(0.1 * len(prices))
+    trimmed = sorted(prices)[k:len(prices) - k]
+    _, r_out, r_hours = flows(end_hour - 24 * H, end_hour)
+    latest = max(range(len(script.crawls)), key=lambda n: script.crawls[n][0])
+    supply = script.search[latest]["on_sale"]["num_found"]
+    grown = observed = 0
+    in_window = [(at, script.search[n]["sold"]["num_found"]) for n, (at, _) in enumerate(script.crawls)
+                 if since <= at <= now]
+    for (a, ta), (b, tb) in zip(in_window, in_window[1:]):
+        if tb > ta:
+            grown += tb - ta
+            observed += sum(1 for _, when, *_ in sold if a < when <= b)
+    quart = quartiles(prices) if len(prices) >= mins["prices"] else (None, None, None)
+    h_now, h_prev = heat(since, now + 1e-6), heat(since - hours * H, since)
+    return {
+        "inflow": inflow, "outflow": outflow, "tracked_hours": tracked,
+        "liquidity": outflow / inflow if inflow else None,
+        "median_price": quart[1], "p25_price": quart[0], "p75_price": quart[2],
+        "trimmed_mean_price": statistics.fmean(trimmed) if len(prices) >= mins["prices"] else None,
+        "sell_through": sell_through(since, now + 1e-6),
+        "time_to_sell_median": km_q(0.5) if n_sales >= mins["sales"] else None,
+        "time_to_sell_p25": km_q(0.25) if n_sales >= mins["sales"] else None,
+        "time_to_sell_p75": km_q(0.75) if n_sales >= mins["sales"] else None,
+        "price_cut_share": len(cut_sizes) / len(cuts) if len(cuts) >= mins["cuts"] else None,
+        "median_price_cut": statistics.median(cut_sizes) if cut_sizes else None,
+        "supply": supply,
+        "hours_of_supply": supply / (r_out / r_hours) if r_out else None,
+        "coverage": observed / grown if grown >= mins["coverage"] else None,
+        "heat": h_now,
+        "momentum": round(h_now - h_prev, 1) if h_now is not None and h_prev is not None else None,
+    }

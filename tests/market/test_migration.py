@@ -11,7 +11,7 @@ from lib.core.schema import create_tables
 from lib.market.migrate import migrate_market_facts
 from models import AppliedResult, IpMetadata, IpStatsHourly, ItemSnapshot, ListingEvent, ListingSighting
 
-from .scripted import H, T0
+from .scripted import T0, H
 
 
 def test_db_init_migrates_and_rebuilds_the_hourly_rows(db):
@@ -26,8 +26,8 @@ def test_db_init_migrates_and_rebuilds_the_hourly_rows(db):
         AppliedResult.create(task_id=f"old-{n}", ip_id=ip.id, crawled_at=at, applied_at=at, items=0, inflow=0,
                              outflow=0)
     # the old crawl-time rows: everything in the hours of the crawls
-    database.execute_sql("INSERT INTO ip_stats_hourly (ip_id, hour_bucket, inflow, outflow, sample_count) "
-                         "VALUES (%s, %s, 5, 5, 0)" % (ip.id, "'" + str(naive_utc(T0 + 2 * H)) + "'"))
+    IpStatsHourly.insert(ip_id=ip.id, hour_bucket=naive_utc(T0 + 2 * H), inflow=5, outflow=5,
+                         sample_count=0).execute()
     snaps = [("a", "on_sale", 100, T0 + 60, T0 + 2 * H + 60, None),   # seen at the baseline: nothing
              ("b", "sold", 800, T0 + 60, T0 + 2 * H + 60, T0 + H + 100),  # sold at its updated time, hour 1
              ("c", "on_sale", 300, T0 + H + 60, T0 + 2 * H + 60, None),  # first seen on sale after it: new, hour 1
