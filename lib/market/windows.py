@@ -215,9 +215,13 @@ def _ip_measures(d: _IpData, w: Window) -> dict[str, Any]:
     }
 
 
-def window_measures(ip_ids: Sequence[int] | None, hours: int, now: float) -> dict[int, dict[str, Any]]:
-    """Definition 5 and 6 measures of each IP (all with data when ``ip_ids`` is None) over the window."""
+def window_measures(ip_ids: Sequence[int] | None, hours: int, now: float,
+                    empty: bool = False) -> dict[int, dict[str, Any]]:
+    """Definition 5 and 6 measures of each IP (all with data when ``ip_ids`` is None) over the window;
+    ``empty``: the measures of IPs without any data (all insufficient)."""
     w = Window(hours, now)
+    if empty:
+        return {ip_id: _ip_measures(_IpData(), w) for ip_id in ip_ids or []}
     return {ip_id: _ip_measures(d, w) for ip_id, d in _load(ip_ids, w).items()}
 
 

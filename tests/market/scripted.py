@@ -270,3 +270,11 @@ def expected_window(script: Script, hours: int, now: float, mins: dict) -> dict:
         "heat": h_now,
         "momentum": round(h_now - h_prev, 1) if h_now is not None and h_prev is not None else None,
     }
+
+
+def shifted(script: Script, offset: float) -> Script:
+    """The same script ``offset`` seconds later."""
+    def move(it: dict) -> dict:
+        return {**it, "created": None if it["created"] is None else it["created"] + offset,
+                "updated": None if it["updated"] is None else it["updated"] + offset}
+    return Script([(at + offset, [move(it) for it in items]) for at, items in script.crawls], script.search)
