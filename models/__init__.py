@@ -5,14 +5,15 @@ from .collect import CollectedRow, CollectionTask
 from .crawl import CrawlSearchTotal
 from .execution_state import JobExecutionState
 from .ip import IpMetadata
-from .market import AlertDelivery, AppliedResult, IpAlert, IpStatsHourly, ItemSnapshot
+from .market import AlertDelivery, AppliedResult, IpAlert, IpStatsHourly, ItemSnapshot, ListingEvent, ListingSighting
 from .pool import Content, Title
 
 #: Every table ``animetop db init`` creates, in dependency order.
 ALL_MODELS: list[type[BaseModel]] = [
     IpMetadata, JobExecutionState, ItemSnapshot, IpStatsHourly, IpAlert, AppliedResult, Title, Content,
-    CollectionTask, CollectedRow, AlertDelivery, CrawlSearchTotal,
+    CollectionTask, CollectedRow, AlertDelivery, CrawlSearchTotal, ListingSighting, ListingEvent,
 ]
 
 __all__ = ["ALL_MODELS", "AlertDelivery", "AppliedResult", "BaseModel", "CollectedRow", "CollectionTask", "Content",
-           "CrawlSearchTotal", "IpAlert", "IpMetadata", "IpStatsHourly", "ItemSnapshot", "JobExecutionState", "Title"]
+           "CrawlSearchTotal", "IpAlert", "IpMetadata", "IpStatsHourly", "ItemSnapshot", "JobExecutionState",
+           "ListingEvent", "ListingSighting", "Title"]

@@ -38,11 +38,55 @@ class IpStatsHourly(BaseModel):
     avg_price = peewee.DecimalField(max_digits=10, decimal_places=2, null=True)  # of items sold this hour
     min_price = peewee.DecimalField(max_digits=10, decimal_places=2, null=True)
     max_price = peewee.DecimalField(max_digits=10, decimal_places=2, null=True)
-    sample_count = peewee.IntegerField(default=0)  # sold items with a price
+    sample_count = peewee.IntegerField(default=0)  # sold items with a real price
+    median_price = peewee.DecimalField(max_digits=10, decimal_places=2, null=True)
+    p25_price = peewee.DecimalField(max_digits=10, decimal_places=2, null=True)
+    p75_price = peewee.DecimalField(max_digits=10, decimal_places=2, null=True)
 
     class Meta:
         table_name = "ip_stats_hourly"
         indexes = ((("ip_id", "hour_bucket"), True), (("hour_bucket",), False))
+
+
+class ListingSighting(BaseModel):
+    """One listing as one crawl saw it: the facts the market measures are derived from (README, "Market
+    measures"). Unique per listing and crawl time, so a redelivered or repeated result adds nothing."""
+
+    id = peewee.AutoField()  # peewee's implicit key, declared for the type checker
+
+    ip_id = peewee.IntegerField()
+    source_id = ExactCharField(max_length=64)
+    crawled_at = peewee.DoubleField()  # Unix seconds
+    status = peewee.CharField(max_length=16)  # on_sale | sold
+    price = peewee.IntegerField(null=True)  # yen; None: no real price
+    created = peewee.DoubleField(null=True)  # the site's created time, when the API gave one
+    updated = peewee.DoubleField(null=True)
+
+    class Meta:
+        table_name = "listing_sightings"
+        indexes = ((("ip_id", "source_id", "crawled_at"), True),)
+
+
+class ListingEvent(BaseModel):
+    """A counted market event of one listing: ``created`` (inflow) or ``sold`` (outflow), at its event time.
+    Derived from the listing's sightings; unique per listing, kind and occurrence (the n-th sale)."""
+
+    id = peewee.AutoField()  # peewee's implicit key, declared for the type checker
+
+    ip_id = peewee.IntegerField()
+    source_id = ExactCharField(max_length=64)
+    kind = peewee.CharField(max_length=8)  # created | sold
+    occurrence = peewee.IntegerField()  # 0 for created; the n-th counted sale of the listing
+    event_at = peewee.DoubleField()  # Unix seconds
+    hour_bucket = peewee.DateTimeField()  # naive UTC hour of event_at
+    price = peewee.IntegerField(null=True)  # sold: the real sale price, None when the site showed none
+    listed_price = peewee.IntegerField(null=True)  # sold: the first on-sale price seen before this sale
+    created_at = peewee.DoubleField(null=True)  # sold: when the listing was created (time to sell)
+
+    class Meta:
+        table_name = "listing_events"
+        indexes = ((("ip_id", "source_id", "kind", "occurrence"), True), (("ip_id", "hour_bucket"), False),
+                   (("hour_bucket",), False))
 
 
 class IpAlert(BaseModel):

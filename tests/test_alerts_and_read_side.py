@@ -1,7 +1,5 @@
-"""Alert rules at their thresholds, and the leaderboard with its caches."""
+"""The leaderboard with its caches (alert rules: tests/market/test_alerts.py)."""
 
-from datetime import timedelta
-from decimal import Decimal
 
 import pytest
 import redis as redis_lib
@@ -11,10 +9,8 @@ from lib.core.clock import FrozenClock, naive_utc
 from lib.core.redis_client import state_redis
 from lib.market.processing import CrawlResult, ResultProcessor
 from lib.market.read_side import ReadSide
-from lib.market.statistics import HOT_LIQUIDITY, OUTFLOW_SURGE, SOLD_PRICE_MOVE, evaluate_alerts, record_alerts
 from lib.scheduling.catalogue import Catalogue
 from lib.scheduling.schedule import ScheduleStore
-from models import IpAlert, IpStatsHourly
 
 H = 3600.0
 T0 = 1_800_000_000.0 - (1_800_000_000.0 % H)
@@ -24,60 +20,6 @@ HOUR0 = naive_utc(T0)
 @pytest.fixture
 def ip(db, settings):
     return Catalogue(ScheduleStore(state_redis(settings)), settings, FrozenClock(T0)).add("チェンソーマン")
-
-
-def history(ip, hours_back, **fields):
-    for h in hours_back:
-        IpStatsHourly.create(ip_id=ip.id, hour_bucket=HOUR0 - timedelta(hours=h), **fields)
-
-
-def now_row(ip, **fields):
-    inflow, outflow = fields.get("inflow", 0), fields.get("outflow", 0)
-    liq = Decimal(outflow / inflow).quantize(Decimal("0.0001")) if inflow else None
-    return IpStatsHourly.create(ip_id=ip.id, hour_bucket=HOUR0, liquidity_index=liq, **fields)
-
-
-def rules(ip, row, settings):
-    return {f.rule for f in evaluate_alerts(row, settings)}
-
-
-@pytest.mark.parametrize("outflow, fires", [(20, True), (19, False)])
-def test_outflow_surge_threshold(ip, settings, outflow, fires):
-    history(ip, range(1, 25), inflow=100, outflow=0)
-    history_total = 160  # trailing mean 160/24 = 6.67/h → 3x = 20
-    IpStatsHourly.update(outflow=history_total // 8).where(
-        (IpStatsHourly.ip_id == ip.id) & (IpStatsHourly.hour_bucket >= HOUR0 - timedelta(hours=8))).execute()
-    row = now_row(ip, inflow=100, outflow=outflow)
-    assert (OUTFLOW_SURGE in rules(ip, row, settings)) is fires
-
-
-def test_outflow_surge_needs_history(ip, settings):
-    history(ip, [1, 2], inflow=10, outflow=1)  # two hours only: too few observations
-    row = now_row(ip, inflow=100, outflow=90)
-    assert OUTFLOW_SURGE not in rules(ip, row, settings)
-
-
-@pytest.mark.parametrize("inflow, outflow, fires", [(20, 30, True), (20, 29, False), (13, 19, False)])
-def test_hot_liquidity_threshold(ip, settings, inflow, outflow, fires):
-    row = now_row(ip, inflow=inflow, outflow=outflow)  # 30/20 = 1.5 fires; 29/20 = 1.45; 19/13 ≥ 1.5 but < 20
-    assert (HOT_LIQUIDITY in rules(ip, row, settings)) is fires
-
-
-@pytest.mark.parametrize("avg, samples, week_samples, fires", [
-    (1200, 10, 10, True), (800, 10, 10, True), (1190, 10, 10, False), (1200, 9, 10, False), (1200, 10, 9, False),
-])
-def test_sold_price_move_threshold(ip, settings, avg, samples, week_samples, fires):
-    history(ip, [30], avg_price=Decimal(1000), sample_count=week_samples)  # 7-day average ¥1,000
-    history(ip, [24 * 8], avg_price=Decimal(5000), sample_count=50)  # older than 7 days: ignored
-    row = now_row(ip, avg_price=Decimal(avg), sample_count=samples)
-    assert (SOLD_PRICE_MOVE in rules(ip, row, settings)) is fires
-
-
-def test_at_most_one_alert_per_ip_rule_and_hour(ip, settings):
-    row = now_row(ip, inflow=20, outflow=40)
-    for _ in range(3):
-        record_alerts(ip.id, HOUR0, evaluate_alerts(row, settings), naive_utc(T0))
-    assert IpAlert.select().where(IpAlert.ip_id == ip.id).count() == 1
 
 
 def seed_results(settings, clock):

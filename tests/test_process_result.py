@@ -85,18 +85,19 @@ def test_resurfaced_old_listing_is_not_inflow(proc, ip, settings):
     assert out.transitions == {"new_listing": 1}
 
 
-def test_inflow_is_listings_created_since_the_previous_crawl(proc, ip):
+def test_inflow_is_listings_created_since_the_baseline(proc, ip):
     proc.apply(result(ip, 1, T0, [item("a", created=T0 - 600)]))
     out = proc.apply(result(ip, 2, T0 + 1800, [
         item("a", created=T0 - 600),
-        item("moved-up", created=T0 - 300),  # older than crawl 1 but below its last page: not new
-        item("new", created=T0 + 900),       # created between the crawls
-        item("skewed", created=T0 - 30),     # Mercari's clock a little behind ours: still new
+        item("moved-up", created=T0 - 300),  # older than the baseline but below its last page: not new
+        item("new", created=T0 + 900),       # created after the baseline: counted in its created hour
+        item("before", created=T0 - 30),     # created before the baseline crawl: tracking had not started
     ]))
-    assert out.transitions == {"new_listing": 2} and out.inflow == 2
-    # a result crawled between the two, arriving last: its window starts at crawl 1
+    assert out.inflow == 1
+    # a result crawled between the two, arriving last: mid is new, early was created before the baseline
     late = proc.apply(result(ip, 3, T0 + 1200, [item("mid", created=T0 + 600), item("early", created=T0 - 900)]))
-    assert late.transitions == {"new_listing": 1}
+    assert late.inflow == 1
+    assert hour_row(ip, T0).inflow == 2
 
 
 def test_an_older_result_never_moves_an_item_back(proc, ip, settings):
@@ -149,7 +150,7 @@ def test_duplicate_delivery_counts_once(proc, ip):
 # were written, before commit), after commit before Redis, and after Redis before the closed loop.
 CRASH_POINTS = {
     "decide": (ResultProcessor, "decide"),
-    "inside_transaction": ("lib.market.processing", "record_alerts"),
+    "inside_transaction": ("lib.market.processing", "refresh_hours"),
     "apply_states": (ResultProcessor, "apply_states"),
     "close_loop": (ResultProcessor, "close_loop"),
 }

@@ -38,9 +38,14 @@ def cmd_db(args) -> int:
 
     settings = app_settings()
     bind_database(settings.database_url_resolved)
+    from lib.market.migrate import migrate_market_facts
+
     tables = create_tables()
     print(f"database {redact_url(settings.database_url_resolved)}: {len(tables)} tables ready"
           + (f" ({', '.join(tables)})" if tables else ""))
+    rebuilt = migrate_market_facts()
+    if rebuilt:
+        print(f"market facts rebuilt from the stored snapshots for {len(rebuilt)} IP(s)")
     return 0
 
 

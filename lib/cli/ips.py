@@ -61,10 +61,29 @@ def _print_ips(catalogue, fmt: str) -> None:
     print(f"{len(rows)} IP(s)")
 
 
+#: Leaderboard columns: (key, header, width, format of a value).
+BOARD_COLUMNS = [("heat", "HEAT", 6, "{:.1f}"), ("momentum", "MOM", 6, "{:+.1f}"), ("outflow", "OUT", 6, "{}"),
+                 ("inflow", "IN", 6, "{}"), ("liquidity", "LIQ", 6, "{:.2f}"), ("sell_through", "SELL%", 6, "{:.0%}"),
+                 ("median_price", "MEDIAN¥", 8, "{:,.0f}"), ("time_to_sell", "TTS h", 6, "{:.1f}")]
+#: The count shown, in parentheses, where a measure is insufficient.
+COUNT_OF = {"heat": "heat_n", "sell_through": "sell_through_n", "median_price": "median_price_n",
+            "time_to_sell": "time_to_sell_n"}
+
+
+def _cell(row: dict, key: str, fmt: str) -> str:
+    value = row.get(key)
+    if value is not None:
+        return fmt.format(value)
+    count = row.get(COUNT_OF.get(key, ""), None)
+    return f"({count})" if count is not None else "-"
+
+
 @command("leaderboard")
 def cmd_leaderboard(args) -> int:
     rows = app_read_side().leaderboard(args.by, args.hours, args.limit)
-    columns = ["rank", "ip_id", "keyword", "inflow", "outflow", "liquidity"]
+    columns = ["rank", "ip_id", "keyword", "heat", "heat_n", "momentum", "outflow", "inflow", "liquidity",
+               "sell_through", "sell_through_n", "median_price", "median_price_n", "time_to_sell", "time_to_sell_n",
+               "supply", "coverage", "tracked_hours"]
     if args.format == "json":
         print(json.dumps(rows, ensure_ascii=False, indent=2))
     elif args.format == "csv":
@@ -74,12 +93,37 @@ def cmd_leaderboard(args) -> int:
         writer.writeheader()
         writer.writerows(rows)
     else:
-        print(f"top {len(rows)} by {args.by}, last {args.hours} h")
-        print(f"{'#':>3}  {'IP':>5}  {'INFLOW':>7}  {'OUTFLOW':>7}  {'LIQUIDITY':>9}  KEYWORD")
+        print(f"top {len(rows)} by {args.by}, last {args.hours} h (a count in parentheses: too few observations)")
+        print(f"{'#':>3}  {'IP':>5}  " + "  ".join(f"{h:>{w}}" for _, h, w, _ in BOARD_COLUMNS) + "  KEYWORD")
         for r in rows:
-            liq = f"{r['liquidity']:.2f}" if r["liquidity"] is not None else "-"
-            print(f"{r['rank']:>3}  {r['ip_id']:>5}  {r['inflow']:>7}  {r['outflow']:>7}  {liq:>9}  {r['keyword']}")
+            cells = "  ".join(f"{_cell(r, k, f):>{w}}" for k, _, w, f in BOARD_COLUMNS)
+            print(f"{r['rank']:>3}  {r['ip_id']:>5}  {cells}  {r['keyword']}")
     return 0
+
+
+SERIES_COLUMNS = ["hour", "inflow", "outflow", "liquidity", "samples", "median_price", "p25_price", "p75_price",
+                  "avg_price", "min_price", "max_price"]
+
+
+def _measure_lines(measures: dict) -> list[str]:
+    def show(m: dict, fmt: str = "{:,.2f}") -> str:
+        return fmt.format(m["value"]) + f" (n={m['n']})" if m["value"] is not None else f"insufficient (n={m['n']})"
+
+    tts = measures["time_to_sell_hours"]
+    return [
+        f"heat {show(measures['heat'], '{:.1f}')}, momentum {show(measures['momentum'], '{:+.1f}')}",
+        f"inflow {show(measures['inflow'], '{}')}, outflow {show(measures['outflow'], '{}')} (n: tracked hours), "
+        f"liquidity {show(measures['liquidity'])}",
+        f"sold price median {show(measures['median_price'], '¥{:,.0f}')}, quartiles "
+        f"{show(measures['p25_price'], '¥{:,.0f}')} – {show(measures['p75_price'], '¥{:,.0f}')}, trimmed mean "
+        f"{show(measures['trimmed_mean_price'], '¥{:,.0f}')}",
+        f"sell-through {show(measures['sell_through'], '{:.0%}')}; time to sell (h) median {show(tts['median'])}, "
+        f"quartiles {show(tts['p25'])} – {show(tts['p75'])} over {tts['listings']} listings",
+        f"price cuts {show(measures['price_cut_share'], '{:.0%}')}, median cut "
+        f"{show(measures['median_price_cut'], '{:.0%}')}",
+        f"supply {show(measures['supply'], '{:,}')} on sale, {show(measures['hours_of_supply'], '{:,.1f}')} hours of "
+        f"supply; coverage {show(measures['coverage'], '{:.0%}')}",
+    ]
 
 
 def _show_ip(args) -> int:
@@ -91,14 +135,25 @@ def _show_ip(args) -> int:
     if args.format == "json":
         print(json.dumps(detail, ensure_ascii=False, indent=2))
         return 0
+    if args.format == "csv":
+        import csv
+
+        writer = csv.DictWriter(sys.stdout, fieldnames=SERIES_COLUMNS, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(detail["series"])
+        return 0
     print(f"IP {detail['ip_id']}: {detail['keyword']} ({'active' if detail['active'] else 'disabled'}, "
           f"weight {detail['weight']}), last {detail['hours']} h in {detail['timezone']}")
-    print(f"{'HOUR':25}  {'IN':>5}  {'OUT':>5}  {'LIQ':>6}  {'AVG SOLD':>9}  {'MIN':>8}  {'MAX':>8}")
+    for line in _measure_lines(detail["measures"]):
+        print("  " + line)
+    print(f"{'HOUR':25}  {'IN':>5}  {'OUT':>5}  {'LIQ':>6}  {'N':>4}  {'MEDIAN':>8}  {'P25':>8}  {'P75':>8}  "
+          f"{'MIN':>8}  {'MAX':>8}")
     for s in detail["series"]:
         def yen(v):
             return f"{v:,.0f}" if v is not None else "-"
         liq = f"{s['liquidity']:.2f}" if s["liquidity"] is not None else "-"
-        print(f"{s['hour']:25}  {s['inflow']:>5}  {s['outflow']:>5}  {liq:>6}  {yen(s['avg_price']):>9}  "
+        print(f"{s['hour']:25}  {s['inflow']:>5}  {s['outflow']:>5}  {liq:>6}  {s['samples']:>4}  "
+              f"{yen(s.get('median_price')):>8}  {yen(s.get('p25_price')):>8}  {yen(s.get('p75_price')):>8}  "
               f"{yen(s['min_price']):>8}  {yen(s['max_price']):>8}")
     for a in detail["alerts"]:
         print(f"alert {a['rule']} at {a['hour']}: {a['message']}")

@@ -32,10 +32,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ip", help="manage the IPs (franchises) being tracked")
     p.add_argument("action", choices=["add", "list", "show", "disable", "enable", "import"])
     p.add_argument("value", nargs="?", help="add: KEYWORD; show/disable/enable: ID; import: FILE")
-    p.add_argument("--hours", type=int, default=24, help="show: hours of history (default 24)")
+    p.add_argument("--hours", type=int, default=24, help="show: the window's hours (default 24)")
     p.add_argument("--name", help="add: display name (default: the keyword)")
     p.add_argument("--weight", type=float, default=1.0, help="add: initial weight (default 1.0)")
-    p.add_argument("--format", choices=["table", "json"], default="table")
+    p.add_argument("--format", choices=["table", "json", "csv"], default="table",
+                   help="show --format csv: the hourly series")
 
     p = sub.add_parser("pool", help="title/content pools")
     p.add_argument("action", choices=["load", "status"])
@@ -88,8 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--since", default="24h")
     p.add_argument("--format", choices=["table", "json"], default="table")
 
-    p = sub.add_parser("leaderboard", help="IPs ranked by market flow")
-    p.add_argument("--by", choices=["inflow", "outflow", "liquidity"], default="outflow")
+    p = sub.add_parser("leaderboard", help="IPs ranked by a market measure over a window")
+    p.add_argument("--by", choices=["heat", "momentum", "outflow", "inflow", "liquidity", "sell_through",
+                                    "median_price", "time_to_sell"], default="heat")
     p.add_argument("--hours", type=int, default=24)
     p.add_argument("--limit", type=int, default=20)
     p.add_argument("--format", choices=["table", "json", "csv"], default="table")

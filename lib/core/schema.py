@@ -19,6 +19,7 @@ logger = logging.getLogger(__name__)
 def create_tables() -> list[str]:
     """Create every model's table that does not exist yet; safe to run again."""
     database.create_tables(ALL_MODELS, safe=True)
+    _add_missing_columns(ALL_MODELS)
     if is_mysql():
         _make_exact_columns_exact(ALL_MODELS)
     return [model._meta.table_name for model in ALL_MODELS]
@@ -45,3 +46,18 @@ def _make_exact_columns_exact(models) -> None:
             database.execute(ctx)
             logger.info("%s.%s: collation %s → %s (compared exactly)", table, field.column_name, current,
                         exact_collation())
+
+
+def _add_missing_columns(models) -> None:
+    """Add the columns a model gained since its table was created (all nullable or with a default), so an
+    existing database reaches the current schema."""
+    from playhouse.migrate import SchemaMigrator, migrate
+
+    migrator = SchemaMigrator.from_database(database.obj)
+    for model in models:
+        table = model._meta.table_name
+        present = {c.name for c in database.get_columns(table)}
+        missing = [f for f in model._meta.sorted_fields if f.column_name not in present]
+        for field in missing:
+            migrate(migrator.add_column(table, field.column_name, field))
+            logger.info("%s: column %s added", table, field.column_name)

@@ -147,13 +147,17 @@ class Settings:
             "`actor:NAME` (one message per batch to that actor).")
     # alert rules
     alert_outflow_surge_factor: float = setting("3", parsers.positive_float,
-            "Outflow surge: the hour's outflow at least this many times the trailing 24 h hourly mean…")
+            "Outflow surge: a settled hour's outflow at least this many times the trailing 24 h hourly median "
+            "(at least 1) and above median + 3 scaled MADs…")
     alert_outflow_min: int = setting("20", parsers.positive_int,
             "…and at least this outflow (also the hot-liquidity minimum).")
     alert_liquidity_min: float = setting("1.5", parsers.positive_float,
             "Hot liquidity: outflow/inflow at least this.")
     alert_price_move: float = setting("0.2", parsers.positive_float,
-            "Sold-price move: the hour's average sold price this far (fraction) from the trailing 7-day average…")
+            "Sold-price move: a settled hour's median sold price this far (fraction) from the trailing 7-day "
+            "median…")
+    alert_warmup_hours: int = setting("12", parsers.positive_int,
+            "No alert for an IP's hour until this many full hours of tracking precede it (the warm-up).")
     alert_price_min_samples: int = setting("10", parsers.positive_int,
             "…with at least this many sold prices on both sides.")
     # alert notifications (seed 003)

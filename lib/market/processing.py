@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import peewee
 import redis
 
 from lib.core.clock import Clock, get_clock, naive_utc, to_timestamp
@@ -28,11 +29,28 @@ from lib.core.db import on_conflict_update, write_transaction
 from lib.core.errors import BadMessage
 from lib.core.execution_state import ExecutionState
 from lib.core.settings import Settings
+from lib.market.facts import (
+    FactsOutcome,
+    baseline_of,
+    event_hours,
+    needs_derivation,
+    rebuild_ip_events,
+    rederive,
+    store_sightings,
+)
 from lib.market.item_state import SOLD, STATUSES, Change, CrawlItem, ItemState, ItemStateStore, decide
 from lib.market.read_side import invalidate_caches
-from lib.market.statistics import HourDelta, add_to_hour, adjusted_weight, evaluate_alerts, hour_bucket, record_alerts
+from lib.market.statistics import (
+    adjusted_weight,
+    ensure_hours,
+    evaluate_alerts,
+    hour_bucket,
+    record_alerts,
+    refresh_hours,
+    settled_hours,
+)
 from lib.scheduling.schedule import CRAWL_JOB, ScheduleStore, interval_for
-from models import AppliedResult, CrawlSearchTotal, IpMetadata, ItemSnapshot
+from models import AppliedResult, CrawlSearchTotal, IpMetadata, IpStatsHourly, ItemSnapshot
 
 logger = logging.getLogger(__name__)
 
@@ -157,33 +175,68 @@ class ResultProcessor:
             if AppliedResult.get_or_none(AppliedResult.task_id == result.task_id) is not None:
                 outcome.applied = False
                 return outcome
-            delta = HourDelta()
             for change in changes:
-                t = change.transition
-                if t is None:
-                    continue
-                outcome.transitions[t.value] = outcome.transitions.get(t.value, 0) + 1
-                delta.inflow += t.inflow
-                delta.outflow += t.outflow
-                if t.outflow and change.item.price is not None:
-                    delta.sold_prices.append(change.item.price)
-            outcome.inflow, outcome.outflow = delta.inflow, delta.outflow
+                if change.transition is not None:
+                    key = change.transition.value
+                    outcome.transitions[key] = outcome.transitions.get(key, 0) + 1
+            previous_crawl, previous_baseline = self._latest_crawl(result.ip_id), baseline_of(result.ip_id)
             AppliedResult.create(task_id=result.task_id, ip_id=result.ip_id, crawled_at=result.crawled_at,
-                                 applied_at=self.clock.now(), items=len(result.items), inflow=delta.inflow,
-                                 outflow=delta.outflow)
+                                 applied_at=self.clock.now(), items=len(result.items), inflow=0, outflow=0)
             self._insert_search_totals(result)
             self._upsert_snapshots(result.ip_id, changes)
-            bucket = hour_bucket(result.crawled_at)
-            row = add_to_hour(result.ip_id, bucket, delta)
-            alerts = record_alerts(result.ip_id, bucket, evaluate_alerts(row, self.settings), self.clock.utcnow())
+            facts = self._apply_facts(result, changes, previous_crawl, previous_baseline)
+            outcome.inflow, outcome.outflow = max(facts.inflow, 0), max(facts.outflow, 0)
+            AppliedResult.update(inflow=outcome.inflow, outflow=outcome.outflow) \
+                .where(AppliedResult.task_id == result.task_id).execute()
+            baseline_at = baseline_of(result.ip_id) or result.crawled_at
+            alerts = []
+            for bucket in settled_hours(previous_crawl, result.crawled_at, baseline_at):
+                alerts += record_alerts(result.ip_id, bucket,
+                                        evaluate_alerts(result.ip_id, bucket, baseline_at, self.settings),
+                                        self.clock.utcnow())
             outcome.alerts = [a.id for a in alerts]
-            weight = ip.weight if baseline else adjusted_weight(ip.weight, delta.inflow, delta.outflow, self.settings)
+            if baseline:
+                outcome.inflow = outcome.outflow = 0
+            weight = ip.weight if baseline else adjusted_weight(ip.weight, outcome.inflow, outcome.outflow,
+                                                                    self.settings)
             outcome.weight = weight
             last = to_timestamp(ip.last_crawled_at)
             newest = result.crawled_at if last is None else max(last, result.crawled_at)
             IpMetadata.update(weight=weight, last_crawled_at=naive_utc(newest), updated_at=self.clock.utcnow()) \
                 .where(IpMetadata.id == ip.id).execute()
         return outcome
+
+    @staticmethod
+    def _latest_crawl(ip_id: int) -> float | None:
+        value = (AppliedResult.select(peewee.fn.MAX(AppliedResult.crawled_at))
+                 .where(AppliedResult.ip_id == ip_id).scalar())
+        return None if value is None else float(value)
+
+    def _apply_facts(self, result: CrawlResult, changes: list[Change], previous_crawl: float | None,
+                     previous_baseline: float | None) -> FactsOutcome:
+        """Store the sightings, derive the events they change, and recompute the hours those touch."""
+        ip_id = result.ip_id
+        store_sightings(ip_id, result.crawled_at, result.items)
+        baseline_at = baseline_of(ip_id)
+        assert baseline_at is not None  # this result's ledger row is written
+        latest = max(previous_crawl or result.crawled_at, result.crawled_at)
+        tracked = (hour_bucket(baseline_at), hour_bucket(latest))
+        if previous_baseline is not None and result.crawled_at < previous_baseline:
+            # an older result than the IP's baseline so far: it becomes the baseline, and every listing counts
+            # from it (rare: a first crawl's retries outlasting the second crawl)
+            hours = rebuild_ip_events(ip_id, baseline_at)
+            IpStatsHourly.delete().where(IpStatsHourly.ip_id == ip_id).execute()
+            ensure_hours(ip_id, *tracked)
+            refresh_hours(ip_id, hours | event_hours(ip_id), tracked)
+            return FactsOutcome(hours=hours)
+        before = {c.item.source_id: c.before for c in changes}
+        candidates = [item.source_id for item in result.items
+                      if needs_derivation(item, result.crawled_at, before.get(item.source_id))]
+        facts = rederive(ip_id, candidates, baseline_at)
+        if previous_crawl is None or result.crawled_at > previous_crawl:
+            ensure_hours(ip_id, hour_bucket(previous_crawl) if previous_crawl is not None else tracked[0], tracked[1])
+        refresh_hours(ip_id, facts.hours or set(), tracked)
+        return facts
 
     @staticmethod
     def _insert_search_totals(result: CrawlResult) -> None:

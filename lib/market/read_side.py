@@ -4,23 +4,27 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from datetime import timedelta
-from typing import Any, cast
+from typing import Any
 from zoneinfo import ZoneInfo
 
-import peewee
 import redis
 
 from lib.core import keys
 from lib.core.clock import Clock, get_clock
 from lib.core.settings import Settings
 from lib.market.statistics import hour_bucket
+from lib.market.windows import window_measures
 from models import IpAlert, IpMetadata, IpStatsHourly
 
 logger = logging.getLogger(__name__)
 
-LEADERBOARD_KINDS = ("inflow", "outflow", "liquidity")
+#: What a leaderboard ranks by: README "Market measures" (time_to_sell is the median, fastest first).
+LEADERBOARD_KINDS = ("heat", "momentum", "outflow", "inflow", "liquidity", "sell_through", "median_price",
+                     "time_to_sell")
+#: Ranked smallest first.
+ASCENDING = {"time_to_sell"}
 #: Rows kept in a cached leaderboard; ``--limit`` cuts from these.
 CACHED_ROWS = 500
 
@@ -82,6 +86,19 @@ def _cached(client: redis.Redis | None, key: str, ttl: float, compute: Callable[
     return value
 
 
+def leaderboard_row(ip_id: int, ip: IpMetadata, m: dict[str, Any]) -> dict[str, Any]:
+    """One IP's leaderboard row: each measure's value (None: insufficient) and the counts behind them."""
+    tts = m["time_to_sell_hours"]["median"]
+    return {"ip_id": ip_id, "keyword": ip.keyword, "name": ip.display_name,
+            "heat": m["heat"]["value"], "heat_n": m["heat"]["n"], "momentum": m["momentum"]["value"],
+            "inflow": m["inflow"]["value"], "outflow": m["outflow"]["value"], "tracked_hours": m["outflow"]["n"],
+            "liquidity": m["liquidity"]["value"],
+            "sell_through": m["sell_through"]["value"], "sell_through_n": m["sell_through"]["n"],
+            "median_price": m["median_price"]["value"], "median_price_n": m["median_price"]["n"],
+            "time_to_sell": tts["value"], "time_to_sell_n": tts["n"],
+            "supply": m["supply"]["value"], "coverage": m["coverage"]["value"]}
+
+
 class ReadSide:
     def __init__(self, settings: Settings, client: redis.Redis | None, clock: Clock | None = None) -> None:
         self.settings = settings
@@ -103,29 +120,18 @@ class ReadSide:
         return rows[:limit]
 
     def _leaderboard_from_db(self, by: str, hours: int) -> list[dict]:
-        inflow = peewee.fn.SUM(IpStatsHourly.inflow)
-        outflow = peewee.fn.SUM(IpStatsHourly.outflow)
-        query = (IpStatsHourly
-                 .select(IpStatsHourly.ip_id, inflow.alias("inflow"), outflow.alias("outflow"),
-                         IpMetadata.keyword, IpMetadata.display_name)
-                 .join(IpMetadata, on=(IpMetadata.id == IpStatsHourly.ip_id))
-                 .where(IpStatsHourly.hour_bucket >= self._since(hours))
-                 .group_by(IpStatsHourly.ip_id, IpMetadata.keyword, IpMetadata.display_name)
-                 .dicts())
-        rows = []
-        for r in cast(Iterable[dict[str, Any]], query):  # .dicts() rows
-            i, o = int(r["inflow"] or 0), int(r["outflow"] or 0)
-            rows.append({"ip_id": r["ip_id"], "keyword": r["keyword"], "name": r["display_name"], "inflow": i,
-                         "outflow": o, "liquidity": round(o / i, 4) if i else None})
-        if by == "liquidity":
-            rows = [r for r in rows if r["liquidity"] is not None]
-        rows.sort(key=lambda r: (-(r[by] or 0), -r["outflow"], r["ip_id"]))
+        measures = window_measures(None, hours, self.clock.now())
+        names = {ip.id: ip for ip in IpMetadata.select().where(IpMetadata.id.in_(list(measures)))} if measures else {}
+        rows = [leaderboard_row(ip_id, names[ip_id], m) for ip_id, m in measures.items() if ip_id in names]
+        rows = [r for r in rows if r[by] is not None]  # an insufficient measure ranks nowhere, not as 0
+        sign = 1 if by in ASCENDING else -1
+        rows.sort(key=lambda r: (sign * r[by], -(r["outflow"] or 0), r["ip_id"]))
         for rank, row in enumerate(rows[:CACHED_ROWS], start=1):
             row["rank"] = rank
         return rows[:CACHED_ROWS]
 
     def ip_detail(self, ip_id: int, hours: int = 24) -> dict:
-        """Hourly series and latest alerts of one IP."""
+        """The window's measures, hourly series and latest alerts of one IP."""
         def compute() -> dict:
             ip = IpMetadata.get_or_none(IpMetadata.id == ip_id)
             if ip is None:
@@ -136,6 +142,9 @@ class ReadSide:
                 "avg_price": float(r.avg_price) if r.avg_price is not None else None,
                 "min_price": float(r.min_price) if r.min_price is not None else None,
                 "max_price": float(r.max_price) if r.max_price is not None else None,
+                "median_price": float(r.median_price) if r.median_price is not None else None,
+                "p25_price": float(r.p25_price) if r.p25_price is not None else None,
+                "p75_price": float(r.p75_price) if r.p75_price is not None else None,
                 "samples": r.sample_count,
             } for r in IpStatsHourly.select().where((IpStatsHourly.ip_id == ip_id)
                                                     & (IpStatsHourly.hour_bucket >= self._since(hours)))
@@ -146,6 +155,8 @@ class ReadSide:
                                                .order_by(IpAlert.hour_bucket.desc()).limit(20)]
             return {"ip_id": ip.id, "keyword": ip.keyword, "name": ip.display_name, "active": ip.active,
                     "weight": ip.weight, "hours": hours, "timezone": self.settings.display_tz,
+                    "measures": window_measures([ip_id], hours, self.clock.now()).get(ip_id)
+                    or window_measures([ip_id], hours, self.clock.now(), empty=True)[ip_id],
                     "series": series, "alerts": alerts}
         return _cached(self.client, keys.ip_cache(ip_id, f"detail:{hours}"), self.settings.cache_ttl, compute,
                        _ip_index(ip_id))

@@ -1,18 +1,19 @@
-"""Hourly market statistics, alert rules and weight adjustment (seed 000 §4.3–4.5)."""
+"""Hourly rows derived from the event-time facts, alert rules on settled hours, and the weight adjustment
+(seed 000 §4.3–4.5; README "Market measures")."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Any
-
-import peewee
+from typing import Any, cast
 
 from lib.core.clock import naive_utc
+from lib.core.db import on_conflict_update
 from lib.core.settings import Settings
-from models import IpAlert, IpStatsHourly
+from lib.market import robust
+from models import IpAlert, IpStatsHourly, ListingEvent
 
 HOUR = 3600
 
@@ -22,37 +23,82 @@ def hour_bucket(ts: float) -> datetime:
     return naive_utc(ts - ts % HOUR)
 
 
-@dataclass
-class HourDelta:
-    """What one crawl result adds to an hour."""
-
-    inflow: int = 0
-    outflow: int = 0
-    sold_prices: list[int] = field(default_factory=list)
+def tuples(query: Any) -> list[tuple[Any, ...]]:
+    """A select's rows as tuples (peewee's stubs type every row as the model)."""
+    return cast(list[tuple[Any, ...]], list(query.tuples()))
 
 
 def _dec(value: float, places: str = "0.01") -> Decimal:
     return Decimal(str(value)).quantize(Decimal(places))
 
 
-def add_to_hour(ip_id: int, bucket: datetime, delta: HourDelta) -> IpStatsHourly:
-    """Cumulative upsert of one hour's row (called inside the result's transaction, under the IP's lock)."""
-    row = IpStatsHourly.get_or_none((IpStatsHourly.ip_id == ip_id) & (IpStatsHourly.hour_bucket == bucket))
-    if row is None:
-        row = IpStatsHourly(ip_id=ip_id, hour_bucket=bucket, inflow=0, outflow=0, sample_count=0)
-    row.inflow += delta.inflow
-    row.outflow += delta.outflow
-    row.liquidity_index = _dec(row.outflow / row.inflow, "0.0001") if row.inflow else None
-    if delta.sold_prices:
-        n_old, n_new = row.sample_count, len(delta.sold_prices)
-        old_total = float(row.avg_price or 0) * n_old
-        row.avg_price = _dec((old_total + sum(delta.sold_prices)) / (n_old + n_new))
-        low, high = min(delta.sold_prices), max(delta.sold_prices)
-        row.min_price = _dec(low if row.min_price is None else min(float(row.min_price), low))
-        row.max_price = _dec(high if row.max_price is None else max(float(row.max_price), high))
-        row.sample_count = n_old + n_new
-    row.save()
-    return row
+def _price(value: float | None) -> Decimal | None:
+    return None if value is None else _dec(value)
+
+
+def hour_values(inflow: int, outflow: int, prices: list[int]) -> dict[str, Any]:
+    """An hourly row's values (README definition 4) from the hour's events: counts and, over the sales with a
+    real price, the sample count, mean, median, quartiles and range."""
+    return {
+        "inflow": inflow, "outflow": outflow,
+        "liquidity_index": _dec(outflow / inflow, "0.0001") if inflow else None,
+        "sample_count": len(prices),
+        "avg_price": _price(sum(prices) / len(prices)) if prices else None,
+        "median_price": _price(robust.median(prices)),
+        "p25_price": _price(robust.quantile(prices, 0.25)),
+        "p75_price": _price(robust.quantile(prices, 0.75)),
+        "min_price": _price(min(prices)) if prices else None,
+        "max_price": _price(max(prices)) if prices else None,
+    }
+
+
+_VALUE_FIELDS = [IpStatsHourly.inflow, IpStatsHourly.outflow, IpStatsHourly.liquidity_index,
+                 IpStatsHourly.sample_count, IpStatsHourly.avg_price, IpStatsHourly.median_price,
+                 IpStatsHourly.p25_price, IpStatsHourly.p75_price, IpStatsHourly.min_price, IpStatsHourly.max_price]
+
+
+def ensure_hours(ip_id: int, first: datetime, last: datetime) -> None:
+    """Rows (zeros) for every hour of tracking from ``first`` to ``last``: an hour without events is a real 0."""
+    rows = []
+    bucket = first
+    while bucket <= last:
+        rows.append({"ip_id": ip_id, "hour_bucket": bucket, **hour_values(0, 0, [])})
+        bucket += timedelta(hours=1)
+    for start in range(0, len(rows), 500):
+        IpStatsHourly.insert_many(rows[start:start + 500]).on_conflict_ignore().execute()
+
+
+def refresh_hours(ip_id: int, buckets: set[datetime], tracked: tuple[datetime, datetime]) -> None:
+    """Recompute these hours' rows from their events. ``tracked``: the first and last hour of tracking (the
+    baseline's and the latest crawl's); an hour outside it without events has no row."""
+    if not buckets:
+        return
+    flows: dict[datetime, list[int]] = {b: [0, 0] for b in buckets}
+    prices: dict[datetime, list[int]] = {b: [] for b in buckets}
+    ordered = sorted(buckets)
+    for start in range(0, len(ordered), 500):
+        chunk = ordered[start:start + 500]
+        for bucket, kind, price in tuples(
+                ListingEvent.select(ListingEvent.hour_bucket, ListingEvent.kind, ListingEvent.price)
+                .where((ListingEvent.ip_id == ip_id) & ListingEvent.hour_bucket.in_(chunk))):
+            if kind == "created":
+                flows[bucket][0] += 1
+            else:
+                flows[bucket][1] += 1
+                if price is not None:
+                    prices[bucket].append(price)
+    rows, empty = [], []
+    for bucket in ordered:
+        inflow, outflow = flows[bucket]
+        if not inflow and not outflow and not tracked[0] <= bucket <= tracked[1]:
+            empty.append(bucket)
+        else:
+            rows.append({"ip_id": ip_id, "hour_bucket": bucket, **hour_values(inflow, outflow, prices[bucket])})
+    if empty:
+        IpStatsHourly.delete().where((IpStatsHourly.ip_id == ip_id) & IpStatsHourly.hour_bucket.in_(empty)).execute()
+    for start in range(0, len(rows), 200):
+        on_conflict_update(IpStatsHourly.insert_many(rows[start:start + 200]),
+                           [IpStatsHourly.ip_id, IpStatsHourly.hour_bucket], preserve=_VALUE_FIELDS).execute()
 
 
 def adjusted_weight(weight: float, inflow: int, outflow: int, settings: Settings) -> float:
@@ -81,26 +127,51 @@ OUTFLOW_SURGE = "outflow_surge"
 HOT_LIQUIDITY = "hot_liquidity"
 SOLD_PRICE_MOVE = "sold_price_move"
 
-#: Hours of history the surge rule needs before it may fire.
-MIN_HISTORY_HOURS = 3
+#: Scaled MADs above the trailing median an outflow surge must also clear.
+SURGE_MADS = 3
 
 
-def evaluate_alerts(row: IpStatsHourly, settings: Settings) -> list[AlertFinding]:
-    """The alert rules for one IP-hour, against that IP's trailing history in the database."""
+def settled_hours(previous_crawl: float | None, crawled_at: float, baseline_at: float) -> list[datetime]:
+    """The hours this crawl settles: those ending after the IP's previous latest crawl and at or before this one
+    (a late result, older than the latest crawl, settles nothing)."""
+    if previous_crawl is None or crawled_at <= previous_crawl:
+        return []
+    first = max(hour_bucket(previous_crawl), hour_bucket(baseline_at))
+    last = hour_bucket(crawled_at) - timedelta(hours=1)
+    hours = []
+    while first <= last:
+        if first + timedelta(hours=1) > naive_utc(previous_crawl):
+            hours.append(first)
+        first += timedelta(hours=1)
+    return hours
+
+
+def evaluate_alerts(ip_id: int, bucket: datetime, baseline_at: float, settings: Settings) -> list[AlertFinding]:
+    """The alert rules for one settled IP-hour, against that IP's trailing tracked hours. None in the warm-up:
+    fewer than ``ALERT_WARMUP_HOURS`` full hours of tracking before it."""
+    tracked_from = hour_bucket(baseline_at) + timedelta(hours=1)  # the baseline's hour is partial
+    history_hours = int((bucket - tracked_from) / timedelta(hours=1))
+    if history_hours < settings.alert_warmup_hours:
+        return []
+    row = IpStatsHourly.get_or_none((IpStatsHourly.ip_id == ip_id) & (IpStatsHourly.hour_bucket == bucket))
+    if row is None:
+        return []
     findings = []
-    bucket = row.hour_bucket
-    trailing = list(IpStatsHourly.select().where(
-        (IpStatsHourly.ip_id == row.ip_id) & (IpStatsHourly.hour_bucket >= bucket - timedelta(hours=24))
-        & (IpStatsHourly.hour_bucket < bucket)))
-    if len(trailing) >= MIN_HISTORY_HOURS and row.outflow >= settings.alert_outflow_min:
-        mean = sum(r.outflow for r in trailing) / 24
-        threshold = settings.alert_outflow_surge_factor * mean
-        if row.outflow >= threshold:
-            findings.append(AlertFinding(
-                OUTFLOW_SURGE, row.outflow, threshold,
-                f"outflow {row.outflow} this hour, {row.outflow / mean if mean else float('inf'):.1f}x "
-                f"the trailing 24 h mean of {mean:.1f}/h",
-                {"outflow": row.outflow, "trailing_mean": round(mean, 3), "hours_of_history": len(trailing)}))
+    since = max(bucket - timedelta(hours=24), tracked_from)
+    stored = dict(tuples(IpStatsHourly.select(IpStatsHourly.hour_bucket, IpStatsHourly.outflow).where(
+        (IpStatsHourly.ip_id == ip_id) & (IpStatsHourly.hour_bucket >= since)
+        & (IpStatsHourly.hour_bucket < bucket))))
+    trailing = [stored.get(since + timedelta(hours=k), 0) for k in range(int((bucket - since) / timedelta(hours=1)))]
+    centre, spread = robust.median(trailing) or 0.0, robust.mad(trailing) or 0.0
+    threshold = max(settings.alert_outflow_surge_factor * max(centre, 1.0),
+                    centre + SURGE_MADS * robust.MAD_SCALE * spread, float(settings.alert_outflow_min))
+    if row.outflow >= threshold:
+        findings.append(AlertFinding(
+            OUTFLOW_SURGE, row.outflow, threshold,
+            f"outflow {row.outflow} this hour against a trailing {len(trailing)} h median of {centre:g}/h "
+            f"(MAD {spread:g})",
+            {"outflow": row.outflow, "trailing_median": centre, "trailing_mad": spread,
+             "hours_of_history": len(trailing)}))
     liquidity = float(row.liquidity_index) if row.liquidity_index is not None else None
     if (liquidity is not None and liquidity >= settings.alert_liquidity_min
             and row.outflow >= settings.alert_outflow_min):
@@ -108,23 +179,21 @@ def evaluate_alerts(row: IpStatsHourly, settings: Settings) -> list[AlertFinding
             HOT_LIQUIDITY, liquidity, settings.alert_liquidity_min,
             f"liquidity {liquidity:.2f} (outflow {row.outflow} / inflow {row.inflow})",
             {"liquidity": liquidity, "inflow": row.inflow, "outflow": row.outflow}))
-    if row.sample_count >= settings.alert_price_min_samples and row.avg_price is not None:
-        week: dict[str, Any] = IpStatsHourly.select(
-            peewee.fn.SUM(IpStatsHourly.avg_price * IpStatsHourly.sample_count).alias("total"),
-            peewee.fn.SUM(IpStatsHourly.sample_count).alias("n"),
-        ).where((IpStatsHourly.ip_id == row.ip_id) & (IpStatsHourly.hour_bucket >= bucket - timedelta(days=7))
-                & (IpStatsHourly.hour_bucket < bucket) & (IpStatsHourly.sample_count > 0)).dicts().get()  # type: ignore[assignment]  # a .dicts() row; peewee's stubs say model
-        n = int(week["n"] or 0)
-        if n >= settings.alert_price_min_samples:
-            average = float(week["total"]) / n
-            change = round(float(row.avg_price) / average - 1, 9)  # 1200/1000 - 1 is 0.1999… in floats
+    if row.sample_count >= settings.alert_price_min_samples and row.median_price is not None:
+        week = [p for (p,) in tuples(ListingEvent.select(ListingEvent.price).where(
+            (ListingEvent.ip_id == ip_id) & (ListingEvent.kind == "sold") & ListingEvent.price.is_null(False)
+            & (ListingEvent.hour_bucket >= bucket - timedelta(days=7)) & (ListingEvent.hour_bucket < bucket)))]
+        if len(week) >= settings.alert_price_min_samples:
+            trailing_median = robust.median(week) or 0.0
+            hour_median = float(row.median_price)
+            change = round(hour_median / trailing_median - 1, 9) if trailing_median else 0.0
             if abs(change) >= settings.alert_price_move:
                 findings.append(AlertFinding(
                     SOLD_PRICE_MOVE, change, settings.alert_price_move,
-                    f"average sold price ¥{float(row.avg_price):,.0f} is {change:+.0%} against the 7-day "
-                    f"average ¥{average:,.0f}",
-                    {"avg_price": float(row.avg_price), "trailing_avg": round(average, 2), "change": round(change, 4),
-                     "samples": row.sample_count, "trailing_samples": n}))
+                    f"median sold price ¥{hour_median:,.0f} is {change:+.0%} against the trailing 7-day "
+                    f"median ¥{trailing_median:,.0f}",
+                    {"median_price": hour_median, "trailing_median": trailing_median, "change": round(change, 4),
+                     "samples": row.sample_count, "trailing_samples": len(week)}))
     return findings
 
 

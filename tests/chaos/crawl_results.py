@@ -20,7 +20,7 @@ from lib.messaging.routes import PROCESS_RESULT
 from lib.scheduling.catalogue import Catalogue
 from lib.scheduling.schedule import ScheduleStore
 from lib.standins.simulator import market
-from models import AppliedResult, IpMetadata, IpStatsHourly, ItemSnapshot
+from models import AppliedResult, IpMetadata, IpStatsHourly, ItemSnapshot, ListingEvent, ListingSighting
 
 HOUR = 3600.0
 KEYWORDS = ["鬼滅の刃", "呪術廻戦", "ONE PIECE", "推しの子", "チェンソーマン", "葬送のフリーレン", "SPY×FAMILY",
@@ -52,8 +52,13 @@ def end_state(settings) -> dict:
     try:
         return {
             "stats": {(ips[s.ip_id], s.hour_bucket): (s.inflow, s.outflow, s.sample_count, num(s.avg_price),
-                                                       num(s.min_price), num(s.max_price), num(s.liquidity_index))
+                                                       num(s.min_price), num(s.max_price), num(s.liquidity_index),
+                                                       num(s.median_price), num(s.p25_price), num(s.p75_price))
                       for s in IpStatsHourly.select()},
+            "events": sorted((ips[e.ip_id], e.source_id, e.kind, e.occurrence, e.event_at, e.price, e.listed_price,
+                              e.created_at) for e in ListingEvent.select()),
+            "sightings": sorted((ips[s.ip_id], s.source_id, s.crawled_at, s.status, s.price)
+                                for s in ListingSighting.select()),
             "ledger": sorted((ips[a.ip_id], a.task_id, a.inflow, a.outflow, a.items) for a in AppliedResult.select()),
             "weights": {ip.keyword: ip.weight for ip in IpMetadata.select()},
             "schedule": {ips[i]: schedule.time_of(i) for i in ips},

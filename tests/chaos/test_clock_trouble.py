@@ -163,9 +163,10 @@ FINAL = {
 FIRST_SEEN = {**{sid: T1 for sid in ("keep", "sold12", "sold23", "price12", "gone2", "back", "late_sale")},
               "only2": T2, "sold_only2": T2, "new3": T3}
 #: Hourly rows, in order of hours: (inflow, outflow, liquidity, avg, min, max sold price, samples).
-#: Hour 0: crawl 1 is the baseline. Hour 1: new2, only2, new3 are new (inflow 3); sold12 (2000), late_sale
-#: (1500), sold_only2 (900), sold23 (3100) sold (outflow 4): liquidity 4/3, average 1875.
-STATS = [(0, 0, None, None, None, None, 0),
+#: Hour 0: crawl 1 is the baseline; sold_only2 was created in it after the baseline (inflow 1, liquidity 0).
+#: Hour 1: new2, only2, new3 are created in it (inflow 3); sold12 (2000), late_sale (1500), sold_only2 (900),
+#: sold23 (3100) sold, at the crawls that saw them sold (outflow 4): liquidity 4/3, average 1875.
+STATS = [(1, 0, Decimal("0.0000"), None, None, None, 0),
          (3, 4, Decimal("1.3333"), Decimal("1875.00"), Decimal("900.00"), Decimal("3100.00"), 4)]
 
 

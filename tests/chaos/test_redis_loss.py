@@ -333,7 +333,7 @@ def test_redis_wiped_rebuilds_the_schedule_from_the_database_and_counts_nothing_
     reference = applied(f"{twin.id}-3")
     assert (third.items, third.inflow, third.outflow) == (reference.items, reference.inflow, reference.outflow)
     stats_after = stats_of(wiped.id)
-    assert {h: v for h, v in stats_after.items() if h in stats_before} == stats_before  # old hours untouched
+    # (in event time the third crawl also adds to earlier hours: the sales and listings it saw happened there)
     assert stats_after == stats_of(twin.id)
     assert snapshots_of(wiped.id) == snapshots_of(twin.id)
     with database.connection_context():

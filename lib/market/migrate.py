@@ -1,0 +1,64 @@
+"""Bring a database written before the event-time facts to them (``animetop db init``): what it stored of each
+listing is its latest state (``item_snapshots``), so each IP's sightings are rebuilt from those, then its
+events and hourly rows. README "Market measures", migration."""
+
+from __future__ import annotations
+
+import logging
+
+from lib.core.db import write_transaction
+from lib.market.facts import CHUNK, baseline_of, rebuild_ip_events
+from lib.market.item_state import ON_SALE, SOLD
+from lib.market.statistics import ensure_hours, hour_bucket, refresh_hours, tuples
+from models import AppliedResult, IpStatsHourly, ItemSnapshot, ListingEvent, ListingSighting
+
+logger = logging.getLogger(__name__)
+
+
+def snapshot_sightings(snap: ItemSnapshot) -> list[dict]:
+    """The sightings a snapshot implies: seen at ``first_seen`` and at ``last_seen``. A listing sold by its last
+    sighting and seen earlier was on sale at its first (the state machine saw it change); one seen once was in
+    that state then. Intermediate sightings (relists, price cuts) were never stored and are not invented."""
+    base = {"ip_id": snap.ip_id, "source_id": snap.source_id, "created": snap.created}
+    last = {**base, "crawled_at": snap.last_seen, "status": snap.status, "price": snap.price, "updated": snap.updated}
+    if snap.first_seen == snap.last_seen:
+        return [last]
+    first_status = ON_SALE if snap.status == SOLD else snap.status
+    return [{**base, "crawled_at": snap.first_seen, "status": first_status, "price": snap.price, "updated": None},
+            last]
+
+
+def ips_without_facts() -> list[int]:
+    applied = {ip for (ip,) in tuples(AppliedResult.select(AppliedResult.ip_id).distinct())}
+    with_facts = {ip for (ip,) in tuples(ListingSighting.select(ListingSighting.ip_id).distinct())}
+    return sorted(applied - with_facts)
+
+
+def rebuild_ip(ip_id: int) -> int:
+    """Sightings from the snapshots, then events and hourly rows, for one IP; the number of events."""
+    baseline_at = baseline_of(ip_id)
+    if baseline_at is None:
+        return 0
+    latest = float(AppliedResult.select(AppliedResult.crawled_at).where(AppliedResult.ip_id == ip_id)
+                   .order_by(AppliedResult.crawled_at.desc()).first().crawled_at)
+    with write_transaction():
+        rows = [row for snap in ItemSnapshot.select().where(ItemSnapshot.ip_id == ip_id)
+                for row in snapshot_sightings(snap)]
+        for start in range(0, len(rows), CHUNK):
+            ListingSighting.insert_many(rows[start:start + CHUNK]).on_conflict_ignore().execute()
+        hours = rebuild_ip_events(ip_id, baseline_at)
+        tracked = (hour_bucket(baseline_at), hour_bucket(latest))
+        IpStatsHourly.delete().where(IpStatsHourly.ip_id == ip_id).execute()
+        ensure_hours(ip_id, *tracked)
+        refresh_hours(ip_id, hours, tracked)
+    return ListingEvent.select().where(ListingEvent.ip_id == ip_id).count()
+
+
+def migrate_market_facts() -> list[int]:
+    """Rebuild the facts of every IP that has applied crawls but no sightings; the IPs rebuilt."""
+    done = []
+    for ip_id in ips_without_facts():
+        events = rebuild_ip(ip_id)
+        logger.info("IP %s: facts rebuilt from its snapshots (%d events)", ip_id, events)
+        done.append(ip_id)
+    return done

@@ -1,0 +1,280 @@
+"""Scripted crawl sequences of a small simulated market, and the README's definitions computed from them here,
+independently of the production code (tests/market/*)."""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+H = 3600.0
+T0 = 1_800_000_000.0 - (1_800_000_000.0 % H)
+
+
+@dataclass
+class Listing:
+    sid: str
+    created: float
+    price: int
+    cut_at: float | None  # the price drops 20 % at this time
+    sales: list[float]  # sale times; a relist between two of them
+    relists: list[float]
+    priced: bool = True  # False: the site shows no real price when sold
+
+    def status(self, at: float) -> str | None:
+        if at < self.created:
+            return None
+        status = "on_sale"
+        for k, sale in enumerate(self.sales):
+            if at >= sale:
+                status = "sold"
+                if k < len(self.relists) and at >= self.relists[k]:
+                    status = "on_sale"
+        return status
+
+    def price_at(self, at: float) -> int:
+        return int(self.price * 0.8) if self.cut_at is not None and at >= self.cut_at else self.price
+
+    def last_sale(self, at: float) -> float:
+        return max(s for s in self.sales if s <= at)
+
+
+@dataclass
+class Script:
+    crawls: list[tuple[float, list[dict]]]  # (crawled_at, items), in time order
+    search: list[dict] = field(default_factory=list)  # per crawl: the search totals
+
+
+def make_script(seed: int, api: bool = True, n_crawls: int = 10, on_sale_page: int = 40,
+                sold_page: int = 30) -> Script:
+    rng = random.Random(seed)
+    times = []
+    t = T0 + rng.uniform(0, H)
+    for _ in range(n_crawls):
+        times.append(t)
+        t += rng.uniform(0.3 * H, 2.5 * H)
+    listings = []
+    for k in range(400):
+        created = rng.uniform(T0 - 6 * H, t)
+        sales, relists = [], []
+        sale = created + rng.expovariate(1 / (3 * H))
+        if rng.random() < 0.8:
+            sales.append(sale)
+            if rng.random() < 0.1:
+                relists.append(sale + rng.uniform(0.2 * H, H))
+                if rng.random() < 0.7:
+                    sales.append(relists[0] + rng.expovariate(1 / (2 * H)))
+        cut = created + rng.uniform(0, 2 * H) if rng.random() < 0.3 else None
+        price = rng.choice([300, 500, 800, 1200, 1500, 2000, 3500, 9000]) + rng.randrange(0, 100)
+        listings.append(Listing(f"m{seed}-{k}", created, price, cut, sales, relists, rng.random() > 0.05))
+    crawls, search = [], []
+    for at in times:
+        on_sale = sorted((x for x in listings if x.status(at) == "on_sale"), key=lambda x: -x.created)
+        sold = sorted((x for x in listings if x.status(at) == "sold"), key=lambda x: -x.last_sale(at))
+        items = []
+        for x in on_sale[:on_sale_page]:
+            items.append({"source_id": x.sid, "status": "on_sale", "price": x.price_at(at), "title": x.sid,
+                          "created": x.created if api else None, "updated": None})
+        for x in sold[:sold_page]:
+            sale = x.last_sale(at)
+            items.append({"source_id": x.sid, "status": "sold", "price": x.price_at(sale) if x.priced else None,
+                          "title": x.sid, "created": x.created if api else None, "updated": sale if api else None})
+        crawls.append((at, items))
+        search.append({"on_sale": {"num_found": len(on_sale), "pages": 1, "items": min(len(on_sale), on_sale_page)},
+                       "sold": {"num_found": len(sold), "pages": 1, "items": min(len(sold), sold_page)}})
+    return Script(crawls, search)
+
+
+# -- the README's definitions, computed from the observations --------------------------------------------------
+
+
+def hour_of(ts: float) -> float:
+    return ts - ts % H
+
+
+def expected_events(script: Script) -> tuple[list[tuple], list[tuple]]:
+    """(created events, sold events) by definitions 1–3: created (sid, time); sold (sid, time, price, listed
+    price, created time)."""
+    baseline = min(at for at, _ in script.crawls)
+    seen: dict[str, list[tuple[float, dict]]] = defaultdict(list)
+    for at, items in script.crawls:
+        for it in items:
+            seen[it["source_id"]].append((at, it))
+    created_events, sold_events = [], []
+    for sid, obs in seen.items():
+        obs.sort(key=lambda o: o[0])
+        created = obs[0][1]["created"]
+        created_time = None
+        if created is not None and created >= baseline:
+            created_time = created
+        elif created is None and obs[0][0] != baseline and obs[0][1]["status"] == "on_sale":
+            created_time = obs[0][0]
+        if created_time is not None:
+            created_events.append((sid, created_time))
+        for k, (at, it) in enumerate(obs):
+            if it["status"] != "sold":
+                continue
+            if k > 0 and obs[k - 1][1]["status"] == "sold":
+                continue  # not a change
+            if k == 0 and at == baseline:
+                continue  # the baseline counts nothing
+            last_on_sale = obs[k - 1][0] if k > 0 else None
+            updated = it["updated"]
+            in_window = updated is not None and (last_on_sale is None or updated > last_on_sale) and updated <= at
+            when = updated if in_window else at
+            if when < baseline:
+                continue
+            listed = None
+            if k > 0:  # the first on-sale price of the spell that ended in this sale
+                j = k - 1
+                while j > 0 and obs[j - 1][1]["status"] == "on_sale":
+                    j -= 1
+                listed = obs[j][1]["price"]
+            sold_events.append((sid, when, it["price"], listed, created_time))
+    return created_events, sold_events
+
+
+def quartiles(values: list[int]) -> tuple[float, float, float]:
+    if len(values) == 1:
+        return (values[0], values[0], values[0])
+    q = statistics.quantiles(values, n=4, method="inclusive")
+    return (q[0], q[1], q[2])
+
+
+def expected_hours(script: Script) -> dict[float, dict]:
+    """Definition 4: a row per hour from the baseline's hour to the latest crawl's, zeros included."""
+    created, sold = expected_events(script)
+    first = hour_of(min(at for at, _ in script.crawls))
+    last = hour_of(max(at for at, _ in script.crawls))
+    rows: dict[float, dict] = {}
+    h = first
+    while h <= last:
+        rows[h] = {"inflow": 0, "outflow": 0, "prices": []}
+        h += H
+    for _, when in created:
+        rows.setdefault(hour_of(when), {"inflow": 0, "outflow": 0, "prices": []})["inflow"] += 1
+    for _, when, price, _, _ in sold:
+        row = rows.setdefault(hour_of(when), {"inflow": 0, "outflow": 0, "prices": []})
+        row["outflow"] += 1
+        if price is not None:
+            row["prices"].append(price)
+    out = {}
+    for h, row in rows.items():
+        prices = row["prices"]
+        p25, median, p75 = quartiles(prices) if prices else (None, None, None)
+        out[h] = {
+            "inflow": row["inflow"], "outflow": row["outflow"],
+            "liquidity": round(row["outflow"] / row["inflow"], 4) if row["inflow"] else None,
+            "samples": len(prices), "avg": round(statistics.fmean(prices), 2) if prices else None,
+            "median": None if median is None else round(median, 2),
+            "p25": None if p25 is None else round(p25, 2), "p75": None if p75 is None else round(p75, 2),
+            "min": min(prices) if prices else None, "max": max(prices) if prices else None,
+        }
+    return out
+
+
+# -- definition 5 and 6 -------------------------------------------------------------------------------------------
+
+
+def km(durations: list[tuple[float, bool]]) -> list[tuple[float, float]]:
+    """Product-limit estimate: at each distinct sale duration t, S ×= 1 − sales at t / listings still at risk."""
+    times = sorted({d for d, sold in durations if sold})
+    s, curve = 1.0, []
+    for t in times:
+        at_risk = sum(1 for d, _ in durations if d >= t)
+        sales = sum(1 for d, sold in durations if sold and d == t)
+        s *= 1 - sales / at_risk
+        curve.append((t, s))
+    return curve
+
+
+def expected_window(script: Script, hours: int, now: float, mins: dict) -> dict:
+    created, sold = expected_events(script)
+    rows = expected_hours(script)
+    since = hour_of(now) - (hours - 1) * H
+    end_hour = hour_of(now) + H
+    last_seen: dict[str, float] = {}
+    for at, items in script.crawls:
+        for it in items:
+            last_seen[it["source_id"]] = max(last_seen.get(it["source_id"], 0.0), at)
+    first_sale: dict[str, float] = {}
+    for sid, when, *_ in sorted(sold, key=lambda e: e[1]):
+        first_sale.setdefault(sid, when)
+
+    def flows(low, high):
+        hs = [h for h in rows if low <= h < high]
+        return (sum(rows[h]["inflow"] for h in hs), sum(rows[h]["outflow"] for h in hs), len(hs))
+
+    def sell_through(low, high):
+        cohort = [sid for sid, when in created if low <= when < high]
+        n = len(cohort)
+        value = sum(1 for sid in cohort if sid in first_sale and first_sale[sid] < high) / n if n else None
+        return value if n >= mins["created"] else None
+
+    def heat(low, high):
+        i, o, h = flows(low, high)
+        bi, bo, bh = flows(low - 7 * 24 * H, low)
+        st = sell_through(low, high)
+        if bh < 24 or not h or o + bo < 10 or st is None:
+            return None
+        lift = math.log2((o / h + 1 / 24) / (bo / bh + 1 / 24))
+        return round(100 * (0.6 * (max(-2, min(2, lift)) / 4 + 0.5) + 0.4 * st), 1)
+
+    inflow, outflow, tracked = flows(since, end_hour)
+    prices = [p for _, when, p, _, _ in sold if when >= since and p is not None]
+    cuts = [(listed, p) for _, when, p, listed, _ in sold if when >= since and p is not None and listed]
+    cut_sizes = [(listed - p) / listed for listed, p in cuts if p < listed]
+    durations = []
+    for sid, when in created:
+        if since <= when <= now:
+            if sid in first_sale and first_sale[sid] <= now:
+                durations.append((first_sale[sid] - when, True))
+            else:
+                durations.append((min(last_seen[sid], now) - when, False))
+    curve = km(durations)
+
+    def km_q(q):
+        return next((t / H for t, s in curve if s <= 1 - q + 1e-12), None)
+
+    n_sales = sum(1 for _, s in durations if s)
+    k = math.floor(0.1 * len(prices))
+    trimmed = sorted(prices)[k:len(prices) - k]
+    _, r_out, r_hours = flows(end_hour - 24 * H, end_hour)
+    latest = max(range(len(script.crawls)), key=lambda n: script.crawls[n][0])
+    supply = script.search[latest]["on_sale"]["num_found"]
+    grown = observed = 0
+    in_window = [(at, script.search[n]["sold"]["num_found"]) for n, (at, _) in enumerate(script.crawls)
+                 if since <= at <= now]
+    for (a, ta), (b, tb) in zip(in_window, in_window[1:]):
+        if tb > ta:
+            grown += tb - ta
+            observed += sum(1 for _, when, *_ in sold if a < when <= b)
+    quart = quartiles(prices) if len(prices) >= mins["prices"] else (None, None, None)
+    h_now, h_prev = heat(since, now + 1e-6), heat(since - hours * H, since)
+    return {
+        "inflow": inflow, "outflow": outflow, "tracked_hours": tracked,
+        "liquidity": outflow / inflow if inflow else None,
+        "median_price": quart[1], "p25_price": quart[0], "p75_price": quart[2],
+        "trimmed_mean_price": statistics.fmean(trimmed) if len(prices) >= mins["prices"] else None,
+        "sell_through": sell_through(since, now + 1e-6),
+        "time_to_sell_median": km_q(0.5) if n_sales >= mins["sales"] else None,
+        "time_to_sell_p25": km_q(0.25) if n_sales >= mins["sales"] else None,
+        "time_to_sell_p75": km_q(0.75) if n_sales >= mins["sales"] else None,
+        "price_cut_share": len(cut_sizes) / len(cuts) if len(cuts) >= mins["cuts"] else None,
+        "median_price_cut": statistics.median(cut_sizes) if cut_sizes else None,
+        "supply": supply,
+        "hours_of_supply": supply / (r_out / r_hours) if r_out else None,
+        "coverage": observed / grown if grown >= mins["coverage"] else None,
+        "heat": h_now,
+        "momentum": round(h_now - h_prev, 1) if h_now is not None and h_prev is not None else None,
+    }
+
+
+def shifted(script: Script, offset: float) -> Script:
+    """The same script ``offset`` seconds later."""
+    def move(it: dict) -> dict:
+        return {**it, "created": None if it["created"] is None else it["created"] + offset,
+                "updated": None if it["updated"] is None else it["updated"] + offset}
+    return Script([(at + offset, [move(it) for it in items]) for at, items in script.crawls], script.search)

@@ -1,0 +1,59 @@
+"""Definitions 5 and 6: the window measures, heat and momentum equal the independent computation
+(tests/market/scripted.py) for scripted markets on SQLite and MariaDB, in any delivery order; below their
+minimum the measures are insufficient (None with their count), never 0."""
+
+import pytest
+
+from lib.market.windows import window_measures
+
+from .scripted import expected_window, make_script
+from .test_hourly_rows import deliver
+
+MINIMUMS = {"prices": 5, "created": 10, "sales": 5, "cuts": 5, "coverage": 10}  # the README's
+
+
+def close(a, b, places=2):
+    if a is None or b is None:
+        return a is None and b is None
+    return round(a, places) == round(b, places)
+
+
+def flatten(m: dict) -> dict:
+    t = m["time_to_sell_hours"]
+    return {"inflow": m["inflow"]["value"], "outflow": m["outflow"]["value"], "tracked_hours": m["outflow"]["n"],
+            "liquidity": m["liquidity"]["value"], "median_price": m["median_price"]["value"],
+            "p25_price": m["p25_price"]["value"], "p75_price": m["p75_price"]["value"],
+            "trimmed_mean_price": m["trimmed_mean_price"]["value"], "sell_through": m["sell_through"]["value"],
+            "time_to_sell_median": t["median"]["value"], "time_to_sell_p25": t["p25"]["value"],
+            "time_to_sell_p75": t["p75"]["value"], "price_cut_share": m["price_cut_share"]["value"],
+            "median_price_cut": m["median_price_cut"]["value"], "supply": m["supply"]["value"],
+            "hours_of_supply": m["hours_of_supply"]["value"], "coverage": m["coverage"]["value"],
+            "heat": m["heat"]["value"], "momentum": m["momentum"]["value"]}
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_window_measures_equal_the_definition(db, settings, seed):
+    script = make_script(seed, n_crawls=30)
+    now = max(at for at, _ in script.crawls) + 600
+    ip_ids = [deliver(settings, script, order, seed) for order in ("in_order", "duplicated")]
+    for hours in (6, 12, 24, 1):
+        expected = expected_window(script, hours, now, MINIMUMS)
+        for ip_id in ip_ids:
+            got = flatten(window_measures([ip_id], hours, now)[ip_id])
+            wrong = {k: (got[k], expected[k]) for k in expected if not close(got[k], expected[k])}
+            assert not wrong, (hours, wrong)
+        if hours == 6:  # the script has enough for each measure here
+            assert all(expected[k] is not None for k in ("median_price", "sell_through", "time_to_sell_median",
+                                                         "heat", "momentum", "coverage", "hours_of_supply")), expected
+
+
+def test_insufficient_is_not_zero(db, settings):
+    script = make_script(6, n_crawls=3)
+    ip_id = deliver(settings, script, "in_order", 6)
+    now = max(at for at, _ in script.crawls) + 60
+    m = window_measures([ip_id], 1, now)[ip_id]
+    for name in ("heat", "momentum"):
+        assert m[name]["value"] is None  # no trailing baseline yet
+    assert m["heat"]["n"] >= 0
+    few = [k for k in ("median_price", "sell_through", "price_cut_share") if m[k]["n"] < MINIMUMS["prices"]]
+    assert all(m[k]["value"] is None for k in few)
