@@ -8,34 +8,43 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any, cast
 
 import peewee
 
 from models import CrawlSearchTotal, IpStatsHourly, ItemSnapshot
 
-#: At most this many points in a sparkline: hours for short windows, days beyond.
+#: Sparklines of windows up to this many hours are per hour, longer ones per day.
 SPARKLINE_HOURLY_UP_TO = 48
 
 
 def outflow_sparklines(ip_ids: list[int], since: datetime, hours: int) -> dict[int, list[int]]:
-    """Outflow of each IP per hour (windows of up to two days) or per day since ``since`` (naive UTC, on an hour),
-    oldest first; hours or days without a row count 0."""
-    step = 1 if hours <= SPARKLINE_HOURLY_UP_TO else 24
-    points = -(-hours // step)
-    lines: dict[int, list[int]] = {ip_id: [0] * points for ip_id in ip_ids}
+    """Outflow of each IP since ``since`` (naive UTC, on an hour), oldest first: per hour for windows of up to two
+    days, else per UTC day (summed by the database); hours or days without sales count 0."""
+    if hours <= SPARKLINE_HOURLY_UP_TO:
+        lines = {ip_id: [0] * hours for ip_id in ip_ids}
+        bucket: Any = IpStatsHourly.hour_bucket
+    else:
+        days = ((since + timedelta(hours=hours - 1)).date() - since.date()).days + 1
+        lines = {ip_id: [0] * days for ip_id in ip_ids}
+        bucket = peewee.fn.DATE(IpStatsHourly.hour_bucket)
     if not ip_ids:
         return lines
-    query = (IpStatsHourly.select(IpStatsHourly.ip_id, IpStatsHourly.hour_bucket, IpStatsHourly.outflow)
+    query = (IpStatsHourly.select(IpStatsHourly.ip_id, bucket.alias("bucket"), peewee.fn.SUM(IpStatsHourly.outflow))
              .where(IpStatsHourly.ip_id.in_(ip_ids) & (IpStatsHourly.hour_bucket >= since)
                     & (IpStatsHourly.outflow > 0))
-             .tuples())
-    for row in cast(Iterable[tuple[int, datetime, int]], query):
-        ip_id, bucket, outflow = row
-        index = int((bucket - since) / timedelta(hours=1)) // step
-        if 0 <= index < points:
-            lines[ip_id][index] += outflow
+             .group_by(IpStatsHourly.ip_id, bucket).tuples())
+    for ip_id, at, outflow in cast(Iterable[tuple[int, Any, Any]], query):
+        if hours <= SPARKLINE_HOURLY_UP_TO:
+            index = int((at - since) / timedelta(hours=1))
+        else:
+            # the driver's type for DATE(): a string (SQLite), a date (MySQL), a datetime (peewee's conversion)
+            day = at.date() if isinstance(at, datetime) else at if isinstance(at, date) else date.fromisoformat(at)
+            index = (day - since.date()).days
+        line = lines[ip_id]
+        if 0 <= index < len(line):
+            line[index] += int(outflow)
     return lines
 
 

@@ -79,6 +79,15 @@ def test_leaderboard_numbers_order_filter_and_sparkline(dashboard):
                                               & (IpStatsHourly.hour_bucket >= since)):
             line[int((r.hour_bucket - since) / timedelta(hours=1))] += r.outflow
         assert row["sparkline"] == line and sum(line) == row["outflow"]
+    # beyond two days, per UTC day: over 30 days, 31 days are touched (the first and the last partly)
+    month = call(f"{dashboard.url}/api/v1/leaderboard?by=outflow&hours=720").json()
+    since = naive_utc(now - now % H) - timedelta(hours=719)
+    for row in month["rows"]:
+        line = [0] * 31
+        for r in IpStatsHourly.select().where((IpStatsHourly.ip_id == row["ip_id"])
+                                              & (IpStatsHourly.hour_bucket >= since)):
+            line[(r.hour_bucket.date() - since.date()).days] += r.outflow
+        assert row["sparkline"] == line and sum(line) == row["outflow"] > 0
     name = IpMetadata.get_by_id(dashboard.ips[2].id).display_name
     filtered = call(f"{dashboard.url}/api/v1/leaderboard?by=outflow&hours=24&q={quote(name[1:3])}").json()
     assert [r["ip_id"] for r in filtered["rows"]] == [dashboard.ips[2].id] and filtered["total"] == 3
