@@ -18,7 +18,7 @@ def cmd_settings(args) -> int:
     settings = app_settings()
     for spec in SPECS:
         value = getattr(settings, spec.name.lower())
-        if "PASSWORD" in spec.name and value:
+        if ("PASSWORD" in spec.name or "TOKEN" in spec.name) and value:
             value = "***"
         elif isinstance(value, tuple):
             value = ",".join(redact_url(v) for v in value)

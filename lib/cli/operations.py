@@ -54,15 +54,15 @@ def cmd_status(args) -> int:
 
 @command("dashboard")
 def cmd_dashboard(args) -> int:
-    from lib.core.redis_client import state_redis
-    from lib.operations.dashboard import Dashboard, summary_status
+    from lib.web.server import app_for, serve
 
     broker = app_broker()
     settings = app_settings()
-    side = app_read_side()
-    dash = Dashboard(settings, side, lambda: summary_status(settings, state_redis(settings), broker),
-                     port=args.port).start()
-    return serve_until_interrupted(dash, f"dashboard on {dash.url} (read-only)")
+    app = app_for(settings, broker, app_read_side())
+    mode = "operator token set" if settings.dashboard_token else "read-only: DASHBOARD_TOKEN is not set"
+    print(f"dashboard on http://{args.host}:{args.port} ({mode}); Ctrl-C stops it", flush=True)
+    serve(app, args.host, args.port)
+    return 0
 
 
 @command("demo")

@@ -61,8 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--interval", type=float, default=2.0)
     p.add_argument("--format", choices=["table", "json"], default="table")
 
-    p = sub.add_parser("dashboard", help="serve the read-only web dashboard")
+    p = sub.add_parser("dashboard", help="serve the web dashboard and the HTTP API (/api/v1)")
     p.add_argument("--port", type=int, default=8790)
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (beyond loopback, put a TLS proxy in front)")
 
     p = sub.add_parser("demo", help="run the whole system offline against the simulator for a few minutes")
     p.add_argument("--minutes", type=float, default=2.0)

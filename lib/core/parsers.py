@@ -114,6 +114,15 @@ def sink(raw: str) -> str:
     raise ValueError(f"expected database or actor:NAME; got {raw!r}")
 
 
+def secret_token(raw: str) -> str:
+    """A shared secret people type or paste: long enough not to be guessed."""
+    token = raw.strip()
+    if len(token) < 16:
+        raise ValueError("must be at least 16 characters (try: python3 -c 'import secrets; "
+                         "print(secrets.token_urlsafe(24))')")
+    return token
+
+
 def log_level(raw: str) -> str:
     level = raw.strip().upper()
     if level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:

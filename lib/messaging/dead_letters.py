@@ -121,6 +121,10 @@ def fresh_copy(message: Message) -> Message:
     )
 
 
+def _wanted(letter: DeadLetter, idents: list[str] | None) -> bool:
+    return idents is None or any(letter.matches(i) for i in idents)
+
+
 class NotRequeueable(ValueError):
     """A dead letter that cannot be sent back (its payload does not decode)."""
 
@@ -154,18 +158,25 @@ class DeadLetters:
                 return letter
         return None
 
+    def select(self, idents: builtins.list[str] | None, queue: str | None = None) -> builtins.list[DeadLetter]:
+        """The dead letters a requeue or purge of the same arguments would affect (a dry run)."""
+        return [letter for letter in self.list(queue) if _wanted(letter, idents)]
+
     def requeue(self, idents: builtins.list[str] | None, queue: str | None = None) -> builtins.list[DeadLetter]:
         """Send back the named dead letters (all of ``queue``, or all, when ``idents`` is None)."""
-        def wanted(letter: DeadLetter) -> bool:
-            return idents is None or any(letter.matches(i) for i in idents)
-
         def send(letter: DeadLetter) -> None:
             if letter.message is None:
                 raise NotRequeueable(f"{letter.id}: payload does not decode; purge it instead")
             self.broker.enqueue(fresh_copy(letter.message))
             self.reasons.forget(letter.message_id)
 
-        return self._requeue(queue, wanted, send)
+        return self._remove(queue, lambda letter: _wanted(letter, idents), send)
+
+    def discard(self, idents: builtins.list[str] | None, queue: str | None = None) -> builtins.list[DeadLetter]:
+        """Delete the named dead letters (all of ``queue``, or all, when ``idents`` is None) for good, saying
+        which (``purge`` deletes whole queues and only counts them)."""
+        return self._remove(queue, lambda letter: _wanted(letter, idents),
+                            lambda letter: self.reasons.forget(letter.message_id))
 
     # broker specific
     def queues(self) -> builtins.list[str]:
@@ -174,7 +185,9 @@ class DeadLetters:
     def _entries(self, queue: str | None) -> Iterator[DeadLetter]:
         raise NotImplementedError
 
-    def _requeue(self, queue, wanted, send) -> builtins.list[DeadLetter]:
+    def _remove(self, queue, wanted, before) -> builtins.list[DeadLetter]:
+        """Remove each wanted dead letter, calling ``before(letter)`` first (so a crash between the two repeats
+        ``before``, never loses the letter)."""
         raise NotImplementedError
 
     def purge(self, queue: str | None = None) -> int:
@@ -204,12 +217,12 @@ class RedisDeadLetters(DeadLetters):
                 if raw is not None:
                     yield DeadLetter(id=rid.decode(), queue=name, raw=raw, dead_at=score / 1000)
 
-    def _requeue(self, queue, wanted, send) -> builtins.list[DeadLetter]:
+    def _remove(self, queue, wanted, before) -> builtins.list[DeadLetter]:
         done = []
         for letter in self.list(queue):
             if not wanted(letter):
                 continue
-            send(letter)  # enqueue first: a crash in between duplicates, never loses
+            before(letter)  # enqueue first: a crash in between duplicates, never loses
             pipe = self._client.pipeline()
             pipe.zrem(compat.dead_key(self.broker, letter.queue), letter.id)
             pipe.hdel(compat.dead_payloads_key(self.broker, letter.queue), letter.id)
@@ -269,13 +282,13 @@ class RabbitmqDeadLetters(DeadLetters):
             letters = [letter for _, _, letter in self._drain(name)]
             yield from letters
 
-    def _requeue(self, queue, wanted, send) -> builtins.list[DeadLetter]:
+    def _remove(self, queue, wanted, before) -> builtins.list[DeadLetter]:
         done = []
         for name in [queue] if queue else self.queues():
             for channel, tag, letter in self._drain(name):
                 self._annotate(letter)
                 if wanted(letter):
-                    send(letter)
+                    before(letter)
                     channel.basic_ack(tag)
                     done.append(letter)
         return done

@@ -1,0 +1,144 @@
+"""The dashboard with 1,000 IPs × 90 days of hourly rows: API response times from a cold and a warm cache against
+the floor of the same rows read with raw SQL in the same run, and the leaderboard page's first useful paint in
+headless Chromium against the floor of the page fetching the same JSON without drawing it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import sqlite3
+import tempfile
+import time
+import urllib.request
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from lib.core.clock import FrozenClock, naive_utc
+from lib.core.db import bind_database
+from lib.core.redis_client import state_redis
+from lib.core.schema import create_tables
+from lib.market.read_side import ReadSide
+from lib.web.api import WebContext
+from lib.web.app import create_app
+from lib.web.auth import OperatorAuth
+from lib.web.server import BackgroundServer
+from models import IpMetadata
+
+from .common import bench_settings, best_of, report
+
+T0 = 1_800_000_000.0 - 1_800_000_000.0 % 3600
+
+
+def fill(path: str, ips: int, days: int) -> None:
+    """IPs and their hourly rows, written with raw SQL (the benchmark is about reading them)."""
+    now = naive_utc(T0)
+    rng = random.Random(7)
+    IpMetadata.insert_many([{"keyword": f"IP {k:04d}", "display_name": f"作品 {k:04d}", "created_at": now,
+                             "updated_at": now} for k in range(ips)]).execute()
+    ids = [ip.id for ip in IpMetadata.select(IpMetadata.id)]
+    hours = [(now - timedelta(days=days) + timedelta(hours=h)).isoformat(sep=" ") for h in range(days * 24)]
+    with sqlite3.connect(path) as conn:
+        for ip_id in ids:
+            rows = []
+            for hour in hours:
+                inflow, outflow = rng.randint(0, 40), rng.randint(0, 30)
+                rows.append((ip_id, hour, inflow, outflow, round(outflow / inflow, 4) if inflow else None, outflow))
+            conn.executemany("INSERT INTO ip_stats_hourly (ip_id, hour_bucket, inflow, outflow, liquidity_index, "
+                             "sample_count) VALUES (?, ?, ?, ?, ?, ?)", rows)
+
+
+def get(url: str) -> bytes:
+    with urllib.request.urlopen(url, timeout=120) as response:
+        return response.read()
+
+
+def raw_leaderboard(path: str, since: datetime) -> None:
+    with sqlite3.connect(path) as conn:
+        conn.execute("SELECT h.ip_id, SUM(inflow), SUM(outflow), m.keyword, m.display_name FROM ip_stats_hourly h "
+                     "JOIN ip_metadata m ON m.id = h.ip_id WHERE hour_bucket >= ? GROUP BY h.ip_id",
+                     (since.isoformat(sep=" "),)).fetchall()
+
+
+def raw_ip(path: str, ip_id: int, since: datetime) -> None:
+    with sqlite3.connect(path) as conn:
+        conn.execute("SELECT * FROM ip_stats_hourly WHERE ip_id = ? AND hour_bucket >= ? ORDER BY hour_bucket",
+                     (ip_id, since.isoformat(sep=" "))).fetchall()
+
+
+async def paint(url: str, chromium: str) -> tuple[float, float]:
+    """Milliseconds from navigation to the leaderboard's rows drawn, and to the same JSON merely fetched."""
+    import pyppeteer
+
+    from lib.crawling.driver import chromium_args
+
+    browser = await pyppeteer.launch(executablePath=chromium, headless=True, args=chromium_args(no_sandbox=True),
+                                     handleSIGINT=False, handleSIGTERM=False, handleSIGHUP=False)
+    try:
+        page = await browser.newPage()
+        best_paint = best_floor = float("inf")
+        for _ in range(3):
+            await page.goto(f"{url}/?by=outflow&hours=720", waitUntil="domcontentloaded")
+            await page.waitForFunction("() => document.body.dataset.ready === '1'", {"timeout": 60_000})
+            best_paint = min(best_paint, await page.evaluate("() => performance.now()"))
+            await page.goto(f"{url}/static/favicon.svg", waitUntil="domcontentloaded")
+            spent = await page.evaluate("""async (api) => { const t = performance.now();
+                await (await fetch(api)).json(); return performance.now(); }""",
+                                        f"{url}/api/v1/leaderboard?by=outflow&hours=720&limit=200")
+            best_floor = min(best_floor, spent)
+        return best_paint, best_floor
+    finally:
+        await browser.close()
+
+
+def leaderboard(base: str, path: str, client, hours: int) -> None:
+    since = naive_utc(T0) - timedelta(hours=hours - 1)
+    floor = best_of(lambda: raw_leaderboard(path, since), 3)
+    url = f"{base}/api/v1/leaderboard?by=outflow&hours={hours}&limit=200"
+
+    def cold() -> None:
+        client.flushdb()
+        get(url)
+
+    report(f"leaderboard {hours} h, cold cache", best_of(cold, 3), floor)
+    report(f"leaderboard {hours} h, warm cache", best_of(lambda: get(url), 5), floor)
+
+
+def run(ips: int = 1000, days: int = 90) -> None:
+    print(f"dashboard: {ips:,} IPs × {days} days of hourly rows (floors: the same rows by raw SQL; the page fetching "
+          "its JSON without drawing it)")
+    with tempfile.TemporaryDirectory() as tmp, bench_settings(Path(tmp)) as settings:
+        bind_database(settings.database_url_resolved)
+        create_tables()
+        started = time.perf_counter()
+        path = settings.database_url_resolved.removeprefix("sqlite:///")
+        fill(path, ips, days)
+        print(f"  filled {ips * days * 24:,} hourly rows in {time.perf_counter() - started:.0f} s")
+        client = state_redis(settings)
+        clock = FrozenClock(T0 + 60)
+        side = ReadSide(settings, client, clock)
+        app = create_app(WebContext(settings=settings, read_side=side, status=lambda: {}, dead_letters=None,
+                                    auth=OperatorAuth(None)))
+        server = BackgroundServer(app).start()
+        try:
+            for hours in (24, 720, days * 24):
+                leaderboard(server.url, path, client, hours)
+            ip_id = IpMetadata.select().first().id
+            since = naive_utc(T0) - timedelta(hours=days * 24 - 1)
+            floor = best_of(lambda: raw_ip(path, ip_id, since), 3)
+            url = f"{server.url}/api/v1/ips/{ip_id}?hours={days * 24}"
+            report(f"IP detail {days} days, cold cache", best_of(lambda: (client.flushdb(), get(url)), 3), floor)
+            report(f"IP detail {days} days, warm cache", best_of(lambda: get(url), 5), floor)
+            body = json.loads(get(f"{server.url}/api/v1/leaderboard?by=outflow&hours=720&limit=200"))
+            assert len(body["rows"]) == min(200, ips)
+            from lib.crawling.install import ensure_chromium
+
+            painted, fetched = asyncio.run(paint(server.url, ensure_chromium()))
+            report("leaderboard page: first useful paint (200 rows)", painted, fetched, "ms")
+        finally:
+            server.stop()
+
+
+def main() -> int:
+    run()
+    return 0

@@ -1,0 +1,223 @@
+"""``/api/v1``: the JSON (and CSV) the pages draw, for scripts too. Its OpenAPI document is at
+``/api/v1/openapi.json``."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Literal
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
+from fastapi.responses import JSONResponse
+
+from lib.core.db import database
+from lib.core.settings import Settings
+from lib.market import series
+from lib.market.read_side import LEADERBOARD_KINDS, ReadSide
+from lib.market.statistics import hour_bucket
+from lib.messaging.dead_letters import DeadLetters, NotRequeueable
+from lib.web import schemas
+from lib.web.auth import SESSION_COOKIE, SESSION_SECONDS, OperatorAuth
+
+#: Labels and units of the measures the read side ranks by; a measure the read side offers but this does not
+#: know is shown under its own name.
+MEASURE_LABELS: dict[str, tuple[str, str]] = {
+    "heat": ("Heat", "score"), "momentum": ("Momentum", "score"), "outflow": ("Sold", ""),
+    "inflow": ("Listed", ""), "liquidity": ("Liquidity", ""), "sell_through": ("Sell-through", "%"),
+    "median_price": ("Median sold price", "¥"), "time_to_sell": ("Time to sell", "days"),
+}
+WINDOWS = (24, 168, 720)
+MAX_HOURS = 24 * 90
+
+
+@dataclass
+class WebContext:
+    """What the API and pages read from and act on.
+
+    Parameters:
+      settings: the application's settings.
+      read_side: the market's read side (cached leaderboard and IP detail).
+      status: the current queue and schedule counts (``lib.operations.status.counts``).
+      dead_letters: the broker's dead letters; None where the broker keeps none we can reach.
+      auth: the operator token check.
+    """
+
+    settings: Settings
+    read_side: ReadSide
+    status: Callable[[], dict[str, Any]]
+    dead_letters: DeadLetters | None
+    auth: OperatorAuth
+
+
+def context(request: Request) -> WebContext:
+    ctx: WebContext = request.app.state.context
+    return ctx
+
+
+def db_session() -> Iterator[None]:
+    """A request's database connection, closed after it (the server's threads outlive requests)."""
+    try:
+        yield
+    finally:
+        if not database.is_closed():
+            database.close()
+
+
+def hours_param(hours: int = Query(24, ge=1, le=MAX_HOURS, description="window length in hours")) -> int:
+    return hours
+
+
+router = APIRouter(prefix="/api/v1", dependencies=[Depends(db_session)])
+
+
+def measures() -> list[schemas.Measure]:
+    return [schemas.Measure(key=k, label=MEASURE_LABELS.get(k, (k, ""))[0], unit=MEASURE_LABELS.get(k, (k, ""))[1])
+            for k in LEADERBOARD_KINDS]
+
+
+@router.get("/meta", response_model=schemas.Meta)
+def meta(request: Request, ctx: WebContext = Depends(context)) -> schemas.Meta:
+    session = ctx.auth.request_session(request)
+    return schemas.Meta(measures=measures(), windows=list(WINDOWS), timezone=ctx.settings.display_tz,
+                        operator_enabled=ctx.auth.enabled, operator=session is not None,
+                        csrf_token=ctx.auth.csrf_token(session) if session else None)
+
+
+def _csv(rows: list[dict[str, Any]], columns: list[str], filename: str) -> Response:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, columns, extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(rows)
+    return Response(out.getvalue(), media_type="text/csv; charset=utf-8",
+                    headers={"Content-Disposition": f'attachment; filename="{filename}"'})
+
+
+@router.get("/leaderboard", response_model=schemas.Leaderboard,
+            responses={200: {"content": {"text/csv": {}}}, 400: {"model": schemas.Problem}})
+def leaderboard(ctx: WebContext = Depends(context), hours: int = Depends(hours_param),
+                by: str = Query("outflow", description="the measure to rank by (see /meta)"),
+                q: str = Query("", max_length=100, description="keep IPs whose name or keyword contains this"),
+                limit: int = Query(100, ge=1, le=1000),
+                format: Literal["json", "csv"] = "json") -> Any:
+    if by not in LEADERBOARD_KINDS:
+        raise HTTPException(400, f"unknown measure {by!r}; expected one of {', '.join(LEADERBOARD_KINDS)}")
+    ranked = ctx.read_side.leaderboard(by, hours, limit=10_000)
+    needle = q.strip().casefold()
+    rows = [dict(r) for r in ranked
+            if not needle or needle in str(r["name"]).casefold() or needle in str(r["keyword"]).casefold()][:limit]
+    since = hour_bucket(ctx.read_side.clock.now()) - timedelta(hours=hours - 1)
+    lines = series.outflow_sparklines([r["ip_id"] for r in rows], since, hours)
+    for row in rows:
+        row["sparkline"] = lines[row["ip_id"]]
+    if format == "csv":
+        columns = ["rank", "ip_id", "keyword", "name", *[k for k in LEADERBOARD_KINDS if k not in ("rank",)]]
+        extra = sorted({k for r in rows for k in r} - set(columns) - {"sparkline"})
+        return _csv(rows, columns + extra, f"animetop-leaderboard-{by}-{hours}h.csv")
+    return {"by": by, "hours": hours, "query": q, "total": len(ranked), "rows": rows}
+
+
+def _ip_detail(ctx: WebContext, ip_id: int, hours: int) -> dict[str, Any]:
+    try:
+        detail = dict(ctx.read_side.ip_detail(ip_id, hours))
+    except LookupError as e:
+        raise HTTPException(404, str(e)) from None
+    detail["latest_sales"] = series.latest_sales(ip_id)
+    detail["search_totals"] = series.search_totals(ip_id, ctx.read_side.clock.now() - hours * 3600)
+    return detail
+
+
+@router.get("/ips/{ip_id}", response_model=schemas.IpDetail, responses={404: {"model": schemas.Problem}})
+def ip_detail(ip_id: int, ctx: WebContext = Depends(context), hours: int = Depends(hours_param)) -> Any:
+    return _ip_detail(ctx, ip_id, hours)
+
+
+@router.get("/ips/{ip_id}/series.csv", response_class=Response,
+            responses={200: {"content": {"text/csv": {}}}, 404: {"model": schemas.Problem}})
+def ip_series_csv(ip_id: int, ctx: WebContext = Depends(context), hours: int = Depends(hours_param)) -> Response:
+    detail = _ip_detail(ctx, ip_id, hours)
+    rows = detail["series"]
+    columns = list(dict.fromkeys(k for r in rows for k in r)) or ["hour", "inflow", "outflow"]
+    return _csv(rows, columns, f"animetop-ip-{ip_id}-{hours}h.csv")
+
+
+@router.get("/status", response_model=schemas.Status)
+def status(ctx: WebContext = Depends(context)) -> Any:
+    now = ctx.status()
+    queues = [{"queue": name, **c} for name, c in now["queues"].items()]
+    return {"scheduled_ips": now["scheduled_ips"], "in_flight": now["in_flight_crawls"], "queues": queues,
+            "dead_letters": sum(c["dead"] for c in now["queues"].values())}
+
+
+def _letters(ctx: WebContext) -> DeadLetters:
+    if ctx.dead_letters is None:
+        raise HTTPException(404, "this broker keeps no dead letters the dashboard can reach")
+    return ctx.dead_letters
+
+
+@router.get("/deadletters", response_model=list[schemas.DeadLetterOut])
+def dead_letters(ctx: WebContext = Depends(context), queue: str | None = None) -> Any:
+    rows = _letters(ctx).list(queue)
+    rows.sort(key=lambda d: d.dead_at or 0, reverse=True)
+    return [r.as_dict() for r in rows]
+
+
+def _selected(selection: schemas.Selection) -> list[str] | None:
+    if selection.all:
+        return None
+    if not selection.ids:
+        raise HTTPException(400, "name the dead letters (ids) or set all")
+    return selection.ids
+
+
+@router.post("/deadletters/requeue", response_model=schemas.Affected,
+             responses={400: {"model": schemas.Problem}, 401: {"model": schemas.Problem},
+                        403: {"model": schemas.Problem}, 409: {"model": schemas.Problem}})
+def requeue(selection: schemas.Selection, request: Request, ctx: WebContext = Depends(context)) -> Any:
+    ctx.auth.require_operator(request)
+    letters, idents = _letters(ctx), _selected(selection)
+    if selection.dry_run:
+        done = letters.select(idents, selection.queue)
+    else:
+        try:
+            done = letters.requeue(idents, selection.queue)
+        except NotRequeueable as e:
+            raise HTTPException(409, str(e)) from None
+    return {"action": "requeue", "dry_run": selection.dry_run, "count": len(done),
+            "letters": [d.as_dict() for d in done]}
+
+
+@router.post("/deadletters/purge", response_model=schemas.Affected,
+             responses={400: {"model": schemas.Problem}, 401: {"model": schemas.Problem},
+                        403: {"model": schemas.Problem}})
+def purge(selection: schemas.Selection, request: Request, ctx: WebContext = Depends(context)) -> Any:
+    ctx.auth.require_operator(request)
+    letters, idents = _letters(ctx), _selected(selection)
+    affected = (letters.select(idents, selection.queue) if selection.dry_run
+                else letters.discard(idents, selection.queue))
+    return {"action": "purge", "dry_run": selection.dry_run, "count": len(affected),
+            "letters": [d.as_dict() for d in affected]}
+
+
+@router.post("/session", response_model=schemas.SessionOut, responses={403: {"model": schemas.Problem}})
+def sign_in(body: schemas.SessionIn, request: Request, ctx: WebContext = Depends(context)) -> Any:
+    if not ctx.auth.enabled:
+        raise HTTPException(403, "the dashboard is read-only: set DASHBOARD_TOKEN to allow changes")
+    if not ctx.auth.token_matches(body.token):
+        raise HTTPException(403, "wrong operator token")
+    cookie = ctx.auth.new_session()
+    session = ctx.auth.session_of(cookie)
+    assert session is not None
+    response = JSONResponse({"operator": True, "csrf_token": ctx.auth.csrf_token(session)})
+    response.set_cookie(SESSION_COOKIE, cookie, max_age=SESSION_SECONDS, httponly=True, samesite="strict",
+                        secure=request.url.scheme == "https", path="/")
+    return response
+
+
+@router.delete("/session", response_model=schemas.SessionOut)
+def sign_out() -> Any:
+    response = JSONResponse({"operator": False, "csrf_token": None})
+    response.delete_cookie(SESSION_COOKIE, path="/")
+    return response

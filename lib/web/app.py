@@ -1,0 +1,66 @@
+"""The dashboard's ASGI application: the pages, ``/api/v1`` and the static files, behind strict headers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, Response
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
+
+from lib.web.api import WebContext, router
+
+HERE = Path(__file__).parent
+templates = Jinja2Templates(directory=str(HERE / "templates"))  # autoescapes .html templates
+
+#: Only our own scripts and styles run (no inline script: market text can never become code), listing images
+#: may come from anywhere over HTTPS, and no other site may frame the pages.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: https:; "
+                               "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "X-Frame-Options": "DENY",
+}
+
+
+class SecurityHeaders(BaseHTTPMiddleware):
+    async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
+        response = await call_next(request)
+        for name, value in SECURITY_HEADERS.items():
+            response.headers.setdefault(name, value)
+        if request.url.path.startswith("/api/"):
+            response.headers.setdefault("Cache-Control", "no-store")
+        return response
+
+
+def create_app(ctx: WebContext) -> FastAPI:
+    """The application over ``ctx`` (see ``WebContext``)."""
+    app = FastAPI(title="animetop", version="1", openapi_url="/api/v1/openapi.json", docs_url=None, redoc_url=None,
+                  description="How hot anime and manga franchises are on Mercari Japan: leaderboard, per-IP series, "
+                              "operations. Times are Unix seconds or ISO 8601 in DISPLAY_TZ.")
+    app.state.context = ctx
+    app.add_middleware(SecurityHeaders)
+    app.include_router(router)
+    app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
+
+    def page(request: Request, name: str, **values: Any) -> HTMLResponse:
+        return templates.TemplateResponse(request, f"{name}.html",
+                                          {"page": name, "timezone": ctx.settings.display_tz, **values})
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def leaderboard_page(request: Request) -> HTMLResponse:
+        return page(request, "leaderboard")
+
+    @app.get("/ip/{ip_id}", response_class=HTMLResponse, include_in_schema=False)
+    def ip_page(request: Request, ip_id: int) -> HTMLResponse:
+        return page(request, "ip", ip_id=ip_id)
+
+    @app.get("/operations", response_class=HTMLResponse, include_in_schema=False)
+    def operations_page(request: Request) -> HTMLResponse:
+        return page(request, "operations")
+
+    return app

@@ -1,0 +1,155 @@
+"""The shapes of ``/api/v1`` (they make its OpenAPI document, and responses are validated against it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Problem(BaseModel):
+    detail: str
+
+
+class Measure(BaseModel):
+    key: str
+    label: str
+    unit: str = Field(description="how values are shown: '', '¥', '/h', 'days', '%', 'score'")
+
+
+class Meta(BaseModel):
+    measures: list[Measure] = Field(description="what the leaderboard can be sorted by")
+    windows: list[int] = Field(description="window lengths offered, in hours")
+    timezone: str = Field(description="DISPLAY_TZ: the time zone pages show times in")
+    operator_enabled: bool = Field(description="whether DASHBOARD_TOKEN is set (requeue and purge possible)")
+    operator: bool = Field(description="whether this request carries a valid operator session")
+    csrf_token: str | None = None
+
+
+class LeaderboardRow(BaseModel):
+    """One IP's measures over the window; a measure with too few observations is null (insufficient), never 0."""
+
+    model_config = ConfigDict(extra="allow")
+
+    rank: int
+    ip_id: int
+    keyword: str
+    name: str
+    inflow: int | None = None
+    outflow: int | None = None
+    liquidity: float | None = None
+    sparkline: list[int] = Field(description="outflow per hour (windows up to 48 h) or per day, oldest first")
+
+
+class Leaderboard(BaseModel):
+    by: str
+    hours: int
+    query: str = Field(description="the name filter applied ('' for none)")
+    total: int = Field(description="IPs ranked before the filter and the limit")
+    rows: list[LeaderboardRow]
+
+
+class HourPoint(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    hour: str = Field(description="start of the hour, ISO 8601 in DISPLAY_TZ")
+    inflow: int
+    outflow: int
+    liquidity: float | None = None
+    samples: int = Field(description="sales with a real price in the hour")
+
+
+class AlertOut(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    rule: str
+    hour: str
+    message: str
+    value: float
+    threshold: float
+
+
+class Sale(BaseModel):
+    source_id: str
+    title: str
+    price: int | None = Field(description="yen; null: the listing had no real price")
+    sold_at: float | None = Field(description="Unix seconds")
+    item_url: str
+
+
+class SearchPoint(BaseModel):
+    crawled_at: float
+    on_sale: int | None = Field(description="the on-sale search's total as the site reported it")
+    sold: int | None = Field(description="the sold search's total as the site reported it")
+    on_sale_read: int | None = None
+    sold_read: int | None = None
+
+
+class IpDetail(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    ip_id: int
+    keyword: str
+    name: str
+    active: bool
+    weight: float
+    hours: int
+    timezone: str
+    series: list[HourPoint]
+    alerts: list[AlertOut]
+    latest_sales: list[Sale]
+    search_totals: list[SearchPoint]
+
+
+class QueueCounts(BaseModel):
+    queue: str
+    ready: int
+    delayed: int
+    dead: int
+    running: int | None = Field(None, description="taken by a worker (Redis broker only)")
+
+
+class Status(BaseModel):
+    scheduled_ips: int
+    in_flight: list[int] = Field(description="IPs whose crawl is in flight")
+    queues: list[QueueCounts]
+    dead_letters: int
+
+
+class DeadLetterOut(BaseModel):
+    id: str
+    message_id: str
+    queue: str
+    actor: str
+    retries: int
+    dead_at: float | None
+    reason: str | None
+    args: list[Any] | None
+    kwargs: dict[str, Any] | None
+    size: int
+
+
+class Selection(BaseModel):
+    """Which dead letters an operation takes: the named ones (``ids``), or with ``all`` every one (of ``queue``
+    when given). ``dry_run`` only says what would be affected (the confirmation step)."""
+
+    ids: list[str] | None = None
+    queue: str | None = None
+    all: bool = False
+    dry_run: bool = False
+
+
+class Affected(BaseModel):
+    action: str
+    dry_run: bool
+    count: int
+    letters: list[DeadLetterOut]
+
+
+class SessionIn(BaseModel):
+    token: str
+
+
+class SessionOut(BaseModel):
+    operator: bool
+    csrf_token: str | None = None

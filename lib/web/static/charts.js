@@ -1,0 +1,114 @@
+"use strict";
+// The charts, drawn by uPlot (static/vendor): axes in DISPLAY_TZ and in each chart's unit.
+const Charts = (() => {
+  const {tz} = Animetop;
+  const made = new Map();  // target id -> () => uPlot, to redraw at a new width
+
+  function width(target) { return Math.max(260, target.clientWidth || target.parentElement.clientWidth || 600); }
+  function tzDate(ts) { return uPlot.tzDate(new Date(ts * 1e3), tz); }
+  // The y axis: its unit as the axis label, ¥ and % on the ticks too.
+  const UNIT_LABELS = {"¥": "yen (¥)", "%": "share (%)", "/h": "listings per hour", "/day": "listings per day",
+                       "days": "days", "score": "score"};
+  function yAxis(unit) {
+    const label = unit ? (UNIT_LABELS[unit] || unit) : undefined;
+    return {size: 72, label, labelSize: label ? 20 : 0, values: (u, splits) => splits.map(v => v === null ? "" :
+      unit === "¥" ? `¥${Math.round(v).toLocaleString("en-US")}` : unit === "%" ? `${Math.round(v * 100)}%` :
+      (+v.toFixed(2)).toLocaleString("en-US"))};
+  }
+  // A time axis over at least a day, so that a single point does not stretch it over years.
+  const timeScale = {time: true, range: (u, min, max) => max - min < 86400
+    ? [min - (86400 - (max - min)) / 2, max + (86400 - (max - min)) / 2] : [min, max]};
+
+  // Canvas has no text for screen readers: the chart describes itself (title, unit, time zone) in aria-label.
+  function draw(target, build, unit) {
+    made.set(target.id, build);
+    target.replaceChildren();
+    const plot = build(width(target));
+    const title = target.closest("section")?.querySelector("h2")?.textContent || "chart";
+    target.setAttribute("role", "img");
+    target.setAttribute("aria-label", `${title}: values in ${UNIT_LABELS[unit] || unit || "counts"}, times in ${tz}`);
+    target.dataset.drawn = "1";
+    return plot;
+  }
+  function empty(target, text) {
+    target.replaceChildren(Animetop.el("p", {class: "insufficient"}, text));
+    target.dataset.drawn = "0";
+  }
+
+  // Bars of two series at the same times (listed wide and light, sold narrow and dark in front).
+  function flows(target, xs, listed, sold, unit) {
+    if (!xs.length) return empty(target, "No data in this window yet.");
+    const bars = (size) => uPlot.paths.bars({size: [size, 60], align: 0});
+    return draw(target, (w) => new uPlot({
+      width: w, height: 220, tzDate,
+      scales: {x: timeScale, y: {range: (u, min, max) => [0, Math.max(1, max) * 1.08]}},
+      axes: [{}, yAxis(unit)],
+      series: [{}, {label: `Listed (${unit})`, fill: "#90caf9", stroke: "#64b5f6", paths: bars(0.8), points: {show: false}},
+                   {label: `Sold (${unit})`, fill: "#d81b60", stroke: "#ad1457", paths: bars(0.4), points: {show: false}}],
+    }, [xs, listed, sold], target), unit);
+  }
+
+  // The median line inside its quartile band.
+  function band(target, xs, median, p25, p75, unit) {
+    if (!xs.length || median.every(v => v === null)) return empty(target, "No sale with a real price in this window.");
+    return draw(target, (w) => new uPlot({
+      width: w, height: 220, tzDate,
+      scales: {x: timeScale},
+      axes: [{}, yAxis(unit)],
+      series: [{}, {label: "75th percentile", stroke: "rgba(216,27,96,.35)", width: 1, spanGaps: false},
+                   {label: "25th percentile", stroke: "rgba(216,27,96,.35)", width: 1},
+                   {label: "Median", stroke: "#d81b60", width: 2, points: {show: true, size: 5}}],
+      bands: [{series: [1, 2], fill: "rgba(216,27,96,.12)"}],
+    }, [xs, p75, p25, median], target), unit);
+  }
+
+  // Lines against time (several series, one unit).
+  function lines(target, xs, series, unit) {
+    if (!xs.length) return empty(target, "No data in this window yet.");
+    const colors = ["#1e88e5", "#d81b60", "#43a047", "#fb8c00"];
+    return draw(target, (w) => new uPlot({
+      width: w, height: 220, tzDate,
+      scales: {x: timeScale},
+      axes: [{}, yAxis(unit)],
+      series: [{}, ...series.map((s, i) => ({label: s.label, stroke: colors[i % colors.length], width: 2,
+                                              points: {show: true, size: 4}}))],
+    }, [xs, ...series.map(s => s.values)], target), unit);
+  }
+
+  // A step curve on a numeric x axis (days): the share of listings still unsold after x days.
+  function survival(target, days, share) {
+    if (!days.length) return empty(target, "Not enough sales to estimate time to sell.");
+    return draw(target, (w) => new uPlot({
+      width: w, height: 220,
+      scales: {x: {time: false}, y: {range: [0, 1]}},
+      axes: [{label: "days since listed", values: (u, s) => s.map(v => `${+v.toFixed(1)} d`)},
+             {label: "still unsold", ...yAxis("%")}],
+      series: [{label: "days"}, {label: "still unsold", stroke: "#d81b60", width: 2,
+                                 paths: uPlot.paths.stepped({align: 1}), value: (u, v) => v === null ? "–" : `${(v * 100).toFixed(1)}%`}],
+    }, [days, share], target), "%");
+  }
+
+  // A tiny line without axes or legend.
+  function sparkline(target, values) {
+    const xs = values.map((_, i) => i);
+    return new uPlot({
+      width: 120, height: 28, legend: {show: false}, cursor: {show: false},
+      scales: {x: {time: false}, y: {range: [0, Math.max(1, ...values)]}},
+      axes: [{show: false}, {show: false}],
+      series: [{}, {stroke: "#d81b60", width: 1.5, fill: "rgba(216,27,96,.15)", points: {show: false}}],
+    }, [xs, values], target);
+  }
+
+  let pending = null;
+  window.addEventListener("resize", () => {
+    clearTimeout(pending);
+    pending = setTimeout(() => {
+      for (const [id, build] of made) {
+        const target = document.getElementById(id);
+        if (target) { target.replaceChildren(); build(width(target)); }
+      }
+    }, 150);
+  });
+
+  return {flows, band, lines, survival, sparkline, empty};
+})();

@@ -1,0 +1,123 @@
+"use strict";
+(async () => {
+  const {el, api, meta, showError, value, params, setParams, windowLabel, time, day, safeUrl} = Animetop;
+  const ipId = document.body.dataset.ipId;
+  const hoursSelect = document.getElementById("hours");
+  const ts = (iso) => Date.parse(iso) / 1000;
+
+  function cards(d) {
+    const listed = d.series.reduce((a, r) => a + r.inflow, 0), sold = d.series.reduce((a, r) => a + r.outflow, 0);
+    const items = [["Listed", value(listed)], ["Sold", value(sold)],
+                   ["Liquidity (sold / listed)", value(listed ? sold / listed : null)]];
+    for (const [key, label, unit] of [["median_price", "Median sold price", "¥"], ["sell_through", "Sell-through", "%"],
+                                      ["time_to_sell", "Median time to sell", "days"], ["heat", "Heat", "score"],
+                                      ["momentum", "Momentum", "score"], ["supply", "On sale now", ""],
+                                      ["hours_of_supply", "Hours of supply", ""]]) {
+      const window = d.window || {};
+      if (key in window) items.push([label, value(window[key] && typeof window[key] === "object" ? window[key].value : window[key], unit)]);
+    }
+    document.getElementById("cards").replaceChildren(...items.map(([label, v]) => el("div", {class: "card"}, el("b", {}, v), label)));
+  }
+
+  function daily(series) {
+    const days = new Map();
+    for (const r of series) {
+      const key = day(ts(r.hour));
+      const d = days.get(key) || {x: ts(r.hour), listed: 0, sold: 0};
+      d.listed += r.inflow; d.sold += r.outflow;
+      days.set(key, d);
+    }
+    const rows = [...days.values()];
+    if (rows.length === 1) {  // one day alone: empty neighbours keep the time axis to days, not years
+      rows.unshift({x: rows[0].x - 86400, listed: null, sold: null});
+      rows.push({x: rows[1].x + 86400, listed: null, sold: null});
+    }
+    return [rows.map(r => r.x), rows.map(r => r.listed), rows.map(r => r.sold)];
+  }
+
+  function price(d) {
+    const xs = d.series.map(r => ts(r.hour));
+    const note = document.getElementById("price-note");
+    const target = document.getElementById("price");
+    if (d.series.some(r => "median_price" in r)) {
+      note.textContent = "Median of the hour's sales with a real price, inside the 25th–75th percentile band.";
+      return Charts.band(target, xs, d.series.map(r => r.median_price ?? null), d.series.map(r => r.p25_price ?? null),
+                         d.series.map(r => r.p75_price ?? null), "¥");
+    }
+    note.textContent = "Average of the hour's sales with a real price, inside the lowest–highest band.";
+    return Charts.band(target, xs, d.series.map(r => r.avg_price ?? null), d.series.map(r => r.min_price ?? null),
+                       d.series.map(r => r.max_price ?? null), "¥");
+  }
+
+  function timeToSell(d) {
+    const note = document.getElementById("tts-note"), target = document.getElementById("tts");
+    const curve = d.time_to_sell_curve || (d.window && d.window.time_to_sell_curve);
+    if (!curve || !curve.length) {
+      note.textContent = "Share of listings still unsold after a given time (Kaplan–Meier).";
+      return Charts.empty(target, "Not enough observed sales in this window to estimate it.");
+    }
+    note.textContent = "Share of listings still unsold after a given time (Kaplan–Meier; unsold ones censored at their last sighting).";
+    return Charts.survival(target, curve.map(p => p.days), curve.map(p => p.unsold));
+  }
+
+  function supply(d) {
+    const points = d.search_totals;
+    const note = document.getElementById("supply-note");
+    note.textContent = "Listings the site counts in the on-sale and sold searches at each crawl, and how many our pages read.";
+    return Charts.lines(document.getElementById("supply"), points.map(p => p.crawled_at), [
+      {label: "On sale (site total)", values: points.map(p => p.on_sale)},
+      {label: "Sold (site total)", values: points.map(p => p.sold)},
+      {label: "On sale read", values: points.map(p => p.on_sale_read)},
+      {label: "Sold read", values: points.map(p => p.sold_read)}], "");
+  }
+
+  function cuts(d) {
+    const c = d.price_cuts || (d.window && d.window.price_cuts);
+    document.getElementById("cuts").textContent = c && c.share !== null && c.share !== undefined
+      ? `${(c.share * 100).toFixed(1)}% of sold listings were cut first; median cut ${c.median_cut === null ? "–" : "¥" + Math.round(c.median_cut).toLocaleString("en-US")}.`
+      : "Not enough sold listings with a price history in this window.";
+  }
+
+  function alerts(d) {
+    const list = document.getElementById("alerts");
+    list.replaceChildren(...(d.alerts.length ? d.alerts.map(a => el("li", {},
+      el("b", {}, a.rule), ` · ${time(ts(a.hour))} · `, a.message)) : [el("li", {class: "muted"}, "No alerts.")]));
+  }
+
+  function sales(d) {
+    const body = document.querySelector("#sales tbody");
+    body.replaceChildren(...d.latest_sales.map(s => {
+      const url = safeUrl(s.item_url);
+      return el("tr", {}, el("td", {}, time(s.sold_at)),
+        el("td", {class: "name"}, url ? el("a", {href: url, rel: "noopener noreferrer", target: "_blank"}, s.title || s.source_id)
+                                      : (s.title || s.source_id)),
+        el("td", {class: "num"}, s.price === null ? el("span", {class: "insufficient"}, "no price") : value(s.price, "¥")));
+    }));
+  }
+
+  async function load(hours) {
+    setParams({hours});
+    hoursSelect.value = hours;
+    document.getElementById("csv").href = `/api/v1/ips/${ipId}/series.csv?hours=${hours}`;
+    document.getElementById("json").href = `/api/v1/ips/${ipId}?hours=${hours}`;
+    const d = await api(`/api/v1/ips/${ipId}?hours=${hours}`);
+    document.getElementById("name").textContent = d.name;
+    document.getElementById("keyword").textContent = `search keyword: ${d.keyword}${d.active ? "" : " (paused)"}`;
+    document.title = `${d.name} · animetop`;
+    cards(d);
+    const xs = d.series.map(r => ts(r.hour));
+    Charts.flows(document.getElementById("flow-hourly"), xs, d.series.map(r => r.inflow), d.series.map(r => r.outflow), "/h");
+    Charts.flows(document.getElementById("flow-daily"), ...daily(d.series), "/day");
+    price(d); timeToSell(d); supply(d); cuts(d); alerts(d); sales(d);
+  }
+
+  try {
+    const info = await meta();
+    const current = Number(params().get("hours") || 168);
+    const windows = [...new Set([...info.windows, current])].sort((a, b) => a - b);
+    hoursSelect.replaceChildren(...windows.map(h => el("option", {value: h}, `last ${windowLabel(h)}`)));
+    hoursSelect.addEventListener("change", () => load(hoursSelect.value).catch(showError));
+    await load(String(current));
+    document.body.dataset.ready = "1";
+  } catch (error) { showError(error); }
+})();

@@ -1,0 +1,79 @@
+"use strict";
+(async () => {
+  const {el, api, meta, setCsrf, showError, time} = Animetop;
+  const dialog = document.getElementById("confirm");
+  let info;
+
+  async function status() {
+    const s = await api("/api/v1/status");
+    document.getElementById("cards").replaceChildren(
+      ...[["IPs scheduled", s.scheduled_ips], ["Crawls in flight", s.in_flight.length], ["Dead letters", s.dead_letters]]
+        .map(([label, v]) => el("div", {class: "card"}, el("b", {}, v), label)));
+    document.querySelector("#queues tbody").replaceChildren(...s.queues.map(q => el("tr", {},
+      el("td", {}, q.queue), el("td", {class: "num"}, q.ready), el("td", {class: "num"}, q.running ?? "–"),
+      el("td", {class: "num"}, q.delayed), el("td", {class: "num"}, q.dead))));
+  }
+
+  async function letters() {
+    const rows = await api("/api/v1/deadletters");
+    document.querySelector("#letters tbody").replaceChildren(...rows.map(d => el("tr", {"data-id": d.id},
+      el("td", {}, info.operator ? el("input", {type: "checkbox", class: "pick", value: d.id,
+                                                "aria-label": `select ${d.actor} ${d.id}`}) : ""),
+      el("td", {}, time(d.dead_at)), el("td", {}, d.queue), el("td", {}, d.actor),
+      el("td", {class: "num"}, d.retries), el("td", {class: "name"}, (d.reason || "").split("\n")[0]))));
+    document.getElementById("letters-empty").hidden = rows.length > 0;
+  }
+
+  function controls() {
+    document.getElementById("readonly").hidden = info.operator_enabled;
+    document.getElementById("signin").hidden = !info.operator_enabled || info.operator;
+    document.getElementById("letter-actions").hidden = !info.operator;
+  }
+
+  // Ask the server what an action would affect (a dry run), show it, and act only on confirmation.
+  async function act(action, selection) {
+    const preview = await api(`/api/v1/deadletters/${action}`, {method: "POST", body: {...selection, dry_run: true}});
+    document.getElementById("confirm-title").textContent =
+      `${action === "purge" ? "Purge" : "Requeue"} ${preview.count} dead letter${preview.count === 1 ? "" : "s"}?`;
+    document.getElementById("confirm-summary").textContent = action === "purge"
+      ? "They will be deleted for good." : "They will be sent back to their queues as if never tried.";
+    document.getElementById("confirm-list").replaceChildren(...preview.letters.slice(0, 50).map(d =>
+      el("li", {}, `${d.actor} on ${d.queue}: ${(d.reason || "").split("\n")[0]}`)),
+      preview.count > 50 ? el("li", {}, `… and ${preview.count - 50} more`) : null);
+    document.getElementById("confirm-ok").disabled = preview.count === 0;
+    dialog.returnValue = "";
+    dialog.showModal();
+    await new Promise(resolve => dialog.addEventListener("close", resolve, {once: true}));
+    if (dialog.returnValue !== "ok") return;
+    const ids = selection.all ? undefined : preview.letters.map(d => d.id);
+    await api(`/api/v1/deadletters/${action}`, {method: "POST", body: selection.all ? {all: true} : {ids}});
+    await Promise.all([letters(), status()]);
+  }
+  function picked() { return [...document.querySelectorAll("input.pick:checked")].map(i => i.value); }
+
+  try {
+    info = await meta();
+    controls();
+    document.getElementById("signin-form").addEventListener("submit", async (e) => {
+      e.preventDefault();
+      try {
+        const session = await api("/api/v1/session", {method: "POST", body: {token: document.getElementById("token").value}});
+        setCsrf(session.csrf_token);
+        info = await meta();
+        controls();
+        await letters();
+      } catch (error) { showError(error); }
+    });
+    document.getElementById("signout").addEventListener("click", async () => {
+      await api("/api/v1/session", {method: "DELETE"});
+      info = await meta(); controls(); await letters();
+    });
+    for (const [id, action, all] of [["requeue-selected", "requeue", false], ["purge-selected", "purge", false],
+                                     ["requeue-all", "requeue", true], ["purge-all", "purge", true]]) {
+      document.getElementById(id).addEventListener("click", () =>
+        act(action, all ? {all: true} : {ids: picked()}).catch(showError));
+    }
+    await Promise.all([status(), letters()]);
+    document.body.dataset.ready = "1";
+  } catch (error) { showError(error); }
+})();

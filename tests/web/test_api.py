@@ -1,0 +1,194 @@
+"""/api/v1 on real Redis, databases and broker: responses valid against the OpenAPI document, numbers equal to
+what the database holds, exports, and the operator rules for requeue and purge."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections import defaultdict
+from datetime import timedelta
+from urllib.parse import quote
+
+import dramatiq
+import jsonschema
+import pytest
+
+from lib.core.clock import naive_utc
+from models import IpMetadata, IpStatsHourly, ItemSnapshot
+
+from ..helpers import wait_for
+from .conftest import TOKEN, call
+
+H = 3600
+
+
+def openapi(dashboard) -> dict:
+    return call(f"{dashboard.url}/api/v1/openapi.json").json()
+
+
+def check_against_openapi(doc: dict, path: str, method: str, reply) -> None:
+    """Validate a JSON reply against the document's schema for that path, method and status."""
+    operation = doc["paths"][path][method]
+    response = operation["responses"].get(str(reply.status))
+    assert response is not None, f"{method.upper()} {path} answered {reply.status}, which its document does not list"
+    schema = response["content"]["application/json"]["schema"]
+    jsonschema.Draft202012Validator({**schema, "components": doc["components"]}).validate(reply.json())
+
+
+def window_sums(hours: int, now: float) -> dict[int, tuple[int, int]]:
+    """Inflow and outflow of each IP over the window, summed here from the hourly rows."""
+    since = naive_utc(now - now % H) - timedelta(hours=hours - 1)
+    sums: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+    for row in IpStatsHourly.select().where(IpStatsHourly.hour_bucket >= since):
+        sums[row.ip_id][0] += row.inflow
+        sums[row.ip_id][1] += row.outflow
+    return {ip: (i, o) for ip, (i, o) in sums.items()}
+
+
+def test_every_read_endpoint_matches_its_openapi_document(dashboard):
+    doc = openapi(dashboard)
+    ip = dashboard.ips[1].id
+    for path, url in [("/api/v1/meta", "/api/v1/meta"),
+                      ("/api/v1/leaderboard", "/api/v1/leaderboard?by=outflow&hours=24"),
+                      ("/api/v1/leaderboard", "/api/v1/leaderboard?by=liquidity&hours=720&q=%E5%91%AA"),
+                      ("/api/v1/leaderboard", "/api/v1/leaderboard?by=nope"),
+                      ("/api/v1/ips/{ip_id}", f"/api/v1/ips/{ip}?hours=48"),
+                      ("/api/v1/ips/{ip_id}", "/api/v1/ips/999999"),
+                      ("/api/v1/status", "/api/v1/status"),
+                      ("/api/v1/deadletters", "/api/v1/deadletters")]:
+        reply = call(dashboard.url + url)
+        assert reply.headers["content-type"].startswith("application/json"), url
+        check_against_openapi(doc, path, "get", reply)
+    assert call(dashboard.url + "/api/v1/ips/999999").status == 404
+    assert call(dashboard.url + "/api/v1/leaderboard?by=nope").status == 400
+    assert call(dashboard.url + "/api/v1/leaderboard?hours=0").status == 422
+
+
+def test_leaderboard_numbers_order_filter_and_sparkline(dashboard):
+    now = dashboard.clock.now()
+    sums = window_sums(24, now)
+    reply = call(f"{dashboard.url}/api/v1/leaderboard?by=outflow&hours=24").json()
+    got = [(r["ip_id"], r["inflow"], r["outflow"]) for r in reply["rows"]]
+    expected = sorted(((ip, i, o) for ip, (i, o) in sums.items()), key=lambda t: (-t[2], t[0]))
+    assert got == expected and [r["rank"] for r in reply["rows"]] == [1, 2, 3]
+    # the sparkline: outflow per hour over the last 24 hours, oldest first, summed here from the rows
+    since = naive_utc(now - now % H) - timedelta(hours=23)
+    for row in reply["rows"]:
+        line = [0] * 24
+        for r in IpStatsHourly.select().where((IpStatsHourly.ip_id == row["ip_id"])
+                                              & (IpStatsHourly.hour_bucket >= since)):
+            line[int((r.hour_bucket - since) / timedelta(hours=1))] += r.outflow
+        assert row["sparkline"] == line and sum(line) == row["outflow"]
+    # beyond two days, per UTC day: over 30 days, 31 days are touched (the first and the last partly)
+    month = call(f"{dashboard.url}/api/v1/leaderboard?by=outflow&hours=720").json()
+    since = naive_utc(now - now % H) - timedelta(hours=719)
+    for row in month["rows"]:
+        line = [0] * 31
+        for r in IpStatsHourly.select().where((IpStatsHourly.ip_id == row["ip_id"])
+                                              & (IpStatsHourly.hour_bucket >= since)):
+            line[(r.hour_bucket.date() - since.date()).days] += r.outflow
+        assert row["sparkline"] == line and sum(line) == row["outflow"] > 0
+    name = IpMetadata.get_by_id(dashboard.ips[2].id).display_name
+    filtered = call(f"{dashboard.url}/api/v1/leaderboard?by=outflow&hours=24&q={quote(name[1:3])}").json()
+    assert [r["ip_id"] for r in filtered["rows"]] == [dashboard.ips[2].id] and filtered["total"] == 3
+    by_inflow = call(f"{dashboard.url}/api/v1/leaderboard?by=inflow&hours=24").json()
+    assert [r["ip_id"] for r in by_inflow["rows"]] == [ip for ip, _, _ in
+                                                       sorted(((ip, i, o) for ip, (i, o) in sums.items()),
+                                                              key=lambda t: (-t[1], -t[2], t[0]))]
+
+
+def test_exports(dashboard):
+    reply = call(f"{dashboard.url}/api/v1/leaderboard?by=outflow&hours=24&format=csv")
+    assert reply.status == 200 and reply.headers["content-type"].startswith("text/csv")
+    assert "attachment" in reply.headers["content-disposition"]
+    rows = list(csv.DictReader(io.StringIO(reply.body.decode())))
+    as_json = call(f"{dashboard.url}/api/v1/leaderboard?by=outflow&hours=24").json()["rows"]
+    assert [(int(r["ip_id"]), r["name"], int(r["outflow"])) for r in rows] == \
+        [(r["ip_id"], r["name"], r["outflow"]) for r in as_json]
+    ip = dashboard.ips[1].id
+    series = list(csv.DictReader(io.StringIO(call(f"{dashboard.url}/api/v1/ips/{ip}/series.csv?hours=24").body
+                                             .decode())))
+    detail = call(f"{dashboard.url}/api/v1/ips/{ip}?hours=24").json()
+    assert [(s["hour"], int(s["inflow"]), int(s["outflow"])) for s in series] == \
+        [(s["hour"], s["inflow"], s["outflow"]) for s in detail["series"]]
+    assert sum(s["outflow"] for s in detail["series"]) == 6
+    sold = {s.source_id for s in ItemSnapshot.select().where((ItemSnapshot.ip_id == ip)
+                                                             & (ItemSnapshot.status == "sold"))}
+    assert {s["source_id"] for s in detail["latest_sales"]} == sold
+
+
+def test_responses_carry_strict_security_headers(dashboard):
+    for path in ("/", f"/ip/{dashboard.ips[0].id}", "/operations", "/api/v1/meta"):
+        headers = {k.lower(): v for k, v in call(dashboard.url + path).headers.items()}
+        assert "script-src 'self'" in headers["content-security-policy"], path
+        assert headers["x-content-type-options"] == "nosniff"
+        assert headers["x-frame-options"] == "DENY"
+
+
+@pytest.fixture
+def dead(dashboard, broker, start_worker):
+    """Three dead letters on the queue "work", put there by a real worker."""
+    @dramatiq.actor(broker=broker, queue_name="work", max_retries=0)
+    def doomed(n: int) -> None:
+        raise RuntimeError(f"doomed {n}")
+
+    sent = [doomed.send(n) for n in range(3)]
+    start_worker(broker)
+    wait_for(lambda: len(dashboard.letters.list("work")) == 3, what="three dead letters")
+    return [m.message_id for m in sent]
+
+
+def signed_in(dashboard) -> tuple[dict[str, str], str]:
+    reply = call(f"{dashboard.url}/api/v1/session", "POST", {"token": TOKEN})
+    assert reply.status == 200, reply.body
+    cookie = f"animetop_session={reply.cookies['animetop_session']}"
+    return {"Cookie": cookie}, reply.json()["csrf_token"]
+
+
+def test_requeue_and_purge_need_the_operator(dashboard, dead):
+    url = f"{dashboard.url}/api/v1/deadletters"
+    doc = openapi(dashboard)
+    one = {"ids": [dead[0]]}
+    if call(f"{dashboard.url}/api/v1/meta").json()["operator_enabled"] is False:
+        for action in ("requeue", "purge"):
+            reply = call(f"{url}/{action}", "POST", one, {"Authorization": f"Bearer {TOKEN}"})
+            assert reply.status == 403 and "read-only" in reply.json()["detail"]
+        assert call(f"{dashboard.url}/api/v1/session", "POST", {"token": TOKEN}).status == 403
+        assert len(dashboard.letters.list("work")) == 3
+        return
+    refused = [
+        ({}, 401),  # no credentials
+        ({"Authorization": "Bearer wrong-token-wrong-token"}, 403),
+    ]
+    cookie, csrf = signed_in(dashboard)
+    refused += [
+        (cookie, 403),  # a session without its CSRF token: what a cross-site form would send
+        ({**cookie, "X-CSRF-Token": "0" * 32}, 403),
+        ({**cookie, "X-CSRF-Token": csrf, "Origin": "http://evil.example"}, 403),
+        ({"Cookie": "animetop_session=forged.9999999999.00", "X-CSRF-Token": csrf}, 401),
+    ]
+    for headers, status in refused:
+        for action in ("requeue", "purge"):
+            reply = call(f"{url}/{action}", "POST", one, headers)
+            assert reply.status == status, (headers, action, reply.body)
+            check_against_openapi(doc, f"/api/v1/deadletters/{action}", "post", reply)
+    assert len(dashboard.letters.list("work")) == 3  # nothing was touched
+
+    # the confirmation step: a dry run names what would be affected and changes nothing
+    preview = call(f"{url}/purge", "POST", {"all": True, "dry_run": True}, {**cookie, "X-CSRF-Token": csrf})
+    check_against_openapi(doc, "/api/v1/deadletters/purge", "post", preview)
+    assert preview.json()["count"] == 3 and {d["message_id"] for d in preview.json()["letters"]} == set(dead)
+    assert len(dashboard.letters.list("work")) == 3
+
+    # single requeue through a session, single purge with the bearer token, then the rest in bulk
+    reply = call(f"{url}/requeue", "POST", {"ids": [dead[0]]}, {**cookie, "X-CSRF-Token": csrf,
+                                                                "Origin": dashboard.url})
+    assert reply.status == 200 and [d["message_id"] for d in reply.json()["letters"]] == [dead[0]]
+    wait_for(lambda: {d.message_id for d in dashboard.letters.list("work")} == set(dead),
+             what="the requeued message to fail and be dead-lettered again")
+    reply = call(f"{url}/purge", "POST", {"ids": [dead[1]]}, {"Authorization": f"Bearer {TOKEN}"})
+    assert reply.status == 200 and reply.json()["count"] == 1
+    assert {d.message_id for d in dashboard.letters.list("work")} == {dead[0], dead[2]}
+    reply = call(f"{url}/purge", "POST", {"all": True, "queue": "work"}, {"Authorization": f"Bearer {TOKEN}"})
+    assert reply.json()["count"] == 2 and dashboard.letters.list("work") == []
+    assert call(f"{url}/purge", "POST", {}, {"Authorization": f"Bearer {TOKEN}"}).status == 400

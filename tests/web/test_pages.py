@@ -1,0 +1,277 @@
+"""The dashboard for a person, in real headless Chromium, over a database filled by a demo run: every page renders
+without a console error and with non-empty charts; sorting, the window and the filter change what is shown;
+requeue and purge work with the operator token and are refused without it; hostile text stays text; phone width
+and keyboard work. Screenshots are written to the test's directory."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import dramatiq
+import peewee
+import pytest
+
+from lib.core.clock import FrozenClock
+from lib.crawling.install import ensure_cjk_font
+from models import AppliedResult, IpMetadata, ItemSnapshot
+
+from ..helpers import wait_for
+from .browser import launch, new_page
+from .conftest import TOKEN, call, start_dashboard
+
+pytestmark = pytest.mark.slow
+
+HOSTILE = ['<script>window.__pwned = 1</script>鬼滅', '"><img src=x onerror="window.__pwned = 1">',
+           "\u202eأنمي عربي\u202c 🎌🔥 呪術廻戦", "x" * 300]
+
+
+@pytest.fixture(scope="module")
+def demo_database(tmp_path_factory, chromium) -> Path:
+    """A database filled by the README's demo (the real process types against the simulator), run once
+    (``TEST_DEMO_DATABASE`` names one an earlier demo filled, to iterate on these tests without the demo)."""
+    if os.environ.get("TEST_DEMO_DATABASE"):
+        return Path(os.environ["TEST_DEMO_DATABASE"])
+    cwd = tmp_path_factory.mktemp("demo")
+    # five IPs at 240x for 75 s: about five simulated hours, so each IP is crawled after its baseline
+    result = subprocess.run([sys.executable, "-m", "lib.cli", "demo", "--minutes", "1.25", "--ips", "5", "--speed",
+                             "240"], cwd=cwd, capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "PYTHONPATH": os.getcwd()})
+    assert result.returncode == 0, result.stdout + result.stderr
+    return cwd / "var" / "demo" / "animetop.sqlite3"
+
+
+@pytest.fixture
+def database_url(demo_database, tmp_path) -> str:
+    """A copy of the demo's database per test (the tests change it)."""
+    copy = tmp_path / "animetop.sqlite3"
+    with sqlite3.connect(demo_database) as source, sqlite3.connect(copy) as target:
+        source.backup(target)  # with what is still in its write-ahead log
+    return f"sqlite:///{copy}"
+
+
+@pytest.fixture
+def font():
+    if not ensure_cjk_font():
+        pytest.skip("no Japanese font and cannot install one (not root)")
+
+
+@pytest.fixture(params=[TOKEN, None], ids=["operator", "read-only"])
+def site(request, db, settings, broker, font):
+    # the demo's clock ran ahead of real time: the dashboard's "now" is its last crawl
+    last = AppliedResult.select(peewee.fn.MAX(AppliedResult.crawled_at)).scalar()
+    server, letters = start_dashboard(settings, broker, request.param, FrozenClock(last + 60))
+    yield server.url, letters, request.param
+    server.stop()
+
+
+def run(coroutine):
+    return asyncio.run(coroutine)
+
+
+async def rows_of(page) -> list[list[str]]:
+    return await page.js("""() => Array.from(document.querySelectorAll('#board tbody tr'))
+        .map(tr => [tr.dataset.ipId, ...Array.from(tr.querySelectorAll('td.num')).map(td => td.textContent)])""")
+
+
+def test_leaderboard_page(site, chromium, tmp_path):
+    url, _, _ = site
+    api = call(f"{url}/api/v1/leaderboard?by=outflow&hours=24&limit=200").json()
+    assert len(api["rows"]) >= 4, "the demo filled too little to test with"
+
+    async def go():
+        browser = await launch(chromium)
+        try:
+            page = await new_page(browser)
+            await page.open(f"{url}/?by=outflow&hours=24")
+            shown = await rows_of(page)
+            assert [r[0] for r in shown] == [str(r["ip_id"]) for r in api["rows"]]
+            await page.wait("() => document.querySelectorAll('#board .spark canvas').length > 0")
+            assert await page.drawn("#board .spark") > 0
+            await page.page.screenshot({"path": str(tmp_path / "leaderboard.png"), "fullPage": True})
+
+            # sorting by another measure (its column header), by mouse
+            await page.page.click("th button.sort[data-key='inflow']")
+            await page.wait("() => new URLSearchParams(location.search).get('by') === 'inflow'")
+            await page.wait("() => document.querySelector('th[aria-sort] button').dataset.key === 'inflow'")
+            by_inflow = call(f"{url}/api/v1/leaderboard?by=inflow&hours=24&limit=200").json()["rows"]
+            await page.wait("(ids) => Array.from(document.querySelectorAll('#board tbody tr'))"
+                            ".map(tr => tr.dataset.ipId).join() === ids", ",".join(str(r["ip_id"]) for r in by_inflow))
+
+            # the window
+            await page.page.select("#hours", "720")
+            await page.wait("() => new URLSearchParams(location.search).get('hours') === '720'")
+            month = call(f"{url}/api/v1/leaderboard?by=inflow&hours=720&limit=200").json()
+            await page.wait("(text) => document.getElementById('board-count').textContent.includes(text)",
+                            f"of {month['total']} IPs, last 30 days")
+
+            # the filter
+            name = api["rows"][1]["name"]
+            await page.page.type("#q", name)
+            await page.wait("(ip) => { const rows = document.querySelectorAll('#board tbody tr');"
+                            " return rows.length === 1 && rows[0].dataset.ipId === ip; }", str(api["rows"][1]["ip_id"]))
+            return page.errors
+        finally:
+            await browser.close()
+
+    assert run(go()) == []
+
+
+def test_ip_page_draws_every_chart(site, chromium, tmp_path):
+    url, _, _ = site
+    top = call(f"{url}/api/v1/leaderboard?by=outflow&hours=24").json()["rows"][0]
+
+    async def go():
+        browser = await launch(chromium)
+        try:
+            page = await new_page(browser)
+            await page.open(f"{url}/ip/{top['ip_id']}?hours=168")
+            drawn = {chart: await page.drawn(f"#{chart}") for chart in ("flow-hourly", "flow-daily", "price", "supply")}
+            name = await page.js("() => document.getElementById('name').textContent")
+            sales = await page.js("() => Array.from(document.querySelectorAll('#sales tbody a'))"
+                                  ".map(a => a.getAttribute('href'))")
+            axis = await page.js("() => ['price', 'flow-hourly'].map(id => document.getElementById(id)"
+                                 ".getAttribute('aria-label')).join(' ')")
+            await page.page.screenshot({"path": str(tmp_path / "ip.png"), "fullPage": True})
+            return drawn, name, sales, axis, page.errors
+        finally:
+            await browser.close()
+
+    drawn, name, sales, axis, errors = run(go())
+    assert errors == []
+    assert name == top["name"]
+    if not call(f"{url}/api/v1/ips/{top['ip_id']}?hours=168").json()["search_totals"]:
+        assert drawn.pop("supply") == 0  # no crawl reported totals: the chart says so instead
+    assert all(count > 500 for count in drawn.values()), drawn  # each chart drew more than its frame
+    assert sales and all(href.startswith("http") for href in sales)
+    assert "¥" in axis and "per hour" in axis and "Asia/Tokyo" in axis  # units and time zone, also as text
+
+
+def test_operations_requeue_and_purge(site, broker, start_worker, chromium):
+    url, letters, token = site
+
+    @dramatiq.actor(broker=broker, queue_name="work", max_retries=0)
+    def doomed(n: int) -> None:
+        raise RuntimeError(f"doomed {n}")
+
+    sent = [doomed.send(n).message_id for n in range(3)]
+    start_worker(broker)
+    wait_for(lambda: len(letters.list("work")) == 3, what="three dead letters")
+
+    async def go():
+        browser = await launch(chromium)
+        try:
+            page = await new_page(browser)
+            await page.open(f"{url}/operations")
+            await page.wait("() => document.querySelectorAll('#letters tbody tr').length === 3")
+            if token is None:
+                state = await page.js("() => [document.getElementById('readonly').hidden,"
+                                      " document.getElementById('letter-actions').hidden,"
+                                      " document.querySelectorAll('input.pick').length]")
+                assert state == [False, True, 0]
+                return page.errors
+            await page.page.type("#token", TOKEN)
+            await page.page.click("#signin-form button")
+            await page.wait("() => !document.getElementById('letter-actions').hidden")
+            await page.wait("() => document.querySelectorAll('input.pick').length === 3")
+            # purge one: the confirmation names it, then it is gone
+            await page.page.click(f"input.pick[value='{letters.list('work')[0].id}']")
+            await page.page.click("#purge-selected")
+            await page.wait("() => document.getElementById('confirm').open")
+            title = await page.js("() => document.getElementById('confirm-title').textContent")
+            assert title == "Purge 1 dead letter?"
+            await page.page.click("#confirm-ok")
+            await page.wait("() => document.querySelectorAll('#letters tbody tr').length === 2")
+            # requeue the rest, cancelled first (nothing happens), then confirmed
+            await page.page.click("#requeue-all")
+            await page.wait("() => document.getElementById('confirm').open")
+            assert await page.js("() => document.getElementById('confirm-title').textContent") == \
+                "Requeue 2 dead letters?"
+            await page.page.click("#confirm button[value='cancel']")
+            await page.wait("() => !document.getElementById('confirm').open")
+            assert len(letters.list("work")) == 2
+            await page.page.click("#requeue-all")
+            await page.wait("() => document.getElementById('confirm').open")
+            await page.page.click("#confirm-ok")
+            await page.wait("() => !document.getElementById('confirm').open")
+            return page.errors
+        finally:
+            await browser.close()
+
+    assert run(go()) == []
+    if token is not None:
+        # the two requeued messages ran again (and, still doomed, came back): the purged one never did
+        wait_for(lambda: len(letters.list("work")) == 2 and all(d.retries == 0 for d in letters.list("work")),
+                 what="the requeued messages to run again")
+        assert {d.message_id for d in letters.list("work")} < set(sent)
+    else:
+        assert {d.message_id for d in letters.list("work")} == set(sent)
+
+
+def test_hostile_text_stays_text_and_the_layout_holds(site, chromium, tmp_path):
+    url, _, _ = site
+    top = call(f"{url}/api/v1/leaderboard?by=outflow&hours=24").json()["rows"]
+    for row, name in zip(top, HOSTILE, strict=False):
+        IpMetadata.update(display_name=name).where(IpMetadata.id == row["ip_id"]).execute()
+    ip = top[0]["ip_id"]
+    sold = ItemSnapshot.select().where((ItemSnapshot.ip_id == ip) & (ItemSnapshot.status == "sold")).first()
+    ItemSnapshot.update(title=HOSTILE[1], item_url="javascript:window.__pwned=1").where(
+        ItemSnapshot.id == sold.id).execute()
+    from lib.core.redis_client import state_redis
+
+    state_redis().flushdb()  # the read side's caches
+
+    async def go():
+        browser = await launch(chromium)
+        results = {}
+        try:
+            for width in (1280, 375):
+                page = await new_page(browser, width=width, height=800)
+                for path in ("/?by=outflow&hours=24", f"/ip/{ip}?hours=168"):
+                    await page.open(url + path)
+                    results[(width, path)] = await page.js("""() => ({
+                        pwned: window.__pwned === 1,
+                        injected: document.querySelectorAll('img[onerror], script:not([src])').length,
+                        text: document.body.innerText,
+                        overflow: document.documentElement.scrollWidth - window.innerWidth,
+                        javascriptLinks: document.querySelectorAll('a[href^="javascript"]').length})""")
+                    await page.page.screenshot({"path": str(tmp_path / f"hostile-{width}-{len(results)}.png")})
+                assert page.errors == []
+        finally:
+            await browser.close()
+        return results
+
+    for where, seen in run(go()).items():
+        assert not seen["pwned"] and seen["injected"] == 0 and seen["javascriptLinks"] == 0, where
+        assert seen["overflow"] <= 0, where  # nothing wider than the screen, even 300 unbroken characters
+    board = run_text = next(v["text"] for k, v in run(go()).items() if k == (1280, "/?by=outflow&hours=24"))
+    assert HOSTILE[0] in board and HOSTILE[1] in board and "🎌🔥 呪術廻戦" in run_text
+
+
+def test_keyboard_reaches_and_works_every_control(site, chromium):
+    url, _, _ = site
+
+    async def go():
+        browser = await launch(chromium)
+        try:
+            page = await new_page(browser)
+            await page.open(f"{url}/?by=outflow&hours=24")
+            reached = []
+            for _ in range(40):
+                await page.page.keyboard.press("Tab")
+                reached.append(await page.js("() => document.activeElement.id || "
+                                             "document.activeElement.dataset.key || document.activeElement.tagName"))
+                if reached[-1] == "inflow":
+                    break
+            assert {"by", "hours", "q"} <= set(reached) and reached[-1] == "inflow", reached
+            await page.page.keyboard.press("Enter")  # the focused sort button
+            await page.wait("() => new URLSearchParams(location.search).get('by') === 'inflow'")
+            return page.errors
+        finally:
+            await browser.close()
+
+    assert run(go()) == []
