@@ -22,12 +22,12 @@ from lib.messaging.dead_letters import DeadLetters, NotRequeueable
 from lib.web import schemas
 from lib.web.auth import SESSION_COOKIE, SESSION_SECONDS, OperatorAuth
 
-#: Labels and units of the measures the read side ranks by; a measure the read side offers but this does not
-#: know is shown under its own name.
+#: Labels and units of the measures the read side ranks by (their definitions: README "Market measures"); a
+#: measure the read side offers but this does not know is shown under its own name.
 MEASURE_LABELS: dict[str, tuple[str, str]] = {
     "heat": ("Heat", "score"), "momentum": ("Momentum", "score"), "outflow": ("Sold", ""),
     "inflow": ("Listed", ""), "liquidity": ("Liquidity", ""), "sell_through": ("Sell-through", "%"),
-    "median_price": ("Median sold price", "¥"), "time_to_sell": ("Time to sell", "days"),
+    "median_price": ("Median price", "¥"), "time_to_sell": ("Time to sell", "hours"),
 }
 WINDOWS = (24, 168, 720)
 MAX_HOURS = 24 * 90

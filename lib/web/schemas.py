@@ -14,7 +14,7 @@ class Problem(BaseModel):
 class Measure(BaseModel):
     key: str
     label: str
-    unit: str = Field(description="how values are shown: '', '¥', '/h', 'days', '%', 'score'")
+    unit: str = Field(description="how values are shown: '', '¥', '/h', 'hours', '%', 'score'")
 
 
 class Meta(BaseModel):
@@ -95,6 +95,8 @@ class IpDetail(BaseModel):
     weight: float
     hours: int
     timezone: str
+    measures: dict[str, Any] = Field(description="the window's measures, each {value, n} (time_to_sell_hours: "
+                                                "{p25, median, p75} of those, and listings)")
     series: list[HourPoint]
     alerts: list[AlertOut]
     latest_sales: list[Sale]

@@ -75,6 +75,7 @@ const Animetop = (() => {
       case "¥": return `¥${intFmt.format(Math.round(v))}`;
       case "%": return `${(v * 100).toFixed(1)}%`;
       case "days": return `${v.toFixed(1)} d`;
+      case "hours": return v < 48 ? `${v.toFixed(1)} h` : `${(v / 24).toFixed(1)} d`;
       case "/h": return `${dec2.format(v)}/h`;
       case "score": return dec2.format(v);
       default: return Number.isInteger(v) ? intFmt.format(v) : dec2.format(v);

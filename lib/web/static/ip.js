@@ -5,18 +5,24 @@
   const hoursSelect = document.getElementById("hours");
   const ts = (iso) => Date.parse(iso) / 1000;
 
+  // A window measure {value, n}: its value, or "insufficient" with the count it rests on.
+  function measure(m, unit) {
+    const shown = value(m ? m.value : null, unit);
+    if (m && m.value === null && typeof shown === "object") shown.title = `only ${m.n} observation${m.n === 1 ? "" : "s"}`;
+    return shown;
+  }
+
   function cards(d) {
-    const listed = d.series.reduce((a, r) => a + r.inflow, 0), sold = d.series.reduce((a, r) => a + r.outflow, 0);
-    const items = [["Listed", value(listed)], ["Sold", value(sold)],
-                   ["Liquidity (sold / listed)", value(listed ? sold / listed : null)]];
-    for (const [key, label, unit] of [["median_price", "Median sold price", "¥"], ["sell_through", "Sell-through", "%"],
-                                      ["time_to_sell", "Median time to sell", "days"], ["heat", "Heat", "score"],
-                                      ["momentum", "Momentum", "score"], ["supply", "On sale now", ""],
-                                      ["hours_of_supply", "Hours of supply", ""]]) {
-      const window = d.window || {};
-      if (key in window) items.push([label, value(window[key] && typeof window[key] === "object" ? window[key].value : window[key], unit)]);
-    }
-    document.getElementById("cards").replaceChildren(...items.map(([label, v]) => el("div", {class: "card"}, el("b", {}, v), label)));
+    const m = d.measures || {};
+    const tts = m.time_to_sell_hours || {};
+    const items = [["Heat", m.heat, "score"], ["Momentum", m.momentum, "score"], ["Listed", m.inflow, ""],
+                   ["Sold", m.outflow, ""], ["Liquidity (sold / listed)", m.liquidity, ""],
+                   ["Sell-through", m.sell_through, "%"], ["Median sold price", m.median_price, "¥"],
+                   ["Median time to sell", tts.median, "hours"], ["On sale now (site total)", m.supply, ""],
+                   ["Hours of supply", m.hours_of_supply, ""], ["Coverage of sales", m.coverage, "%"]];
+    document.getElementById("cards").replaceChildren(...items.map(([label, v, unit]) =>
+      el("div", {class: "card"}, el("b", {}, measure(v, unit)), label,
+         v && v.n !== undefined ? el("div", {class: "muted"}, `n = ${v.n}`) : null)));
   }
 
   function daily(series) {
@@ -51,13 +57,14 @@
 
   function timeToSell(d) {
     const note = document.getElementById("tts-note"), target = document.getElementById("tts");
-    const curve = d.time_to_sell_curve || (d.window && d.window.time_to_sell_curve);
-    if (!curve || !curve.length) {
-      note.textContent = "Share of listings still unsold after a given time (Kaplan–Meier).";
-      return Charts.empty(target, "Not enough observed sales in this window to estimate it.");
-    }
-    note.textContent = "Share of listings still unsold after a given time (Kaplan–Meier; unsold ones censored at their last sighting).";
-    return Charts.survival(target, curve.map(p => p.days), curve.map(p => p.unsold));
+    const tts = (d.measures || {}).time_to_sell_hours || {};
+    const part = (name) => tts[name] && tts[name].value !== null ? value(tts[name].value, "hours") : "–";
+    note.textContent = `Of ${tts.listings ?? 0} listings created in the window (Kaplan–Meier; unsold ones censored at ` +
+      `their last sighting): a quarter sold within ${part("p25")}, half within ${part("median")}, three quarters ` +
+      `within ${part("p75")}.`;
+    const curve = d.time_to_sell_curve;
+    if (!curve || !curve.length) return Charts.empty(target, "Not enough observed sales in this window to draw the curve.");
+    return Charts.survival(target, curve.map(p => p.hours / 24), curve.map(p => p.unsold));
   }
 
   function supply(d) {
@@ -72,10 +79,11 @@
   }
 
   function cuts(d) {
-    const c = d.price_cuts || (d.window && d.window.price_cuts);
-    document.getElementById("cuts").textContent = c && c.share !== null && c.share !== undefined
-      ? `${(c.share * 100).toFixed(1)}% of sold listings were cut first; median cut ${c.median_cut === null ? "–" : "¥" + Math.round(c.median_cut).toLocaleString("en-US")}.`
-      : "Not enough sold listings with a price history in this window.";
+    const m = d.measures || {}, share = m.price_cut_share, size = m.median_price_cut;
+    document.getElementById("cuts").textContent = share && share.value !== null
+      ? `${(share.value * 100).toFixed(1)}% of ${share.n} sold listings were cut before selling` +
+        (size && size.value !== null ? `; the median cut was ${(size.value * 100).toFixed(1)}% of the first price.` : ".")
+      : `Not enough sold listings with a price history in this window (${share ? share.n : 0}).`;
   }
 
   function alerts(d) {

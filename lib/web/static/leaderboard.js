@@ -16,7 +16,7 @@
     head.replaceChildren(el("th", {scope: "col", class: "num"}, "#"), el("th", {scope: "col"}, "IP"),
       ...info.measures.map(m => el("th", {scope: "col", class: "num", "aria-sort": m.key === current ? "descending" : null},
         el("button", {type: "button", class: "sort", "data-key": m.key, onclick: () => load({by: m.key})},
-          m.label, m.unit && m.unit !== "score" ? ` (${m.unit})` : ""))),
+          m.label))),  // values carry their units
       el("th", {scope: "col", class: "hide-narrow"}, "Sold over the window"));
   }
 
