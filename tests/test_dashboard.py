@@ -27,6 +27,8 @@ def test_dashboard_pages(db, settings, broker, chromium):
             await tab.wait_for("() => document.querySelectorAll('#board tbody tr').length > 0", 15)
             rows = await tab.evaluate("""() => Array.from(document.querySelectorAll('#board tbody tr')).map(tr =>
                 Array.from(tr.children).slice(0, 5).map(td => td.textContent.trim()))""")
+            # the status cards come from their own request (/api/status): wait for them, not only for the board
+            await tab.wait_for("() => document.getElementById('status').innerText.includes('IPs scheduled')", 15)
             cards = await tab.evaluate("() => document.getElementById('status').innerText")
             await tab.goto(f"{dash.url}/ip/{ips[1].id}?hours=24", 15)
             await tab.wait_for("() => document.querySelectorAll('#flow rect.out').length > 0", 15)
