@@ -78,3 +78,64 @@ def test_two_copies_at_the_same_moment_take_effect_once(broker, settings, proces
     assert r.get("entered") == b"1"
     del inside
     other.close()
+
+
+_HOLD_A_CLAIM = """
+import sys, time
+from lib.core.keys import idempotency
+from lib.core.redis_client import state_redis
+from lib.core.settings import get_settings
+from lib.messaging.middleware.leases import LeaseKeeper
+
+client = state_redis(get_settings())
+keeper = LeaseKeeper(lambda: client)
+claim = client.lock(idempotency("effect", sys.argv[1]) + ":claim", timeout=60, blocking=False, thread_local=False)
+assert keeper.acquire(client, claim)
+keeper.hold(claim)
+print("holding", flush=True)
+time.sleep(600)
+"""
+
+
+def _hold_claim_in_another_process(env, key: str):
+    """A worker process that took the idempotency claim of ``key`` (a 60 s lease) and is in the middle of it."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    proc = subprocess.Popen([sys.executable, "-c", _HOLD_A_CLAIM, key], env={**os.environ, **env},
+                            cwd=Path(__file__).parent.parent, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "holding"
+    return proc
+
+
+def test_a_claim_of_a_killed_worker_is_taken_over_at_once(env, broker, settings, processed, start_worker):
+    """A message redelivered after its worker was SIGKILLed runs as soon as the dead holder counts as gone
+    (leases.HOLDER_TTL, seconds), not after the claim's whole 60 s lease; a live holder's claim is respected."""
+    import signal
+
+    from lib.messaging.middleware.leases import HOLDER_TTL
+
+    r = state_redis(settings)
+
+    @dramatiq.actor(broker=broker, queue_name="work", idempotency_key=lambda task_id: task_id)
+    def effect(task_id: str) -> None:
+        r.rpush("effects", task_id)
+
+    live = _hold_claim_in_another_process(env, "live")
+    dead = _hold_claim_in_another_process(env, "killed")
+    try:
+        dead.send_signal(signal.SIGKILL)
+        dead.wait()
+        effect.send("killed")
+        effect.send("live")
+        start_worker(broker)
+        # well inside the 60 s lease the dead holder's claim would otherwise keep
+        wait_for(lambda: r.lrange("effects", 0, -1) == [b"killed"], timeout=HOLDER_TTL + 15,
+                 what="the dead holder's message to run")
+        assert processed.failed["effect"] >= 1  # the live holder's copy keeps waiting for its claim
+        assert r.lrange("effects", 0, -1) == [b"killed"]
+    finally:
+        live.kill()
+        live.wait()

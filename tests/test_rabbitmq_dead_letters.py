@@ -1,6 +1,7 @@
 """The dead-letter tool on the RabbitMQ broker."""
 
 import os
+import time
 import uuid
 
 import dramatiq
@@ -57,6 +58,8 @@ def test_retry_dead_letter_list_requeue_purge(rabbit_broker, start_worker):
     by_actor = {d.actor: d for d in dead}
     assert by_actor["flaky"].reason == "RuntimeError: rabbit boom 3"
     assert by_actor["doomed"].reason == "ValueError: never works"
+    # when RabbitMQ dead-lettered them (its x-death header), not "?"
+    assert all(d.dead_at is not None and abs(d.dead_at - time.time()) < 120 for d in dead), [d.dead_at for d in dead]
     assert r.get("attempts") == b"2"
     # listing does not consume them
     assert len(letters.list(queue)) == 2
@@ -65,6 +68,7 @@ def test_retry_dead_letter_list_requeue_purge(rabbit_broker, start_worker):
     result = run_cli(env, "deadletters", "list", "--queue", queue)
     assert result.returncode == 0, result.stderr
     assert "rabbit boom 3" in result.stdout
+    assert "?" not in result.stdout.splitlines()[1], result.stdout
 
     r.set("healed", 1)
     result = run_cli(env, "deadletters", "requeue", message.message_id, "--queue", queue)

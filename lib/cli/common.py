@@ -26,9 +26,14 @@ def app_broker():
 
 
 def app_settings():
+    """The settings, with this process on the app's clock (``CLOCK_SPEED``/``CLOCK_ANCHOR``), as every process
+    type is: an IP added from the command line is due at the app's now, not the wall clock's."""
+    from lib.core.clock import Clock, set_clock
     from lib.core.settings import settings_or_exit
 
-    return settings_or_exit()
+    settings = settings_or_exit()
+    set_clock(Clock(settings.clock_speed, settings.clock_anchor))
+    return settings
 
 
 def app_catalogue():

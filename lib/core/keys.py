@@ -54,6 +54,11 @@ def lock(name: str) -> str:
 LOCK_PATTERN = f"{PREFIX}:lock:*"
 
 
+def lease_holder(holder: str) -> str:
+    """Present (with a short TTL, renewed) while the process ``holder`` that holds leases runs."""
+    return f"{PREFIX}:holder:{holder}"
+
+
 def dead_letter_reason(message_id: str) -> str:
     return f"{PREFIX}:deadletter:reason:{message_id}"
 

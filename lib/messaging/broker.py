@@ -226,7 +226,7 @@ class AppRedisBroker(RedisBroker):
 
 
 def build_middleware(settings: Settings, redis_client: Callable[[], redis.Redis]) -> tuple[list, ReasonStore]:
-    keeper = LeaseKeeper()
+    keeper = LeaseKeeper(redis_client)
     reasons = ReasonStore(redis_client, ttl_ms=_ms(settings.dead_message_ttl))
     middleware = [
         # first, so its "after" hook runs last and sees what Retries decided

@@ -10,6 +10,7 @@ was enqueued, before its last failure.
 from __future__ import annotations
 
 import builtins
+import datetime
 import hashlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -240,6 +241,24 @@ class RedisDeadLetters(DeadLetters):
         return count
 
 
+def _death_time(properties) -> float | None:
+    """When RabbitMQ dead-lettered the message: the newest ``time`` of its ``x-death`` header (RabbitMQ adds it
+    when it moves a rejected message to the dead-letter queue; pika decodes it as a UTC datetime). Dramatiq
+    publishes without a ``timestamp`` property, which is read only as a fallback."""
+    headers = getattr(properties, "headers", None) or {}
+    times = []
+    for death in headers.get("x-death") or []:
+        when = death.get("time") if isinstance(death, dict) else None
+        if isinstance(when, datetime.datetime):
+            times.append((when if when.tzinfo else when.replace(tzinfo=datetime.timezone.utc)).timestamp())
+        elif isinstance(when, int | float):
+            times.append(float(when))
+    if times:
+        return max(times)
+    timestamp = getattr(properties, "timestamp", None)
+    return float(timestamp) if timestamp else None
+
+
 class RabbitmqDeadLetters(DeadLetters):
     """The ``<queue>.XQ`` queues of RabbitMQ, read by fetching without acking."""
 
@@ -271,8 +290,8 @@ class RabbitmqDeadLetters(DeadLetters):
                     break
                 message = decode_or_none(body)
                 ident = message.message_id if message else hashlib.sha1(body).hexdigest()[:16]
-                dead_at = properties.timestamp if properties and properties.timestamp else None
-                yield channel, method.delivery_tag, DeadLetter(id=ident, queue=queue, raw=body, dead_at=dead_at)
+                yield channel, method.delivery_tag, DeadLetter(id=ident, queue=queue, raw=body,
+                                                               dead_at=_death_time(properties))
         finally:
             if connection.is_open:
                 connection.close()  # unacked messages go back to the dead-letter queue

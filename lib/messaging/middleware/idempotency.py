@@ -7,8 +7,9 @@ only after the actor succeeded, as its own Redis key with its own expiry
 
 Two copies delivered at the same moment race for a claim lock on the key;
 the loser is run again shortly and then finds the key done. The claim is a
-lease kept alive while the winner runs, so a killed worker's claim lapses
-within one lease and the redelivered copy can proceed.
+lease kept alive while the winner runs; a killed worker's claim is taken
+over as soon as its holder counts as gone (``leases.HOLDER_TTL``), not
+after the whole lease.
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ class Idempotency(Middleware):
             self._skip(message, key)
         claim = client.lock(f"{done_key}:claim", timeout=self.claim_ttl_ms / 1000, blocking=False,
                             thread_local=False)
-        if not claim.acquire():
+        if not self.keeper.acquire(client, claim):  # a dead holder's claim is taken over at once
             raise LockBusy(f"idempotency claim {key}")
         if client.exists(done_key):  # the other copy finished between our two checks
             claim.release()

@@ -4,28 +4,83 @@ A fixed TTL (seed 003's 30 s) lets a long task lose its lock to a second
 worker mid-run. Instead every held lock is registered here and one daemon
 thread per process re-arms it to its full timeout every third of it; a
 worker that dies stops extending, so its locks lapse within one TTL.
+
+A lock can also be taken over at once from a holder that is gone. Each lock's token names its holder (host,
+pid and a random part), and the holder keeps a short-lived key of its own alive (``HOLDER_TTL``) while it
+holds leases. A message redelivered after its worker was SIGKILLed finds the lock held by a holder whose key
+has lapsed, deletes the dead holder's lock (compare-and-delete on its token) and takes it, instead of
+waiting out the whole lease (30 s by default).
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
 import time
+import uuid
+from collections.abc import Callable
 
+import redis
 from redis.exceptions import LockError, LockNotOwnedError, RedisError
 from redis.lock import Lock
 
+from lib.core import keys
+
 logger = logging.getLogger(__name__)
+
+#: Lifetime of a holder's liveness key, renewed every ``HOLDER_RENEW`` seconds while it holds leases: a holder
+#: killed outright counts as gone this long after its last renewal.
+HOLDER_TTL = 5.0
+HOLDER_RENEW = 1.0
+
+#: Deletes a lock only if it still carries the dead holder's token (a live holder may have taken it since).
+_DELETE_IF_TOKEN = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
 
 
 class LeaseKeeper:
     """Re-arms every held lock at a third of its timeout until it is released."""
 
-    def __init__(self, tick: float = 0.2) -> None:
+    def __init__(self, redis_client: Callable[[], redis.Redis] | None = None, tick: float = 0.2) -> None:
+        self.redis_client = redis_client
         self.tick = tick
         self._held: dict[int, tuple[Lock, float]] = {}
         self._mutex = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._holder: tuple[int, str] | None = None
+        self._announced = 0.0
+
+    @property
+    def holder(self) -> str:
+        """This process's holder name (a forked child gets its own)."""
+        if self._holder is None or self._holder[0] != os.getpid():
+            self._holder = (os.getpid(), f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}")
+            self._announced = 0.0
+        return self._holder[1]
+
+    def _announce(self, client: redis.Redis, force: bool = False) -> None:
+        """Renew this holder's liveness key (at most once per HOLDER_RENEW unless forced)."""
+        now = time.monotonic()
+        if force or now - self._announced >= HOLDER_RENEW:
+            client.set(keys.lease_holder(self.holder), b"1", px=int(HOLDER_TTL * 1000))
+            self._announced = now
+
+    def acquire(self, client: redis.Redis, lock: Lock) -> bool:
+        """Take ``lock`` (not blocking) with a token naming this holder; if a holder that is gone has it, free it
+        and take it. False when a live holder has it."""
+        self._announce(client)
+        if lock.acquire(token=f"{self.holder}/{uuid.uuid4().hex}"):
+            return True
+        current = client.get(lock.name)
+        token = current.decode(errors="replace") if isinstance(current, bytes) else (current or "")
+        holder, named, _ = token.partition("/")
+        # a token that names no holder (taken by something else than a LeaseKeeper) is never presumed dead
+        if not named or holder == self.holder or client.exists(keys.lease_holder(holder)):
+            return False
+        if client.eval(_DELETE_IF_TOKEN, 1, lock.name, current):
+            logger.info("lock %s: its holder %s is gone; taking it over", lock.name, holder)
+        return bool(lock.acquire(token=f"{self.holder}/{uuid.uuid4().hex}"))
 
     def hold(self, lock: Lock) -> None:
         with self._mutex:
@@ -52,8 +107,14 @@ class LeaseKeeper:
         while True:
             time.sleep(self.tick)
             with self._mutex:
+                holding = bool(self._held)
                 due = [(key, lock) for key, (lock, at) in self._held.items()
                        if time.monotonic() - at >= lock.timeout / 3]
+            if holding and self.redis_client is not None:
+                try:
+                    self._announce(self.redis_client())
+                except RedisError as e:
+                    logger.warning("could not renew holder %s: %s; will try again", self.holder, e)
             for key, lock in due:
                 try:
                     lock.reacquire()

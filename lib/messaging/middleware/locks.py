@@ -46,7 +46,7 @@ class Locks(Middleware):
         lock = self.redis_client().lock(
             keys.lock(name), timeout=ttl_ms / 1000, blocking=False, thread_local=False)
         try:
-            acquired = lock.acquire()
+            acquired = self.keeper.acquire(self.redis_client(), lock)  # a dead holder's lock is taken over
         except redis.exceptions.RedisError as e:
             raise StateUnavailable(f"could not take lock {name!r}: {e}") from None
         if not acquired:
