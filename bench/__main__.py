@@ -3,10 +3,11 @@ measured in the same run. Options go to a single named benchmark: ``python -m be
 
 import sys
 
-from . import collect, crawl, encoding, load, pool, process_result, schedule_tick
+from . import collect, crawl, encoding, leaderboard, load, pool, process_result, schedule_tick
 
 BENCHMARKS = {"encoding": encoding.main, "schedule_tick": schedule_tick.main, "process_result": process_result.main,
-              "pool": pool.main, "collect": collect.main, "crawl": crawl.main, "load": load.main}
+              "pool": pool.main, "collect": collect.main, "crawl": crawl.main, "load": load.main,
+              "leaderboard": leaderboard.main}
 
 
 def main(argv: list[str]) -> int:
