@@ -3,11 +3,11 @@ measured in the same run. Options go to a single named benchmark: ``python -m be
 
 import sys
 
-from . import collect, crawl, dashboard, encoding, load, pool, process_result, schedule_tick
+from . import collect, crawl, dashboard, encoding, leaderboard, load, pool, process_result, schedule_tick
 
 BENCHMARKS = {"encoding": encoding.main, "schedule_tick": schedule_tick.main, "process_result": process_result.main,
-              "pool": pool.main, "collect": collect.main, "crawl": crawl.main, "dashboard": dashboard.main,
-              "load": load.main}
+              "pool": pool.main, "collect": collect.main, "crawl": crawl.main, "leaderboard": leaderboard.main,
+              "dashboard": dashboard.main, "load": load.main}
 
 
 def main(argv: list[str]) -> int:

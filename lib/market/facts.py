@@ -98,10 +98,10 @@ def store_sightings(ip_id: int, crawled_at: float, items: Sequence[CrawlItem]) -
 
 
 def needs_derivation(item: CrawlItem, crawled_at: float, before: ItemState | None) -> bool:
-    """False when the sighting only extends the listing's latest spell (same status and price, after its
-    latest known sighting): appending it cannot change the listing's events."""
-    return (before is None or crawled_at <= before.last_seen or before.status != item.status
-            or before.price != item.price)
+    """False when the sighting only extends the listing's latest spell (same status, after its latest known
+    sighting): appending it cannot change the listing's events, whose times and prices come from the first
+    sighting of each spell (a price cut shows at the sale, against the spell's first price)."""
+    return before is None or crawled_at <= before.last_seen or before.status != item.status
 
 
 def _event_row(ip_id: int, source_id: str, e: Event) -> dict:
