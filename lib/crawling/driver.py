@@ -129,7 +129,16 @@ class Navigation:
     status: int | None
     title: str
     text: str
-    api_payloads: list[Any] = field(default_factory=list)
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class ApiResponse:
+    """A captured search API response: its HTTP status, headers and JSON body (None if unreadable)."""
+
+    status: int
+    headers: dict[str, str]
+    body: Any
 
 
 class Tab:
@@ -138,12 +147,14 @@ class Tab:
     def __init__(self, page, api_pattern: str) -> None:
         self._page = page
         self._api = re.compile(api_pattern)
-        self._captured: list[asyncio.Future] = []
+        self._captured: list[tuple[Any, asyncio.Future]] = []
+        self._arrived = asyncio.Event()
         page.on("response", self._on_response)
 
     def _on_response(self, response) -> None:
         if self._api.search(response.url) and response.request.method == "POST":
-            self._captured.append(asyncio.ensure_future(response.json()))
+            self._captured.append((response, asyncio.ensure_future(response.json())))
+            self._arrived.set()
 
     async def prepare(self, block_resources: bool, proxy_auth: tuple[str, str] | None = None) -> None:
         await self._page.setUserAgent(USER_AGENT)
@@ -185,34 +196,57 @@ class Tab:
         await session.send("Fetch.enable", {"patterns": patterns, "handleAuthRequests": proxy_auth is not None})
 
     async def goto(self, url: str, timeout: float) -> Navigation:
-        self._captured.clear()
+        self._discard_captured()
         response = await self._page.goto(url, waitUntil="domcontentloaded", timeout=int(timeout * 1000))
-        return Navigation(status=response.status if response else None, title=await self._page.title(),
-                          text=await self.evaluate("() => document.body ? document.body.innerText.slice(0, 2000) : ''"))
+        title, text = await self.evaluate(
+            "() => [document.title, document.body ? document.body.innerText.slice(0, 2000) : '']")
+        return Navigation(status=response.status if response else None, title=title, text=text,
+                          headers={k.lower(): v for k, v in (response.headers if response else {}).items()})
 
-    async def api_payloads(self) -> list[Any]:
-        """JSON bodies of the search API responses seen since the last navigation."""
-        out = []
-        for future in list(self._captured):
-            try:
-                out.append(await asyncio.wait_for(future, 5))
-            except Exception as e:  # a body that never arrived: the DOM is the fallback
-                logger.debug("could not read a captured API response: %s", e)
-        return out
+    async def api_response(self, timeout: float) -> ApiResponse | None:
+        """The first search API response since the last navigation, as soon as it arrives (over CDP), or None
+        if none came within ``timeout`` seconds."""
+        try:
+            await asyncio.wait_for(self._arrived.wait(), timeout)
+        except asyncio.TimeoutError:
+            return None
+        response, body = self._captured[0]
+        try:
+            payload = await asyncio.wait_for(asyncio.shield(body), timeout)
+        except Exception as e:  # a body that never arrived or is not JSON: the DOM is the fallback
+            logger.debug("could not read a captured API response: %s", e)
+            payload = None
+        return ApiResponse(status=response.status, headers={k.lower(): v for k, v in response.headers.items()},
+                           body=payload)
 
-    async def wait_for(self, js_predicate: str, timeout: float) -> None:
-        await self._page.waitForFunction(js_predicate, {"timeout": int(timeout * 1000), "polling": 100})
+    async def wait_for(self, js_predicate: str, timeout: float, polling: int | str = 100) -> None:
+        """Until the predicate holds in the page (``polling``: milliseconds, or "raf" / "mutation")."""
+        waiter = self._page.waitForFunction(js_predicate, {"timeout": int(timeout * 1000), "polling": polling})
+        try:
+            await asyncio.shield(waiter.promise)
+        except asyncio.CancelledError:
+            # no longer needed (the other source came first): end pyppeteer's poller cleanly, or it later sets
+            # the result of a cancelled future ("invalid state" errors in the loop)
+            waiter.terminate(DriverError("wait no longer needed"))
+            raise
+        result = waiter.promise.result()
+        if isinstance(result, Exception):
+            raise result
 
     async def evaluate(self, js: str, *args) -> Any:
         return await self._page.evaluate(js, *args)
 
-    async def close(self) -> None:
-        for future in self._captured:  # bodies nobody read: retrieve or cancel, so nothing is left dangling
+    def _discard_captured(self) -> None:
+        for _, future in self._captured:  # bodies nobody read: retrieve or cancel, so nothing is left dangling
             if future.done():
                 future.exception() if not future.cancelled() else None
             else:
                 future.cancel()
         self._captured.clear()
+        self._arrived.clear()
+
+    async def close(self) -> None:
+        self._discard_captured()
         await _quietly(self._page.close())
 
 
