@@ -144,7 +144,7 @@ def test_the_dom_alone_reads_full_and_last_pages(crawl_settings, sim, chromium, 
         assert result.source == "dom" and result.has_next == (n != last)
         assert [x["source_id"] for x in result.items] == [t["id"] for t in truth]
         assert [x["price"] for x in result.items] == [want_price(t)[0] for t in truth]
-        assert not result.anomalies
+        assert not set(result.anomalies) - {"dom_gap"}  # a gap (a late render) is read again, and said
 
 
 def test_the_simulator_flatters_no_crawler(sim, chromium):

@@ -10,11 +10,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from contextlib import AsyncExitStack
 
 from lib.core.clock import get_clock
 from lib.core.settings import Settings
 from lib.crawling.browsers import BrowserManager
-from lib.crawling.driver import Browser, DriverError, find_chromium
+from lib.crawling.driver import Browser, DriverError, Tab, find_chromium
 from lib.crawling.page_fetch import ErrorKind, PageError, PageResult, fetch_page, search_url
 from lib.crawling.proxies import ProxyRotator
 from lib.crawling.selectors import ON_SALE_PARAM, SOLD_PARAM
@@ -59,15 +60,31 @@ class Crawler:
         """The crawl result message for ``process_result`` (plus ``drift``, for the crawler process)."""
         started = time.time()
         crawled_at = get_clock().now()
-        base = self.settings.mercari_base_url
         items: dict[str, dict] = {}
         errors: dict[str, str] = {}
         search: dict[str, dict] = {}
         page_records: list[dict] = []
-        pages = 0
-        stop = False
         plan = ((ON_SALE_PARAM, "on_sale", self.settings.scheduler_pages_on_sale),
                 (SOLD_PARAM, "sold", self.settings.scheduler_pages_sold))
+        tabs = _CrawlTab(self.manager)
+        try:
+            await self._pages(plan, keyword, ip_id, task_id, tabs, items, errors, search, page_records)
+        finally:
+            await tabs.close()
+        pages = len(page_records)
+        await self.manager.crawl_finished()
+        if pages == 0:
+            raise CrawlFailed(errors)
+        duration = round(time.time() - started, 3)
+        return {"ip_id": ip_id, "task_id": task_id, "crawled_at": crawled_at, "items": list(items.values()),
+                "pages_crawled": pages, "errors": errors, "duration": duration, "search": search,
+                "drift": {"ip_id": ip_id, "task_id": task_id, "at": crawled_at, "pages": page_records,
+                          "errors": errors}}
+
+    async def _pages(self, plan, keyword: str, ip_id: int, task_id: str, tabs: _CrawlTab, items: dict,
+                     errors: dict, search: dict, page_records: list) -> None:
+        base = self.settings.mercari_base_url
+        stop = False
         for status_param, label, page_count in plan:
             total: dict[str, int | None] = {"num_found": None, "pages": 0, "items": 0}
             read: set[str] = set()
@@ -76,23 +93,24 @@ class Crawler:
                     break
                 url = search_url(base, keyword, status_param, number)
                 try:
-                    async with self.manager.tab() as tab:
-                        # one cheap cross-check of the two sources per search: its first page
-                        result = await fetch_page(tab, url, base, timeout=self.settings.crawl_page_timeout,
-                                                  first_page=number == 1 and label == "on_sale",
-                                                  cross_check=number == 1, search_status=label)
+                    tab = await tabs.get()
+                    # one cheap cross-check of the two sources per search: its first page
+                    result = await fetch_page(tab, url, base, timeout=self.settings.crawl_page_timeout,
+                                              first_page=number == 1 and label == "on_sale",
+                                              cross_check=number == 1, search_status=label)
                 except PageError as e:
+                    await tabs.drop()  # the next page starts on a fresh tab
                     errors[f"{label}:{number}"] = e.kind.value
                     logger.warning("IP %s task %s: %s page %d failed (%s)", ip_id, task_id, label, number, e)
                     stop = await self._after_page(e.kind, e.retry_after)
                     continue
                 except DriverError as e:
+                    await tabs.drop()
                     errors[f"{label}:{number}"] = ErrorKind.UNKNOWN.value
                     logger.warning("IP %s task %s: browser trouble on %s page %d: %s", ip_id, task_id, label,
                                    number, e)
                     continue
                 await self._after_page(None)
-                pages += 1
                 page_records.append(_page_record(label, number, result))
                 if result.num_found is not None:
                     total["num_found"] = result.num_found
@@ -106,14 +124,6 @@ class Crawler:
                     break
             total["items"] = len(read)
             search[label] = total
-        await self.manager.crawl_finished()
-        if pages == 0:
-            raise CrawlFailed(errors)
-        duration = round(time.time() - started, 3)
-        return {"ip_id": ip_id, "task_id": task_id, "crawled_at": crawled_at, "items": list(items.values()),
-                "pages_crawled": pages, "errors": errors, "duration": duration, "search": search,
-                "drift": {"ip_id": ip_id, "task_id": task_id, "at": crawled_at, "pages": page_records,
-                          "errors": errors}}
 
     async def _after_page(self, kind: ErrorKind | None, retry_after: float | None = None) -> bool:
         """Proxy rotation and back-off after a page; True when the crawl should stop (a Retry-After too long to
@@ -135,6 +145,32 @@ class Crawler:
 
     async def close(self) -> None:
         await self.manager.close()
+
+
+class _CrawlTab:
+    """One tab for a crawl's pages (opening a tab per page cost a fifth of a crawl), renewed after a failed page
+    and when the browser was restarted (a proxy switch: the next page goes through the new proxy)."""
+
+    def __init__(self, manager: BrowserManager) -> None:
+        self.manager = manager
+        self._stack: AsyncExitStack | None = None
+        self._tab: Tab | None = None
+        self._generation = -1
+
+    async def get(self) -> Tab:
+        if self._tab is None or self._generation != self.manager.restarts:
+            await self.drop()
+            stack = AsyncExitStack()
+            self._tab = await stack.enter_async_context(self.manager.tab())
+            self._stack, self._generation = stack, self.manager.restarts
+        return self._tab
+
+    async def drop(self) -> None:
+        stack, self._stack, self._tab = self._stack, None, None
+        if stack is not None:
+            await stack.aclose()
+
+    close = drop
 
 
 def _page_record(status: str, number: int, result: PageResult) -> dict:

@@ -67,12 +67,13 @@ def crawl_summary(drift: dict) -> dict[str, Any]:
     for page in pages:
         anomalies.update(page.get("anomalies") or {})
     full = [p["items"] for p in pages if p.get("has_next")]
-    dom_items = sum(p["items"] for p in pages if p["source"] == "dom")
+    # cells read: every item of a DOM page, and the cells cross-checked on an API page
+    cells = sum(p["items"] for p in pages if p["source"] == "dom") + anomalies.get("cross_checked", 0)
     return {
         "pages": len(pages), "by_source": dict(by_source), "anomalies": dict(anomalies),
         "fill": (sum(full) / len(full) / PAGE_SIZE) if full else None,
         "api_missing": bool(pages) and not by_source.get("api") and any(p["items"] for p in pages),
-        "priceless": (anomalies.get("cell_without_price", 0) / dom_items) if dom_items else 0.0,
+        "priceless": (anomalies.get("cell_without_price", 0) / cells) if cells else 0.0,
     }
 
 

@@ -220,28 +220,56 @@ class Tab:
                            body=payload)
 
     async def wait_for(self, js_predicate: str, timeout: float, polling: int | str = 100) -> None:
-        """Until the predicate holds in the page (``polling``: milliseconds, or "raf" / "mutation")."""
-        waiter = self._page.waitForFunction(js_predicate, {"timeout": int(timeout * 1000), "polling": polling})
-        try:
-            await asyncio.shield(waiter.promise)
-        except asyncio.CancelledError:
-            # no longer needed (the other source came first): end pyppeteer's poller cleanly, or it later sets
-            # the result of a cancelled future ("invalid state" errors in the loop)
-            waiter.terminate(DriverError("wait no longer needed"))
-            raise
-        result = waiter.promise.result()
-        if isinstance(result, Exception):
-            raise result
+        """Until the predicate holds in the page (``polling``: milliseconds, or "raf" / "mutation": at the next
+        frame, at the next change of the DOM); ``asyncio.TimeoutError`` after ``timeout`` seconds.
+
+        The wait runs in the page (one evaluation), not in pyppeteer's poller, so it can be cancelled when no
+        longer needed: pyppeteer's waitForFunction, cancelled, later sets the result of a cancelled future."""
+        if polling == "raf":
+            pause = "new Promise(r => requestAnimationFrame(r))"
+        elif polling == "mutation":
+            pause = ("new Promise(r => { const o = new MutationObserver(() => { o.disconnect(); r(); });"
+                     " o.observe(document, {childList: true, subtree: true, attributes: true, characterData: true});"
+                     " setTimeout(() => { o.disconnect(); r(); }, 100); })")
+        else:
+            pause = f"new Promise(r => setTimeout(r, {int(polling)}))"
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            left = deadline - loop.time()
+            if left <= 0:
+                raise asyncio.TimeoutError(f"timeout: waiting for {js_predicate[:60]!r} took over {timeout:.1f}s")
+            js = f"""async () => {{
+              const predicate = {js_predicate};
+              const deadline = Date.now() + {int(left * 1000)};
+              for (;;) {{
+                try {{ if (await predicate()) return true; }} catch (e) {{}}
+                if (Date.now() >= deadline) return false;
+                await {pause};
+              }}
+            }}"""
+            # shielded: when the wait is no longer needed (cancelled), the evaluation still ends on its own (in
+            # pyppeteer, a cancelled evaluation errs at the connection's close: "invalid state")
+            evaluation = asyncio.ensure_future(self._page.evaluate(js))
+            evaluation.add_done_callback(_retrieve)
+            try:
+                if await asyncio.shield(evaluation):
+                    return
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # a navigation replaced the document: wait on in the new one
+                if "context" not in str(e).lower():
+                    raise
+                await asyncio.sleep(0.05)
 
     async def evaluate(self, js: str, *args) -> Any:
         return await self._page.evaluate(js, *args)
 
     def _discard_captured(self) -> None:
-        for _, future in self._captured:  # bodies nobody read: retrieve or cancel, so nothing is left dangling
-            if future.done():
-                future.exception() if not future.cancelled() else None
-            else:
-                future.cancel()
+        for _, future in self._captured:
+            # bodies nobody read: their outcome is seen when it comes, never cancelled (pyppeteer errs when a
+            # cancelled request's answer, or the connection's close, reaches it: "invalid state")
+            future.add_done_callback(_retrieve)
         self._captured.clear()
         self._arrived.clear()
 
@@ -322,6 +350,12 @@ def _blocked(event) -> bool:
     url = event.get("request", {}).get("url", "")
     return event.get("resourceType") in BLOCKED_RESOURCE_TYPES or any(
         fnmatch.fnmatchcase(url, pattern) for pattern in ANALYTICS_URL_PATTERNS)
+
+
+def _retrieve(future: asyncio.Future) -> None:
+    """Mark a finished future's exception as seen (its outcome no longer matters)."""
+    if not future.cancelled():
+        future.exception()
 
 
 async def _quietly(awaitable) -> None:

@@ -33,12 +33,15 @@ from lib.crawling.listings import (
 )
 
 PAGE_SIZE = sel.PAGE_SIZE
-#: Once the DOM shows items, how long the API response may still take to be captured before the DOM is read.
-API_GRACE = 1.0
+#: Once the DOM shows items, how long the API response may still take to be captured before the DOM is read
+#: (the page renders from the response's body, so its headers, which CDP reports, came before).
+API_GRACE = 0.3
 #: At the bottom of a page that should hold more items (it has a next page): how long to wait for the lazy load.
 LAZY_WAIT = 5.0
 #: At the bottom of the last page: how long the list must stay the same to be done.
 QUIET = 1.0
+#: How far one step scrolls the list, in viewports (consecutive reads overlap).
+SCROLL_STEP = 0.8
 #: Cross-check: how long to wait for the rendered cells next to a captured API response.
 CROSS_CHECK_WAIT = 3.0
 
@@ -103,11 +106,18 @@ READY = f"""() => {{
   return {list(sel.BLOCK_MARKERS)}.some(m => document.title.includes(m) || text.includes(m));
 }}"""
 
-#: One step through the list: scroll (unless first), let the page render, read the live cells and the state.
+#: One step through the list: scroll by ``scroll`` viewports (if any), let the page render (its next change of
+#: the DOM, or 150 ms for a list that does not change), read the live cells and the state.
 STEP = f"""async (scroll) => {{
   if (scroll) {{
-    window.scrollBy(0, Math.floor(window.innerHeight * 0.8));
-    await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+    const changed = new Promise(r => {{
+      const o = new MutationObserver(() => {{ o.disconnect(); r(); }});
+      o.observe(document.body, {{childList: true, subtree: true}});
+      setTimeout(() => {{ o.disconnect(); r(); }}, 150);
+    }});
+    window.scrollBy(0, Math.floor(window.innerHeight * scroll));
+    await changed;
+    await new Promise(r => requestAnimationFrame(r));
   }}
   const cells = Array.from(document.querySelectorAll('{sel.CELL}')).map(cell => {{
     const link = cell.querySelector('{sel.LINK}');
@@ -254,11 +264,16 @@ async def _cross_check(tab: Tab, base_url: str, result: PageResult) -> None:
     try:
         await tab.wait_for(f"() => !!document.querySelector('{sel.CELL} {sel.LINK}')", CROSS_CHECK_WAIT,
                            polling="mutation")
-        state = await tab.evaluate(STEP, False)
+        state = await tab.evaluate(STEP, 0)
     except Exception:
         result.anomalies["cross_check_no_cells"] += 1
         return
-    dom = [item for item in (item_from_cell(c, base_url) for c in state["cells"]) if item is not None]
+    dom = []
+    for cell in state["cells"]:
+        item = item_from_cell(cell, base_url) if cell["href"] else None
+        if item is not None:
+            dom.append(item)
+            result.anomalies.update(cell_anomalies(cell))
     result.anomalies["cross_checked"] += len(dom)
     wrong = disagreements(result.items, dom)
     if wrong:
@@ -271,13 +286,25 @@ async def _read_dom(tab: Tab, base_url: str, deadline: float) -> PageResult:
     seen: dict[str, dict] = {}
     anomalies: Counter[str] = Counter()
     broken: set[str] = set()
-    state = await tab.evaluate(STEP, False)
+    state = await tab.evaluate(STEP, 0)
     blocked = _detect_block(None, state["title"], state["text"])
     if blocked:
         raise PageError(ErrorKind.BLOCKED, blocked)
     if state["noResults"]:
         return PageResult(items=[], num_found=0, has_next=False, source="dom")
+    previous: set[str] = set()
     while True:
+        if loop.time() > deadline:
+            raise PageError(ErrorKind.TIMEOUT, f"reading the list took too long ({len(seen)} items read)")
+        ids = {item["source_id"] for item in (item_from_cell(c, base_url) for c in state["cells"] if c["href"])
+               if item is not None}
+        if previous and ids and not ids & previous:
+            # no cell in common with the last read: the page had not rendered the scroll yet, and cells between
+            # the two reads may have gone unseen. Step back and read again.
+            anomalies["dom_gap"] += 1
+            state = await tab.evaluate(STEP, -0.4)
+            continue
+        previous = ids or previous
         for cell in state["cells"]:
             item = item_from_cell(cell, base_url) if cell["href"] else None
             if item is None:
@@ -299,14 +326,12 @@ async def _read_dom(tab: Tab, base_url: str, deadline: float) -> PageResult:
                                    polling="raf")
             except Exception:
                 # the list stopped growing: done (re-read the next-page control, it may come with the last items)
-                final = await tab.evaluate(STEP, False)
+                final = await tab.evaluate(STEP, 0)
                 if final["next"] and len(seen) < PAGE_SIZE:
                     anomalies["short_page"] += 1
                 return PageResult(items=list(seen.values()), num_found=None, has_next=bool(final["next"]),
                                   source="dom", anomalies=anomalies)
-        if loop.time() > deadline:
-            raise PageError(ErrorKind.TIMEOUT, f"reading the list took too long ({len(seen)} items read)")
-        state = await tab.evaluate(STEP, True)
+        state = await tab.evaluate(STEP, SCROLL_STEP)
 
 
 async def _human_scroll(tab: Tab) -> None:

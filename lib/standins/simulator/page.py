@@ -95,7 +95,7 @@ SEARCH_PAGE = r"""<!DOCTYPE html>
       '<div role="img" aria-label="' + label.replace(/"/g, "&quot;") + '">' +
       '<img class="thumb" alt="" src="' + (item.thumbnails[0] || "") + '">' +
       (broken === "no-name" ? "" : '<span data-testid="thumbnail-item-name"></span>') +
-      (broken === "no-price" ? "" : '<span class="merPrice"><span class="currency">¥</span><span class="number">' + yen(item.price) + '</span></span>') +
+      (broken === "no-price" || config.priceless ? "" : '<span class="merPrice"><span class="currency">¥</span><span class="number">' + yen(item.price) + '</span></span>') +
       (sold ? '<div data-testid="thumbnail-sticker" aria-label="売り切れ"></div>' : '') +
       '</div></a>';
     const name = li.querySelector('[data-testid="thumbnail-item-name"]');

@@ -4,7 +4,7 @@
     POST /v2/entities:search            the JSON API the page's script calls (refused, 401, without the page's
                                         DPoP proof and X-Platform headers)
     GET  /_truth?keyword=…&status=…&page=N   ground truth of that page at the simulator's current time
-    POST /_control  {"mode": "403|429|challenge|captcha|soft_block|slow|malformed|scrim|normal",
+    POST /_control  {"mode": "403|429|challenge|captcha|soft_block|slow|malformed|priceless_cells|scrim|normal",
                      "count": N (search pages the mode lasts; default: until changed), "delay_ms": …,
                      "retry_after": seconds a 429 asks for, "time": T, "speed": S}
     GET  /_control  the current switches and counters
@@ -31,7 +31,7 @@ API_STATUS = {market.ON_SALE: "ITEM_STATUS_ON_SALE", market.TRADING: "ITEM_STATU
               market.SOLD_OUT: "ITEM_STATUS_SOLD_OUT"}
 #: What a search page's API answer says when a listing has no price (besides the placeholder price).
 NO_PRICE_FLAG = "isNoPrice"
-MODES = {"normal", "403", "429", "challenge", "captcha", "soft_block", "slow", "malformed", "scrim"}
+MODES = {"normal", "403", "429", "challenge", "captcha", "soft_block", "slow", "malformed", "priceless_cells", "scrim"}
 
 
 class SimClock:
@@ -182,7 +182,8 @@ class MarketSimulator(LocalHttpServer):
                                     "challenge": (503, CLOUDFLARE_CHALLENGE), "captcha": (200, CAPTCHA)}[mode]
                     headers = {"Retry-After": str(sim.retry_after)} if mode == "429" else {}
                     return self._send(status, body, headers=headers)
-                config = json.dumps({"api": API_PATH + "?mode=" + mode, "malformed": mode == "malformed"})
+                config = json.dumps({"api": API_PATH + "?mode=" + mode, "malformed": mode == "malformed",
+                                     "priceless": mode == "priceless_cells"})
                 page = SEARCH_PAGE % {"keyword": _html(query.get("keyword", "")),
                                       "config": config.replace("<", "\\u003c"),
                                       "scrim": SCRIM if mode == "scrim" else ""}
