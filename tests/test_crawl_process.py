@@ -11,11 +11,12 @@ import pytest
 from lib.core.db import bind_database, database
 from lib.core.redis_client import state_redis
 from lib.core.schema import create_tables
+from lib.crawling.drift import DriftLog
 from lib.scheduling.catalogue import Catalogue
 from lib.scheduling.schedule import InFlight, ScheduleStore
 from lib.scheduling.tick import Scheduler
-from lib.standins.simulator import MarketSimulator
-from models import AppliedResult
+from lib.standins.simulator import MarketSimulator, market
+from models import AppliedResult, CrawlSearchTotal
 
 from .chaos.crawl_results import crawl_items
 from .helpers import wait_for
@@ -59,6 +60,14 @@ def test_crawler_stopped_mid_crawl_finishes_it_first(env, settings, broker, sim,
         wait_for(lambda: _applied() == 1, timeout=60, what="the finished crawl's result to be applied")
         truth = {item["source_id"] for item in crawl_items("鬼滅の刃", sim.clock.now())}
         assert AppliedResult.get().items == len(truth)  # and no page went missing
+        # the market's size, stored with the crawl: the site's count per search and what the pages covered
+        totals = {row.status: (row.num_found, row.pages_read, row.items_read) for row in CrawlSearchTotal.select()}
+        found = {label: len(market.search("鬼滅の刃", statuses, sim.clock.now())) for label, statuses in
+                 (("on_sale", {market.ON_SALE}), ("sold", {market.SOLD_OUT, market.TRADING}))}
+        assert totals == {"on_sale": (found["on_sale"], 5, 600), "sold": (found["sold"], 5, 600)}
+        # the crawler kept the crawl's drift record: every page from the API, 120 items each
+        [record] = DriftLog(r).recent()
+        assert [(p["source"], p["items"]) for p in record["pages"]] == [("api", 120)] * 10
         assert InFlight(r).members() == set()
     finally:
         for proc in procs:

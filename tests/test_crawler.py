@@ -1,8 +1,11 @@
 """The crawler in real headless Chromium against the local market simulator."""
 
 import asyncio
+import json
 import os
 import signal
+import urllib.error
+import urllib.request
 
 import pytest
 
@@ -48,9 +51,26 @@ def expected(sim, statuses, pages=5):
     return out
 
 
-def test_a_crawl_reads_every_item_of_every_page_exactly(crawl_settings, sim):
+def want_price(truth: dict) -> tuple[int | None, str | None]:
+    """The documented rule (README, "Prices that are prices"), written out here: a listing flagged as having
+    no price, or priced at the placeholder ¥9,999,999, has no price."""
+    if truth.get("isNoPrice") is True:
+        return None, "no_price"
+    if int(truth["price"]) == 9_999_999:
+        return None, "placeholder"
+    return int(truth["price"]), None
+
+
+#: A search API name that no longer matches (as when Mercari renames or reshapes it): the DOM path is read.
+RENAMED_API = r"/v9/renamed:search"
+
+
+@pytest.mark.parametrize("path", ["api", "dom"])
+def test_a_crawl_reads_every_item_of_every_page_exactly(crawl_env, sim, path):
+    settings = load_settings({**crawl_env, **({"MERCARI_API_PATTERN": RENAMED_API} if path == "dom" else {})})
+
     async def go():
-        crawler = Crawler.from_settings(crawl_settings)
+        crawler = Crawler.from_settings(settings)
         try:
             return await crawler.crawl(7, KEYWORD, "t-1")
         finally:
@@ -61,35 +81,102 @@ def test_a_crawl_reads_every_item_of_every_page_exactly(crawl_settings, sim):
     truth = {x["id"]: x for x in expected(sim, ON_SALE) + expected(sim, SOLD)}
     got = {x["source_id"]: x for x in result["items"]}
     assert got.keys() == truth.keys() and len(got) == 1200
+    flags = set()
     for sid, t in truth.items():
         g = got[sid]
+        price, flag = want_price(t)
         assert g["title"] == t["name"]
-        assert g["price"] == (int(t["price"]) if "price" in t else None)
+        assert g["price"] == price
+        if path == "api":
+            assert g["price_flag"] == flag
+            assert g["created"] == int(t["created"])
+        else:  # the cells cannot tell a no-price flag from the placeholder, and carry no creation time
+            assert (g["price_flag"] is None) == (flag is None)
+            assert g["created"] is None
+        flags.add(flag)
         assert g["status"] == ("on_sale" if t["status"] == "ITEM_STATUS_ON_SALE" else "sold")
-        assert g["created"] == int(t["created"])
-        assert g["item_url"].endswith(("/item/" if t["itemType"] == "ITEM_TYPE_MERCARI" else "/shops/product/") + sid)
-    assert any(g["price"] is None for g in got.values())  # no-price listings came through as such
+        kind = "/item/" if t["itemType"] == "ITEM_TYPE_MERCARI" else "/shops/product/"
+        assert g["item_url"] == sim.url + kind + sid
+    assert {"no_price", "placeholder", None} <= flags  # both kinds of priceless listings were on these pages
+    assert {t["status"] for t in truth.values()} >= {"ITEM_STATUS_SOLD_OUT", "ITEM_STATUS_TRADING"}
     assert any("/shops/product/" in g["item_url"] for g in got.values())
+    # the market's size: the site's count per search (the API's numFound; the DOM does not show it)
+    for label, statuses in (("on_sale", ON_SALE), ("sold", SOLD)):
+        _, found = sim.page_items(KEYWORD, statuses, 1, sim.clock.now())
+        assert result["search"][label] == {"num_found": found if path == "api" else None, "pages": 5, "items": 600}
+    sources = [p["source"] for p in result["drift"]["pages"]]
+    assert sources == [path] * 10 and [p["items"] for p in result["drift"]["pages"]] == [120] * 10
+    if path == "dom":  # the page rendered while no API response was captured: a drift signal on every page
+        assert all(p["anomalies"].get("api_missing") == 1 for p in result["drift"]["pages"])
+    else:  # the first page of each search was cross-checked against its cells, without disagreement
+        first = [p["anomalies"] for p in result["drift"]["pages"] if p["page"] == 1]
+        assert all(a.get("cross_checked", 0) > 0 and "cross_check_disagreement" not in a for a in first)
+
+
+def last_page_keyword(sim, statuses):
+    """A keyword whose last page holds more items than the page renders before its lazy load (60)."""
+    for n in range(200):
+        keyword = f"{KEYWORD} {n}"
+        _, found = sim.page_items(keyword, statuses, 1, sim.clock.now())
+        if found % 120 > 60:
+            return keyword, found // 120 + 1
+    raise AssertionError("no such keyword")
 
 
 @pytest.mark.parametrize("statuses, param", [(ON_SALE, "on_sale"), (SOLD, "sold_out|trading")])
-def test_the_virtual_list_alone_yields_every_item(crawl_settings, sim, chromium, statuses, param):
-    """Without the captured API response, the DOM path scrolls the virtual list (~20 cells live at a time)."""
+def test_the_dom_alone_reads_full_and_last_pages(crawl_settings, sim, chromium, statuses, param):
+    """Without the captured API response: the virtual list (~20 cells live at a time) is scrolled, the lazily
+    loaded second part of each page is waited for, and the next-page control decides whether there is more."""
+    keyword, last = last_page_keyword(sim, statuses)
+
     async def go():
         browser = await Browser.launch(chromium, no_sandbox=True)
         try:
             tab = await browser.new_tab(crawl_settings.mercari_api_pattern, True)
-            return [await fetch_page(tab, search_url(sim.url, KEYWORD, param, n), sim.url, timeout=15,
-                                     first_page=n == 1, use_api=False) for n in (1, 3)]
+            return [await fetch_page(tab, search_url(sim.url, keyword, param, n), sim.url, timeout=15,
+                                     first_page=n == 1, use_api=False) for n in (1, last)]
         finally:
             await browser.close()
 
     pages = run(go())
-    for result, n in zip(pages, (1, 3)):
-        truth = sim.truth(KEYWORD, statuses, n)
-        assert result.source == "dom"
+    for result, n in zip(pages, (1, last)):
+        truth = sim.truth(keyword, statuses, n)
+        assert result.source == "dom" and result.has_next == (n != last)
         assert [x["source_id"] for x in result.items] == [t["id"] for t in truth]
-        assert [x["price"] for x in result.items] == [int(t["price"]) if "price" in t else None for t in truth]
+        assert [x["price"] for x in result.items] == [want_price(t)[0] for t in truth]
+        assert not set(result.anomalies) - {"dom_gap"}  # a gap (a late render) is read again, and said
+
+
+def test_the_simulator_flatters_no_crawler(sim, chromium):
+    """The simulator's page offers nothing the real one lacks: no helper global, an API that refuses requests
+    without the page's own headers, the no-results text only inside a <template> of the raw HTML."""
+    url = search_url(sim.url, KEYWORD, "on_sale", 1)
+    raw = urllib.request.urlopen(url, timeout=10).read().decode()
+    assert "出品された商品がありません" in raw.split("<template")[1].split("</template>")[0]
+    request = urllib.request.Request(sim.url + "/v2/entities:search", method="POST",
+                                     data=json.dumps({"searchCondition": {"keyword": KEYWORD}}).encode(),
+                                     headers={"Content-Type": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10)
+    assert refused.value.code == 401
+
+    async def go():
+        browser = await Browser.launch(chromium, no_sandbox=True)
+        try:
+            blank = await browser.new_tab(r"$^", True)
+            await blank.goto(sim.url + "/item/m10000000001", 10)  # a plain page of the same origin
+            baseline = set(await blank.evaluate("() => Object.keys(window)"))
+            tab = await browser.new_tab(r"$^", True)
+            await tab.goto(url, 10)
+            await tab.wait_for("() => !!document.querySelector('a[data-testid=\"thumbnail-link\"]')", 10)
+            return set(await tab.evaluate("() => Object.keys(window)")) - baseline, \
+                await tab.evaluate("() => document.body.innerText")
+        finally:
+            await browser.close()
+
+    extra, text = run(go())
+    assert extra == set()
+    assert "出品された商品がありません" not in text
 
 
 @pytest.mark.parametrize("mode, kind", [
@@ -101,11 +188,16 @@ def test_each_block_kind_is_detected(sim, chromium, mode, kind):
         browser = await Browser.launch(chromium, no_sandbox=True)
         try:
             tab = await browser.new_tab(r"/v2/entities:search", True)
-            sim.set_mode(mode, count=1, delay_ms=6000)
+            sim.set_mode(mode, count=1, delay_ms=6000, retry_after=7)
+            timeout = 3 if mode == "slow" else 60
             with pytest.raises(PageError) as e:
-                await fetch_page(tab, search_url(sim.url, KEYWORD, "on_sale", 1), sim.url, timeout=3,
-                                 first_page=False)
+                # bounded well below the page timeout: a block is classed from what arrives, not by waiting
+                await asyncio.wait_for(fetch_page(tab, search_url(sim.url, KEYWORD, "on_sale", 1), sim.url,
+                                                  timeout=timeout, first_page=False), 20)
             assert e.value.kind == kind
+            if mode == "soft_block":
+                assert e.value.detail.startswith("soft block: no items while numFound=")
+            assert e.value.retry_after == (7 if mode == "429" else None)
             # and the next page is fine again
             ok = await fetch_page(tab, search_url(sim.url, KEYWORD, "on_sale", 1), sim.url, timeout=15,
                                   first_page=False)
@@ -116,6 +208,41 @@ def test_each_block_kind_is_detected(sim, chromium, mode, kind):
     run(go())
 
 
+def test_retry_after_is_honoured(crawl_env, sim):
+    settings = load_settings({**crawl_env, "SCHEDULER_PAGES_ON_SALE": "3", "SCHEDULER_PAGES_SOLD": "1"})
+
+    async def go():
+        crawler = Crawler.from_settings(settings)
+        try:
+            sim.set_mode("429", count=1, retry_after=3)
+            return await crawler.crawl(1, KEYWORD, "t-429")
+        finally:
+            await crawler.close()
+
+    before = len(sim.page_log)
+    result = run(go())
+    log = sim.page_log[before:]
+    assert result["errors"] == {"on_sale:1": "blocked"} and result["pages_crawled"] == 3
+    assert log[0][1] == "429" and log[1][0] - log[0][0] >= 3.0  # the next request waited as asked
+
+
+def test_a_retry_after_too_long_ends_the_crawl(crawl_env, sim):
+    settings = load_settings({**crawl_env, "SCHEDULER_PAGES_ON_SALE": "3", "SCHEDULER_PAGES_SOLD": "1"})
+
+    async def go():
+        crawler = Crawler.from_settings(settings)
+        try:
+            sim.set_mode("429", count=1, retry_after=3600)
+            return await crawler.crawl(1, KEYWORD, "t-429-long")
+        finally:
+            await crawler.close()
+
+    before = len(sim.page_log)
+    with pytest.raises(CrawlFailed) as e:
+        run(go())
+    assert e.value.errors == {"on_sale:1": "blocked"} and len(sim.page_log) - before == 1
+
+
 def test_no_results_modal_and_malformed_cells(sim, chromium):
     async def go():
         browser = await Browser.launch(chromium, no_sandbox=True)
@@ -123,26 +250,31 @@ def test_no_results_modal_and_malformed_cells(sim, chromium):
             tab = await browser.new_tab(r"/v2/entities:search", True)
             sim.set_mode("scrim", count=1)
             covered = await fetch_page(tab, search_url(sim.url, KEYWORD, "on_sale", 1), sim.url, timeout=15,
-                                       first_page=False)
+                                       first_page=False, use_api=False)
             sim.set_mode("malformed", count=1)
             broken = await fetch_page(tab, search_url(sim.url, KEYWORD, "on_sale", 1), sim.url, timeout=15,
                                       first_page=False, use_api=False)
-            empty = await fetch_page(tab, search_url(sim.url, "該当なし グッズ", "on_sale", 1), sim.url,
-                                     timeout=15, first_page=False)
-            return covered, broken, empty
+            sim.set_mode("malformed", count=1)
+            checked = await fetch_page(tab, search_url(sim.url, KEYWORD, "on_sale", 1), sim.url, timeout=15,
+                                       first_page=False, cross_check=True)
+            empty = [await fetch_page(tab, search_url(sim.url, "該当なし グッズ", "on_sale", 1), sim.url,
+                                      timeout=15, first_page=False, use_api=use_api) for use_api in (True, False)]
+            return covered, broken, checked, empty
         finally:
             await browser.close()
 
-    covered, broken, empty = run(go())
+    covered, broken, checked, empty = run(go())
     assert len(covered.items) == 120
     truth = {t["id"]: t for t in sim.truth(KEYWORD, ON_SALE, 1)}
-    assert 100 < len(broken.items) < 120  # cells without a link are skipped, the rest read
+    # every tenth cell from the fourth is broken, in turn without link, name, price: 12 broken cells
+    assert len(broken.items) == 120 - 4
+    assert broken.anomalies["cell_without_link"] == 4 and broken.anomalies["cell_without_price"] == 4
+    assert broken.anomalies["cell_without_name"] == 4
     for item in broken.items:
-        assert item["source_id"] in truth
         assert item["title"] == truth[item["source_id"]]["name"]  # a missing name is read off the image label
-        want = truth[item["source_id"]].get("price")
-        assert item["price"] == (int(want) if want else None)  # a missing price is read off the label too
-    assert empty.items == [] and empty.num_found == 0
+        assert item["price"] == want_price(truth[item["source_id"]])[0]  # a missing price too
+    assert checked.source == "api" and len(checked.items) == 120  # the API path does not mind broken cells
+    assert empty[0].items == [] and empty[0].num_found == 0 and empty[1].items == [] and not empty[1].has_next
 
 
 def test_proxy_switch_after_consecutive_failures(crawl_env, sim):

@@ -92,3 +92,8 @@ def notify_state(ip_id: int, rule: str) -> str:
 def notify_event(event_id: str) -> str:
     """An event already processed (IP, rule, old hash, new hash, minute)."""
     return f"{PREFIX}:notify:event:{event_id}"
+
+
+# crawler drift (lib/crawling/drift.py)
+#: LIST of the latest crawls' drift records (JSON), newest first, trimmed to a fixed length.
+CRAWLER_DRIFT = f"{PREFIX}:crawler:drift"

@@ -1,20 +1,31 @@
-"""One crawl of one IP (seed 000 §3.3): on-sale pages 1..N, then sold pages 1..M, items deduplicated."""
+"""One crawl of one IP (seed 000 §3.3): on-sale pages 1..N, then sold pages 1..M, items deduplicated.
+
+The result message for ``process_result`` carries, besides the items, each search's totals (``search``: the
+site's ``numFound`` when the API said it, pages and items read) and, for the crawler process only (popped
+before sending), the drift record (``drift``: per page, the source read, items and anomalies).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
+from contextlib import AsyncExitStack
 
 from lib.core.clock import get_clock
 from lib.core.settings import Settings
 from lib.crawling.browsers import BrowserManager
-from lib.crawling.driver import Browser, DriverError, find_chromium
-from lib.crawling.page_fetch import ErrorKind, PageError, fetch_page, search_url
+from lib.crawling.driver import Browser, DriverError, Tab, find_chromium
+from lib.crawling.page_fetch import ErrorKind, PageError, PageResult, fetch_page, search_url
 from lib.crawling.proxies import ProxyRotator
 from lib.crawling.selectors import ON_SALE_PARAM, SOLD_PARAM
 
 logger = logging.getLogger(__name__)
+
+
+#: The longest ``Retry-After`` the crawler sleeps through inside a crawl; a longer one ends the crawl (its
+#: remaining pages are not requested) and the next crawl comes after the back-off the scheduler gives it.
+RETRY_AFTER_MAX = 120.0
 
 
 class CrawlFailed(RuntimeError):
@@ -46,58 +57,126 @@ class Crawler:
         return cls(settings, manager, rotator)
 
     async def crawl(self, ip_id: int, keyword: str, task_id: str) -> dict:
-        """The crawl result message for ``process_result``."""
+        """The crawl result message for ``process_result`` (plus ``drift``, for the crawler process)."""
         started = time.time()
         crawled_at = get_clock().now()
-        base = self.settings.mercari_base_url
         items: dict[str, dict] = {}
         errors: dict[str, str] = {}
-        pages = 0
+        search: dict[str, dict] = {}
+        page_records: list[dict] = []
         plan = ((ON_SALE_PARAM, "on_sale", self.settings.scheduler_pages_on_sale),
                 (SOLD_PARAM, "sold", self.settings.scheduler_pages_sold))
+        tabs = _CrawlTab(self.manager)
+        try:
+            await self._pages(plan, keyword, ip_id, task_id, tabs, items, errors, search, page_records)
+        finally:
+            await tabs.close()
+        pages = len(page_records)
+        await self.manager.crawl_finished()
+        if pages == 0:
+            raise CrawlFailed(errors)
+        duration = round(time.time() - started, 3)
+        return {"ip_id": ip_id, "task_id": task_id, "crawled_at": crawled_at, "items": list(items.values()),
+                "pages_crawled": pages, "errors": errors, "duration": duration, "search": search,
+                "drift": {"ip_id": ip_id, "task_id": task_id, "at": crawled_at, "pages": page_records,
+                          "errors": errors}}
+
+    async def _pages(self, plan, keyword: str, ip_id: int, task_id: str, tabs: _CrawlTab, items: dict,
+                     errors: dict, search: dict, page_records: list) -> None:
+        base = self.settings.mercari_base_url
+        stop = False
         for status_param, label, page_count in plan:
+            total: dict[str, int | None] = {"num_found": None, "pages": 0, "items": 0}
+            read: set[str] = set()
             for number in range(1, page_count + 1):
+                if stop:
+                    break
                 url = search_url(base, keyword, status_param, number)
                 try:
-                    async with self.manager.tab() as tab:
-                        result = await fetch_page(tab, url, base, timeout=self.settings.crawl_page_timeout,
-                                                  first_page=number == 1 and label == "on_sale")
+                    tab = await tabs.get()
+                    # one cheap cross-check of the two sources per search: its first page
+                    result = await fetch_page(tab, url, base, timeout=self.settings.crawl_page_timeout,
+                                              first_page=number == 1 and label == "on_sale",
+                                              cross_check=number == 1, search_status=label)
                 except PageError as e:
+                    await tabs.drop()  # the next page starts on a fresh tab
                     errors[f"{label}:{number}"] = e.kind.value
                     logger.warning("IP %s task %s: %s page %d failed (%s)", ip_id, task_id, label, number, e)
-                    await self._after_page(e.kind)
+                    stop = await self._after_page(e.kind, e.retry_after)
                     continue
                 except DriverError as e:
+                    await tabs.drop()
                     errors[f"{label}:{number}"] = ErrorKind.UNKNOWN.value
                     logger.warning("IP %s task %s: browser trouble on %s page %d: %s", ip_id, task_id, label,
                                    number, e)
                     continue
                 await self._after_page(None)
-                pages += 1
+                page_records.append(_page_record(label, number, result))
+                if result.num_found is not None:
+                    total["num_found"] = result.num_found
+                total["pages"] = (total["pages"] or 0) + 1
                 for item in result.items:
+                    read.add(item["source_id"])
                     # the same listing on an on-sale and a sold page: it sold while we were reading
                     if item["source_id"] not in items or item["status"] == "sold":
                         items[item["source_id"]] = item
                 if not result.has_next:
                     break
-        await self.manager.crawl_finished()
-        if pages == 0:
-            raise CrawlFailed(errors)
-        return {"ip_id": ip_id, "task_id": task_id, "crawled_at": crawled_at, "items": list(items.values()),
-                "pages_crawled": pages, "errors": errors, "duration": round(time.time() - started, 3)}
+            total["items"] = len(read)
+            search[label] = total
 
-    async def _after_page(self, kind: ErrorKind | None) -> None:
+    async def _after_page(self, kind: ErrorKind | None, retry_after: float | None = None) -> bool:
+        """Proxy rotation and back-off after a page; True when the crawl should stop (a Retry-After too long to
+        wait through)."""
         switch_to = self.rotator.record(kind)
         if isinstance(switch_to, str):
             await self.manager.restart("proxy switch", switch_to)
         elif kind is not None:
             wait = self.rotator.backoff()
+            if retry_after is not None and retry_after > RETRY_AFTER_MAX:
+                logger.warning("the site asks for %.0fs before the next request: ending this crawl", retry_after)
+                return True
+            wait = max(wait, retry_after or 0.0)  # the site's Retry-After is honoured, never shortened
             if wait:
-                logger.info("backing off %.0fs after %d failures in a row", wait, self.rotator.failures)
+                logger.info("backing off %.1fs after %d failures in a row (Retry-After %s)", wait,
+                            self.rotator.failures, retry_after)
                 await asyncio.sleep(wait)
+        return False
 
     async def close(self) -> None:
         await self.manager.close()
+
+
+class _CrawlTab:
+    """One tab for a crawl's pages (opening a tab per page cost a fifth of a crawl), renewed after a failed page
+    and when the browser was restarted (a proxy switch: the next page goes through the new proxy)."""
+
+    def __init__(self, manager: BrowserManager) -> None:
+        self.manager = manager
+        self._stack: AsyncExitStack | None = None
+        self._tab: Tab | None = None
+        self._generation = -1
+
+    async def get(self) -> Tab:
+        if self._tab is None or self._generation != self.manager.restarts:
+            await self.drop()
+            stack = AsyncExitStack()
+            self._tab = await stack.enter_async_context(self.manager.tab())
+            self._stack, self._generation = stack, self.manager.restarts
+        return self._tab
+
+    async def drop(self) -> None:
+        stack, self._stack, self._tab = self._stack, None, None
+        if stack is not None:
+            await stack.aclose()
+
+    close = drop
+
+
+def _page_record(status: str, number: int, result: PageResult) -> dict:
+    """A page's drift record: which source was read, its items, whether it had a next page, its anomalies."""
+    return {"status": status, "page": number, "source": result.source, "items": len(result.items),
+            "has_next": result.has_next, "anomalies": dict(result.anomalies)}
 
 
 _crawler: Crawler | None = None

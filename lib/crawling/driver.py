@@ -130,7 +130,16 @@ class Navigation:
     status: int | None
     title: str
     text: str
-    api_payloads: list[Any] = field(default_factory=list)
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class ApiResponse:
+    """A captured search API response: its HTTP status, headers and JSON body (None if unreadable)."""
+
+    status: int
+    headers: dict[str, str]
+    body: Any
 
 
 class Tab:
@@ -139,12 +148,14 @@ class Tab:
     def __init__(self, page, api_pattern: str) -> None:
         self._page = page
         self._api = re.compile(api_pattern)
-        self._captured: list[asyncio.Future] = []
+        self._captured: list[tuple[Any, asyncio.Future]] = []
+        self._arrived = asyncio.Event()
         page.on("response", self._on_response)
 
     def _on_response(self, response) -> None:
         if self._api.search(response.url) and response.request.method == "POST":
-            self._captured.append(asyncio.ensure_future(response.json()))
+            self._captured.append((response, asyncio.ensure_future(response.json())))
+            self._arrived.set()
 
     async def prepare(self, block_resources: bool, proxy_auth: tuple[str, str] | None = None) -> None:
         await self._page.setUserAgent(USER_AGENT)
@@ -186,34 +197,85 @@ class Tab:
         await session.send("Fetch.enable", {"patterns": patterns, "handleAuthRequests": proxy_auth is not None})
 
     async def goto(self, url: str, timeout: float) -> Navigation:
-        self._captured.clear()
+        self._discard_captured()
         response = await self._page.goto(url, waitUntil="domcontentloaded", timeout=int(timeout * 1000))
-        return Navigation(status=response.status if response else None, title=await self._page.title(),
-                          text=await self.evaluate("() => document.body ? document.body.innerText.slice(0, 2000) : ''"))
+        title, text = await self.evaluate(
+            "() => [document.title, document.body ? document.body.innerText.slice(0, 2000) : '']")
+        return Navigation(status=response.status if response else None, title=title, text=text,
+                          headers={k.lower(): v for k, v in (response.headers if response else {}).items()})
 
-    async def api_payloads(self) -> list[Any]:
-        """JSON bodies of the search API responses seen since the last navigation."""
-        out = []
-        for future in list(self._captured):
+    async def api_response(self, timeout: float) -> ApiResponse | None:
+        """The first search API response since the last navigation, as soon as it arrives (over CDP), or None
+        if none came within ``timeout`` seconds."""
+        try:
+            await asyncio.wait_for(self._arrived.wait(), timeout)
+        except asyncio.TimeoutError:
+            return None
+        response, body = self._captured[0]
+        try:
+            payload = await asyncio.wait_for(asyncio.shield(body), timeout)
+        except Exception as e:  # a body that never arrived or is not JSON: the DOM is the fallback
+            logger.debug("could not read a captured API response: %s", e)
+            payload = None
+        return ApiResponse(status=response.status, headers={k.lower(): v for k, v in response.headers.items()},
+                           body=payload)
+
+    async def wait_for(self, js_predicate: str, timeout: float, polling: int | str = 100) -> None:
+        """Until the predicate holds in the page (``polling``: milliseconds, or "raf" / "mutation": at the next
+        frame, at the next change of the DOM); ``asyncio.TimeoutError`` after ``timeout`` seconds.
+
+        The wait runs in the page (one evaluation), not in pyppeteer's poller, so it can be cancelled when no
+        longer needed: pyppeteer's waitForFunction, cancelled, later sets the result of a cancelled future."""
+        if polling == "raf":
+            pause = "new Promise(r => requestAnimationFrame(r))"
+        elif polling == "mutation":
+            pause = ("new Promise(r => { const o = new MutationObserver(() => { o.disconnect(); r(); });"
+                     " o.observe(document, {childList: true, subtree: true, attributes: true, characterData: true});"
+                     " setTimeout(() => { o.disconnect(); r(); }, 100); })")
+        else:
+            pause = f"new Promise(r => setTimeout(r, {int(polling)}))"
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            left = deadline - loop.time()
+            if left <= 0:
+                raise asyncio.TimeoutError(f"timeout: waiting for {js_predicate[:60]!r} took over {timeout:.1f}s")
+            js = f"""async () => {{
+              const predicate = {js_predicate};
+              const deadline = Date.now() + {int(left * 1000)};
+              for (;;) {{
+                try {{ if (await predicate()) return true; }} catch (e) {{}}
+                if (Date.now() >= deadline) return false;
+                await {pause};
+              }}
+            }}"""
+            # shielded: when the wait is no longer needed (cancelled), the evaluation still ends on its own (in
+            # pyppeteer, a cancelled evaluation errs at the connection's close: "invalid state")
+            evaluation = asyncio.ensure_future(self._page.evaluate(js))
+            evaluation.add_done_callback(_retrieve)
             try:
-                out.append(await asyncio.wait_for(future, 5))
-            except Exception as e:  # a body that never arrived: the DOM is the fallback
-                logger.debug("could not read a captured API response: %s", e)
-        return out
-
-    async def wait_for(self, js_predicate: str, timeout: float) -> None:
-        await self._page.waitForFunction(js_predicate, {"timeout": int(timeout * 1000), "polling": 100})
+                if await asyncio.shield(evaluation):
+                    return
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # a navigation replaced the document: wait on in the new one
+                if "context" not in str(e).lower():
+                    raise
+                await asyncio.sleep(0.05)
 
     async def evaluate(self, js: str, *args) -> Any:
         return await self._page.evaluate(js, *args)
 
-    async def close(self) -> None:
-        for future in self._captured:  # bodies nobody read: retrieve or cancel, so nothing is left dangling
-            if future.done():
-                future.exception() if not future.cancelled() else None
-            else:
-                future.cancel()
+    def _discard_captured(self) -> None:
+        for _, future in self._captured:
+            # bodies nobody read: their outcome is seen when it comes, never cancelled (pyppeteer errs when a
+            # cancelled request's answer, or the connection's close, reaches it: "invalid state")
+            future.add_done_callback(_retrieve)
         self._captured.clear()
+        self._arrived.clear()
+
+    async def close(self) -> None:
+        self._discard_captured()
         await _quietly(self._page.close())
 
 
@@ -290,6 +352,12 @@ def _blocked(event) -> bool:
     url = event.get("request", {}).get("url", "")
     return event.get("resourceType") in BLOCKED_RESOURCE_TYPES or any(
         fnmatch.fnmatchcase(url, pattern) for pattern in ANALYTICS_URL_PATTERNS)
+
+
+def _retrieve(future: asyncio.Future) -> None:
+    """Mark a finished future's exception as seen (its outcome no longer matters)."""
+    if not future.cancelled():
+        future.exception()
 
 
 async def _quietly(awaitable) -> None:

@@ -1,25 +1,49 @@
 """Fetching one search page (seed 000 §3.4–3.5): navigate, detect blocks, read the items.
 
-Items come from the search API's JSON captured in the browser when it is
-there (the most robust source), else from the DOM, read through the
-virtual list: cells are collected as they appear while scrolling, until the
-page's item count is reached or three scrolls bring nothing new.
+Two sources, raced from the moment the page starts loading:
+- the search API's JSON, captured over CDP as soon as it arrives (the most robust source): it also tells a
+  soft block (no items while the search has some) within seconds, and the search's total count;
+- the DOM, when the API response is not captured (the API renamed or reshaped: ``MERCARI_API_PATTERN`` no
+  longer matches). It reads only what the real page renders: cells are collected while scrolling through the
+  virtual list; at the bottom it waits for the lazily loaded rest of the page; a page with a next page
+  (``a[data-testid="pagination-next-button"]``) holds ``PAGE_SIZE`` items, and the last page is done when the
+  list stops growing.
+Each page reports which source was read and what looked unexpected (``anomalies``: drift signals).
 """
 
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import enum
 import random
-import re
+import time
+from collections import Counter
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from lib.crawling import selectors as sel
-from lib.crawling.driver import Tab
+from lib.crawling.driver import ApiResponse, Tab
+from lib.crawling.listings import (
+    api_anomalies,
+    cell_anomalies,
+    disagreements,
+    item_from_api,
+    item_from_cell,
+)
 
-PAGE_SIZE = 120
-STALL_SCROLLS = 3
+PAGE_SIZE = sel.PAGE_SIZE
+#: Once the DOM shows items, how long the API response may still take to be captured before the DOM is read
+#: (the page renders from the response's body, so its headers, which CDP reports, came before).
+API_GRACE = 0.3
+#: At the bottom of a page that should hold more items (it has a next page): how long to wait for the lazy load.
+LAZY_WAIT = 5.0
+#: At the bottom of the last page: how long the list must stay the same to be done.
+QUIET = 1.0
+#: How far one step scrolls the list, in viewports (consecutive reads overlap).
+SCROLL_STEP = 0.8
+#: Cross-check: how long to wait for the rendered cells next to a captured API response.
+CROSS_CHECK_WAIT = 3.0
 
 
 class ErrorKind(str, enum.Enum):
@@ -35,10 +59,13 @@ class ErrorKind(str, enum.Enum):
 
 
 class PageError(Exception):
-    def __init__(self, kind: ErrorKind, detail: str) -> None:
+    """A page that could not be read; ``retry_after``: seconds the site asked us to wait (a 429's header)."""
+
+    def __init__(self, kind: ErrorKind, detail: str, retry_after: float | None = None) -> None:
         super().__init__(f"{kind.value}: {detail}")
         self.kind = kind
         self.detail = detail
+        self.retry_after = retry_after
 
 
 @dataclass
@@ -47,6 +74,7 @@ class PageResult:
     num_found: int | None = None
     has_next: bool = False
     source: str = "api"  # or "dom"
+    anomalies: Counter[str] = field(default_factory=Counter)
 
 
 def search_url(base_url: str, keyword: str, status: str, page: int) -> str:
@@ -56,37 +84,66 @@ def search_url(base_url: str, keyword: str, status: str, page: int) -> str:
     return url + (f"&page_token=v1:{page - 1}" if page > 1 else "")
 
 
+def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
+    """A ``Retry-After`` header (seconds or an HTTP date) in seconds from now."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+#: Items rendered, the no-results text visible, or a block page: the page is ready to be read.
 READY = f"""() => {{
   if (document.querySelector('{sel.CELL} {sel.LINK}')) return true;
   const text = document.body ? document.body.innerText : '';
   if (text.includes('{sel.NO_RESULTS_TEXT}')) return true;
-  if (typeof window.__numFound === 'number' && window.__numFound > 0
-      && !document.querySelector('{sel.CELL} {sel.LINK}')) return true;
   return {list(sel.BLOCK_MARKERS)}.some(m => document.title.includes(m) || text.includes(m));
 }}"""
 
-READ_CELLS = f"""() => Array.from(document.querySelectorAll('{sel.CELL}')).map(cell => {{
-  const link = cell.querySelector('{sel.LINK}');
-  if (!link) return null;
-  const name = cell.querySelector('{sel.NAME}');
-  const price = cell.querySelector('{sel.PRICE}');
-  const label = cell.querySelector('{sel.IMAGE_LABEL}');
-  const img = cell.querySelector('img');
+#: One step through the list: scroll by ``scroll`` viewports (if any), let the page render (its next change of
+#: the DOM, or 150 ms for a list that does not change), read the live cells and the state.
+STEP = f"""async (scroll) => {{
+  if (scroll) {{
+    const changed = new Promise(r => {{
+      const o = new MutationObserver(() => {{ o.disconnect(); r(); }});
+      o.observe(document.body, {{childList: true, subtree: true}});
+      setTimeout(() => {{ o.disconnect(); r(); }}, 150);
+    }});
+    window.scrollBy(0, Math.floor(window.innerHeight * scroll));
+    await changed;
+    await new Promise(r => requestAnimationFrame(r));
+  }}
+  const cells = Array.from(document.querySelectorAll('{sel.CELL}')).map(cell => {{
+    const link = cell.querySelector('{sel.LINK}');
+    if (!link) return {{href: null, text: cell.textContent.trim()}};
+    const name = cell.querySelector('{sel.NAME}');
+    const price = cell.querySelector('{sel.PRICE}');
+    const label = cell.querySelector('{sel.IMAGE_LABEL}');
+    const img = cell.querySelector('img');
+    return {{
+      href: link.getAttribute('href'),
+      name: name ? name.textContent.trim() : null,
+      price: price ? price.textContent : null,
+      label: label ? label.getAttribute('aria-label') : '',
+      sold: !!cell.querySelector('{sel.SOLD_STICKER}'),
+      image: img ? img.getAttribute('src') : '',
+    }};
+  }});
+  const text = document.body.innerText;
   return {{
-    href: link.getAttribute('href'),
-    name: name ? name.textContent.trim() : null,
-    price: price ? price.textContent : null,
-    label: label ? label.getAttribute('aria-label') : '',
-    sold: !!cell.querySelector('{sel.SOLD_STICKER}'),
-    image: img ? img.getAttribute('src') : '',
+    cells, scrollY: window.scrollY, height: document.documentElement.scrollHeight, viewport: window.innerHeight,
+    next: !!document.querySelector('{sel.NEXT_BUTTON}'), noResults: text.includes('{sel.NO_RESULTS_TEXT}'),
+    title: document.title, text: text.slice(0, 2000),
   }};
-}}).filter(Boolean)"""
+}}"""
 
-PAGE_STATE = f"""() => ({{
-  numFound: typeof window.__numFound === 'number' ? window.__numFound : null,
-  scrollY: window.scrollY, height: document.documentElement.scrollHeight, viewport: window.innerHeight,
-  noResults: document.body.innerText.includes('{sel.NO_RESULTS_TEXT}'),
-}})"""
+REMOVE_SCRIM = f"() => {{ const s = document.querySelector('{sel.MODAL_SCRIM}'); if (s) s.remove(); }}"
 
 
 def _detect_block(status: int | None, title: str, text: str) -> str | None:
@@ -100,118 +157,192 @@ def _detect_block(status: int | None, title: str, text: str) -> str | None:
     return None
 
 
-def item_from_api(raw: dict, base_url: str) -> dict:
-    shops = raw.get("itemType") == "ITEM_TYPE_BEYOND"
-    price = raw.get("price")
-    return {
-        "source_id": str(raw["id"]),
-        "title": raw.get("name") or "",
-        "price": int(price) if price not in (None, "") else None,
-        "status": "on_sale" if raw.get("status") == "ITEM_STATUS_ON_SALE" else "sold",
-        "image_url": (raw.get("thumbnails") or [""])[0],
-        "item_url": f"{base_url.rstrip('/')}/{'shops/product' if shops else 'item'}/{raw['id']}",
-        "created": int(raw["created"]) if raw.get("created") else None,
-        "updated": int(raw["updated"]) if raw.get("updated") else None,
-    }
-
-
-def item_from_cell(cell: dict, base_url: str) -> dict | None:
-    """A cell read from the DOM as an item, or None when it has no usable link."""
-    href = cell.get("href") or ""
-    match = re.match(sel.ITEM_HREF, href) or re.match(sel.SHOPS_HREF, href)
-    if not match:
-        return None
-    price_text = cell.get("price") or ""
-    digits = re.sub(r"[^\d]", "", price_text)
-    if not digits:
-        in_label = re.search(sel.PRICE_IN_LABEL, cell.get("label") or "")
-        digits = in_label.group(1).replace(",", "") if in_label else ""
-    name = cell.get("name")
-    if name is None:  # the name can also be read off the image label: "NAMEの画像 …"
-        name = (cell.get("label") or "").split("の画像")[0]
-    return {
-        "source_id": match.group(1), "title": name, "price": int(digits) if digits else None,
-        "status": "sold" if cell.get("sold") or "売り切れ" in (cell.get("label") or "") else "on_sale",
-        "image_url": cell.get("image") or "", "item_url": f"{base_url.rstrip('/')}{href}",
-        "created": None, "updated": None,
-    }
-
-
 async def fetch_page(tab: Tab, url: str, base_url: str, *, timeout: float, first_page: bool,
-                     use_api: bool = True) -> PageResult:
-    """One search page's items; raises ``PageError`` with its kind."""
+                     use_api: bool = True, cross_check: bool = False, search_status: str = "on_sale") -> PageResult:
+    """One search page's items; raises ``PageError`` with its kind.
+
+    ``use_api=False`` reads the DOM only; ``cross_check`` compares the cells in view with a captured API
+    response (a cheap sample: disagreements are counted as an anomaly)."""
+    started = asyncio.get_running_loop().time()
     try:
         nav = await tab.goto(url, timeout)
     except Exception as e:
         raise _classify(e) from None
     blocked = _detect_block(nav.status, nav.title, nav.text)
     if blocked:
-        raise PageError(ErrorKind.BLOCKED, blocked)
-    try:
-        await tab.wait_for(READY, timeout)
-    except Exception as e:
-        raise _classify(e) from None
-    after = await tab.evaluate("() => [document.title, document.body.innerText.slice(0, 2000)]")
-    blocked = _detect_block(None, after[0], after[1])
-    if blocked:
-        raise PageError(ErrorKind.BLOCKED, blocked)
-    await tab.evaluate(f"() => {{ const s = document.querySelector('{sel.MODAL_SCRIM}'); if (s) s.remove(); }}")
-
-    state = await tab.evaluate(PAGE_STATE)
-    payloads = await tab.api_payloads() if use_api else []
-    api = next((p for p in payloads if isinstance(p, dict) and isinstance(p.get("items"), list)), None)
-    num_found = state["numFound"]
+        raise PageError(ErrorKind.BLOCKED, blocked, retry_after_seconds(nav.headers.get("retry-after")))
+    left = max(1.0, timeout - (asyncio.get_running_loop().time() - started))
+    api, dom_ready = await _first_signal(tab, left, use_api)
     if api is not None:
-        num_found = int((api.get("meta") or {}).get("numFound") or 0)
-    if state["noResults"] or num_found == 0:
-        return PageResult(items=[], num_found=0, has_next=False, source="api" if api else "dom")
-    if api is not None and not api["items"] and num_found:
-        raise PageError(ErrorKind.BLOCKED, f"soft block: no items while numFound={num_found}")
+        result = _from_api(api, base_url, search_status)
+        if result is not None:
+            if first_page:
+                await _human_scroll(tab)
+            if cross_check and result.items:
+                await _cross_check(tab, base_url, result)
+            return result
+        anomalies = Counter({"api_unreadable": 1})
+    else:
+        anomalies = Counter()
+    if not dom_ready:
+        raise PageError(ErrorKind.TIMEOUT, f"nothing to read after {timeout:.0f}s")
+    if use_api:
+        anomalies["api_missing"] += 1  # the page rendered, the API response was not captured
+    await tab.evaluate(REMOVE_SCRIM)
     if first_page:
         await _human_scroll(tab)
-    if api is not None:
-        try:
-            items = [item_from_api(raw, base_url) for raw in api["items"]]
-        except (KeyError, TypeError, ValueError) as e:
-            raise PageError(ErrorKind.PARSE, f"unexpected API item: {e}") from None
-        has_next = bool((api.get("meta") or {}).get("nextPageToken"))
-        return PageResult(items=items, num_found=num_found, has_next=has_next, source="api")
-    items = await _scroll_virtual_list(tab, base_url, expected=min(PAGE_SIZE, num_found or PAGE_SIZE))
-    if not items and num_found:
-        raise PageError(ErrorKind.BLOCKED, f"soft block: no cells while numFound={num_found}")
-    return PageResult(items=items, num_found=num_found, has_next=bool(num_found and num_found > PAGE_SIZE),
-                      source="dom")
+    result = await _read_dom(tab, base_url, deadline=started + timeout)
+    result.anomalies.update(anomalies)
+    return result
+
+
+async def _first_signal(tab: Tab, timeout: float, use_api: bool) -> tuple[ApiResponse | None, bool]:
+    """(the captured API response or None, whether the DOM is ready): whichever comes first; once the DOM is
+    ready the API response gets ``API_GRACE`` more seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    dom = asyncio.ensure_future(tab.wait_for(READY, timeout, polling="mutation"))
+    api = asyncio.ensure_future(tab.api_response(timeout)) if use_api else None
+    try:
+        waiting = {dom} if api is None else {dom, api}
+        while waiting:
+            done, waiting = await asyncio.wait(waiting, timeout=max(0.0, deadline - loop.time()),
+                                               return_when=asyncio.FIRST_COMPLETED)
+            if not done:
+                break
+            if api in done and api.result() is not None:
+                return api.result(), dom.done() and dom.exception() is None
+            if dom in done:
+                if dom.exception() is not None:
+                    if not isinstance(dom.exception(), asyncio.TimeoutError) and "imeout" not in str(dom.exception()):
+                        raise _classify(dom.exception())  # type: ignore[arg-type]
+                    break
+                if api is None or api.done():
+                    return (api.result() if api is not None else None), True
+                deadline = min(deadline, loop.time() + API_GRACE)
+        return (api.result() if api is not None and api.done() else None), dom.done() and dom.exception() is None
+    finally:
+        for task in (dom, api):
+            if task is not None and not task.done():
+                task.cancel()
+            if task is not None:
+                try:
+                    await task
+                except BaseException:
+                    pass
+
+
+def _from_api(api: ApiResponse, base_url: str, search_status: str) -> PageResult | None:
+    """The page from the API's answer; None when the answer cannot be read (the DOM is then read)."""
+    if api.status in (403, 429):
+        raise PageError(ErrorKind.BLOCKED, f"API HTTP {api.status}",
+                        retry_after_seconds(api.headers.get("retry-after")))
+    payload = api.body
+    if api.status >= 400 or not isinstance(payload, dict) or not isinstance(payload.get("items"), list):
+        return None
+    anomalies = api_anomalies(payload)
+    meta: dict = payload["meta"] if isinstance(payload.get("meta"), dict) else {}
+    num_found: int | None
+    try:
+        num_found = int(meta["numFound"])
+    except (KeyError, TypeError, ValueError):
+        num_found = None
+    if not payload["items"]:
+        if num_found:
+            raise PageError(ErrorKind.BLOCKED, f"soft block: no items while numFound={num_found}")
+        return PageResult(items=[], num_found=num_found, has_next=False, source="api", anomalies=anomalies)
+    try:
+        items = [item_from_api(raw, base_url, search_status) for raw in payload["items"]]
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise PageError(ErrorKind.PARSE, f"unexpected API item: {e}") from None
+    return PageResult(items=items, num_found=num_found, has_next=bool(meta.get("nextPageToken")), source="api",
+                      anomalies=anomalies)
+
+
+async def _cross_check(tab: Tab, base_url: str, result: PageResult) -> None:
+    """Compare the cells in view with the API's listings of the same ids."""
+    try:
+        await tab.wait_for(f"() => !!document.querySelector('{sel.CELL} {sel.LINK}')", CROSS_CHECK_WAIT,
+                           polling="mutation")
+        state = await tab.evaluate(STEP, 0)
+    except Exception:
+        result.anomalies["cross_check_no_cells"] += 1
+        return
+    dom = []
+    for cell in state["cells"]:
+        item = item_from_cell(cell, base_url) if cell["href"] else None
+        if item is not None:
+            dom.append(item)
+            result.anomalies.update(cell_anomalies(cell))
+    result.anomalies["cross_checked"] += len(dom)
+    wrong = disagreements(result.items, dom)
+    if wrong:
+        result.anomalies["cross_check_disagreement"] += wrong
+
+
+async def _read_dom(tab: Tab, base_url: str, deadline: float) -> PageResult:
+    """Every listing of the page from its cells, scrolling the virtual list and waiting for lazy loads."""
+    loop = asyncio.get_running_loop()
+    seen: dict[str, dict] = {}
+    anomalies: Counter[str] = Counter()
+    broken: set[str] = set()
+    state = await tab.evaluate(STEP, 0)
+    blocked = _detect_block(None, state["title"], state["text"])
+    if blocked:
+        raise PageError(ErrorKind.BLOCKED, blocked)
+    if state["noResults"]:
+        return PageResult(items=[], num_found=0, has_next=False, source="dom")
+    previous: set[str] = set()
+    while True:
+        if loop.time() > deadline:
+            raise PageError(ErrorKind.TIMEOUT, f"reading the list took too long ({len(seen)} items read)")
+        ids = {item["source_id"] for item in (item_from_cell(c, base_url) for c in state["cells"] if c["href"])
+               if item is not None}
+        if previous and ids and not ids & previous:
+            # no cell in common with the last read: the page had not rendered the scroll yet, and cells between
+            # the two reads may have gone unseen. Step back and read again.
+            anomalies["dom_gap"] += 1
+            state = await tab.evaluate(STEP, -0.4)
+            continue
+        previous = ids or previous
+        for cell in state["cells"]:
+            item = item_from_cell(cell, base_url) if cell["href"] else None
+            if item is None:
+                if cell.get("text") and cell["text"] not in broken:  # a skeleton has no text; a broken cell has
+                    broken.add(cell["text"])
+                    anomalies["cell_without_link"] += 1
+                continue
+            if item["source_id"] not in seen:
+                seen[item["source_id"]] = item
+                anomalies.update(cell_anomalies(cell))
+        if state["next"] and len(seen) >= PAGE_SIZE:  # a full page
+            return PageResult(items=list(seen.values()), num_found=None, has_next=True, source="dom",
+                              anomalies=anomalies)
+        if state["scrollY"] + state["viewport"] >= state["height"] - 2:  # at the bottom of what is rendered
+            short = state["next"] and len(seen) < PAGE_SIZE
+            wait = min(LAZY_WAIT if short else QUIET, max(0.0, deadline - loop.time()))
+            try:
+                await tab.wait_for(f"() => document.documentElement.scrollHeight > {state['height']}", wait,
+                                   polling="raf")
+            except Exception:
+                # the list stopped growing: done (re-read the next-page control, it may come with the last items)
+                final = await tab.evaluate(STEP, 0)
+                if final["next"] and len(seen) < PAGE_SIZE:
+                    anomalies["short_page"] += 1
+                return PageResult(items=list(seen.values()), num_found=None, has_next=bool(final["next"]),
+                                  source="dom", anomalies=anomalies)
+        state = await tab.evaluate(STEP, SCROLL_STEP)
 
 
 async def _human_scroll(tab: Tab) -> None:
     """A few small, uneven scrolls and pauses before reading, as a person would (first page only)."""
-    for _ in range(random.randint(2, 4)):
+    for _ in range(random.randint(2, 3)):
         await tab.evaluate(f"() => window.scrollBy(0, {random.randint(120, 420)})")
-        await asyncio.sleep(random.uniform(0.05, 0.2))
+        await asyncio.sleep(random.uniform(0.03, 0.1))
     await tab.evaluate("() => window.scrollTo(0, 0)")
 
 
-async def _scroll_virtual_list(tab: Tab, base_url: str, expected: int) -> list[dict]:
-    """Collect cells while scrolling: the list only keeps ~20 in the DOM at a time."""
-    seen: dict[str, dict] = {}
-    stalls = 0
-    while len(seen) < expected and stalls < STALL_SCROLLS:
-        before = len(seen)
-        for cell in await tab.evaluate(READ_CELLS):
-            item = item_from_cell(cell, base_url)
-            if item is not None:
-                seen.setdefault(item["source_id"], item)
-        state = await tab.evaluate(PAGE_STATE)
-        at_bottom = state["scrollY"] + state["viewport"] >= state["height"] - 2
-        stalls = stalls + 1 if len(seen) == before else 0
-        if at_bottom and len(seen) == before:
-            break
-        await tab.evaluate("() => window.scrollBy(0, Math.floor(window.innerHeight * 0.8))")
-        await asyncio.sleep(0.06)
-    return list(seen.values())
-
-
-def _classify(error: Exception) -> PageError:
+def _classify(error: BaseException) -> PageError:
     text = f"{type(error).__name__}: {error}"
     lowered = text.lower()
     if "timeout" in lowered:
@@ -219,3 +350,6 @@ def _classify(error: Exception) -> PageError:
     if any(k in lowered for k in ("net::err", "connection", "refused", "reset", "unreachable", "dns")):
         return PageError(ErrorKind.NETWORK, text)
     return PageError(ErrorKind.UNKNOWN, text)
+
+
+__all__ = ["ErrorKind", "PageError", "PageResult", "fetch_page", "item_from_api", "item_from_cell", "search_url"]

@@ -1,4 +1,4 @@
-"""Everything the crawler knows about the search page's markup and block pages, in one place."""
+"""Everything the crawler knows about the search page's markup, its API and block pages, in one place."""
 
 CELL = 'li[data-testid="item-cell"]'
 LINK = 'a[data-testid="thumbnail-link"]'
@@ -7,11 +7,30 @@ PRICE = ".merPrice"
 SOLD_STICKER = '[data-testid="thumbnail-sticker"][aria-label="売り切れ"]'
 IMAGE_LABEL = '[role="img"][aria-label]'
 MODAL_SCRIM = '[data-testid="merModalBaseScrim"]'
+#: Present only when the search has a next page (the real page renders no disabled one).
+NEXT_BUTTON = 'a[data-testid="pagination-next-button"]'
+#: In the raw HTML inside a <template>; only visible text counts (innerText skips templates).
 NO_RESULTS_TEXT = "出品された商品がありません"
 
 ITEM_HREF = r"^/item/(m\d+)"
 SHOPS_HREF = r"^/shops/product/([A-Za-z0-9]+)"
 PRICE_IN_LABEL = r"([\d,]+)円"
+
+#: Items per search page (the page's own ``pageSize``): a page with a next page holds this many.
+PAGE_SIZE = 120
+#: The price the site shows for a listing without a real one (with a no-price flag in the API), and that some
+#: sellers set to mean "not for sale": never a price (README, "Prices that are prices").
+PLACEHOLDER_PRICE = 9_999_999
+#: An API item's no-price flag: a true boolean field whose name matches this (``isNoPrice``, ``noPrice``, …).
+NO_PRICE_FLAG = r"^(is_?)?no_?price$"
+
+#: The search API's item fields the crawler reads, with the JSON type the site sends (numbers as strings).
+API_ITEM_FIELDS = {"id": str, "name": str, "price": str, "status": str, "created": str, "updated": str,
+                   "thumbnails": list, "itemType": str}
+API_META_FIELDS = {"numFound": str, "nextPageToken": str}
+API_ON_SALE = "ITEM_STATUS_ON_SALE"
+API_SOLD = ("ITEM_STATUS_SOLD_OUT", "ITEM_STATUS_TRADING")
+API_SHOPS_TYPE = "ITEM_TYPE_BEYOND"
 
 #: Text of Cloudflare's block and challenge pages.
 BLOCK_MARKERS = ("Just a moment", "Verify you are human", "Attention Required", "Sorry, you have been blocked",

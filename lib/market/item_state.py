@@ -55,6 +55,8 @@ class CrawlItem:
     item_url: str = ""
     created: float | None = None
     updated: float | None = None
+    #: Why a listing has no price (the crawler's rule, lib/crawling/listings.py): "no_price", "placeholder", …
+    price_flag: str | None = None
 
     @classmethod
     def parse(cls, raw: Any) -> CrawlItem:
@@ -70,6 +72,10 @@ class CrawlItem:
         price = raw.get("price")
         if price is not None and (not isinstance(price, int) or isinstance(price, bool) or price < 0):
             raise BadMessage(f"item {source_id}: price must be a non-negative whole number of yen or null")
+        price_flag = raw.get("price_flag")
+        if price_flag is not None and (not isinstance(price_flag, str) or not price_flag or len(price_flag) > 32
+                                       or price is not None):
+            raise BadMessage(f"item {source_id}: price_flag must be a short reason given with a null price")
         for name in ("created", "updated"):
             value = raw.get(name)
             if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool)):
@@ -77,7 +83,7 @@ class CrawlItem:
         return cls(
             source_id=source_id, title=str(raw.get("title") or "")[:500], price=price, status=status,
             image_url=str(raw.get("image_url") or "")[:500], item_url=str(raw.get("item_url") or "")[:500],
-            created=raw.get("created"), updated=raw.get("updated"),
+            created=raw.get("created"), updated=raw.get("updated"), price_flag=price_flag,
         )
 
 

@@ -17,6 +17,7 @@ Alert thresholds (seed 000 §7.5):
   animetop_crawler_request_duration_seconds (p95) > 60
   animetop_queue_deadletter_len > 0
   animetop_scheduler_scheduled_ips < the number of active IPs
+  animetop_crawler_drift > 0 (crawler drift: lib/crawling/drift.py)
 """
 
 from __future__ import annotations
@@ -188,6 +189,9 @@ class StateCollector:
         in_flight = GaugeMetricFamily("animetop_crawls_in_flight", "IPs with a crawl enqueued or running.")
         in_flight.add_metric([], len(now["in_flight_crawls"]))
         yield from (pending, depth, dead, scheduled, in_flight)
+        from lib.crawling.drift import metric_families
+
+        yield from metric_families(state_redis(settings))
 
 
 _broker_cache: dict = {}

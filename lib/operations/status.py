@@ -10,6 +10,7 @@ from lib.core import keys
 from lib.core.clock import get_clock
 from lib.core.redaction import redact_url
 from lib.core.settings import Settings
+from lib.crawling.drift import render_status, status_section
 from lib.messaging.dead_letters import DeadLetters
 from lib.messaging.queue_stats import queue_counts
 from lib.messaging.queues import ALL_QUEUES
@@ -47,6 +48,7 @@ def gather(settings: Settings, broker: Broker, client) -> dict:
                         for ip in recent if ip.last_crawled_at is not None],
         "recent_errors": [{"queue": d.queue, "actor": d.actor, "reason": (d.reason or "?").splitlines()[0][:120],
                            "at": d.dead_at} for d in letters[:5]],
+        "crawler_drift": status_section(client),
     }
 
 
@@ -71,4 +73,6 @@ def render(status: dict) -> str:
     lines.append("recent errors (dead letters):")
     lines += [f"  {_when(e['at'])} {e['queue']}/{e['actor']}: {e['reason']}" for e in status["recent_errors"]] \
         or ["  none"]
+    if "crawler_drift" in status:
+        lines += render_status(status["crawler_drift"])
     return "\n".join(lines)

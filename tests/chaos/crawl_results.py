@@ -19,7 +19,7 @@ from lib.messaging.queues import ALL_QUEUES
 from lib.messaging.routes import PROCESS_RESULT
 from lib.scheduling.catalogue import Catalogue
 from lib.scheduling.schedule import ScheduleStore
-from lib.standins.simulator import market
+from lib.standins.simulator import MarketSimulator, market
 from models import AppliedResult, IpMetadata, IpStatsHourly, ItemSnapshot, ListingEvent, ListingSighting
 
 HOUR = 3600.0
@@ -31,7 +31,7 @@ def crawl_items(keyword: str, t: float) -> list[dict]:
     """What a 5+5-page crawl of the market at ``t`` reports (the crawler's message format)."""
     on_sale = market.search(keyword, {market.ON_SALE}, t)[:600]
     sold = market.search(keyword, {market.TRADING, market.SOLD_OUT}, t)[:600]
-    return [{"source_id": item.id, "title": item.name, "price": item.price_at(t),
+    return [{"source_id": item.id, "title": item.name, "price": MarketSimulator.reported_price(item, t),
              "status": "on_sale" if status == market.ON_SALE else "sold", "image_url": "", "item_url": "",
              "created": item.created, "updated": item.updated_at(t)} for item, status in on_sale + sold]
 

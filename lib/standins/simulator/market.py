@@ -4,7 +4,8 @@ Nothing is stored: listing ``n`` of a keyword is derived from a seeded
 random stream, so the state at any time ``t`` — and so the ground truth the
 tests compare against — is a pure function of (keyword, t). Listings appear
 at the keyword's rate; each may change price, sell (first "trading", then
-"sold out"), be relisted, be a Mercari Shops product or have no price.
+"sold out"), be relisted, be a Mercari Shops product, have no price (the site then shows the placeholder
+¥9,999,999 with a no-price flag) or be priced at that placeholder by its seller (no flag).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ HORIZON = 3 * 24 * HOUR
 EPOCH = 1_700_000_000.0
 
 ON_SALE, TRADING, SOLD_OUT = "on_sale", "trading", "sold_out"
+#: The price the site shows for a listing without a real one.
+PLACEHOLDER_PRICE = 9_999_999
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,8 @@ def listing(keyword: str, n: int) -> Listing:
     ident = (hashlib.sha1(f"{keyword}{n}".encode()).hexdigest()[:22] if shops
              else f"m{10_000_000_000 + _seed(keyword, n) % 89_999_999_999}")
     name = f"{keyword} {_NOUNS[rng.randrange(len(_NOUNS))]} {n % 1000:03d}"
+    if price0 is not None and not change and rng.random() < 0.01:  # drawn last: the other listings stay as they were
+        price0 = price1 = PLACEHOLDER_PRICE
     return Listing(ident, shops, name, created, price0, price_change_at, price1, sold_at, sold_out_at, relisted_at)
 
 

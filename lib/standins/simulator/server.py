@@ -1,16 +1,19 @@
 """``animetop simulator``: a local stand-in for jp.mercari.com's search, with switches for blocks.
 
     GET  /search?keyword=…&status=on_sale|sold_out%7Ctrading&sort=created_time&order=desc[&page_token=v1:N]
-    POST /v2/entities:search            the JSON API the page's script calls
+    POST /v2/entities:search            the JSON API the page's script calls (refused, 401, without the page's
+                                        DPoP proof and X-Platform headers)
     GET  /_truth?keyword=…&status=…&page=N   ground truth of that page at the simulator's current time
-    POST /_control  {"mode": "403|429|challenge|captcha|soft_block|slow|malformed|scrim|normal",
+    POST /_control  {"mode": "403|429|challenge|captcha|soft_block|slow|malformed|priceless_cells|scrim|normal",
                      "count": N (search pages the mode lasts; default: until changed), "delay_ms": …,
-                     "time": T, "speed": S}
+                     "retry_after": seconds a 429 asks for, "time": T, "speed": S}
     GET  /_control  the current switches and counters
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import threading
 import time
@@ -26,7 +29,9 @@ API_PATH = "/v2/entities:search"
 STATUS_OF = {"STATUS_ON_SALE": market.ON_SALE, "STATUS_TRADING": market.TRADING, "STATUS_SOLD_OUT": market.SOLD_OUT}
 API_STATUS = {market.ON_SALE: "ITEM_STATUS_ON_SALE", market.TRADING: "ITEM_STATUS_TRADING",
               market.SOLD_OUT: "ITEM_STATUS_SOLD_OUT"}
-MODES = {"normal", "403", "429", "challenge", "captcha", "soft_block", "slow", "malformed", "scrim"}
+#: What a search page's API answer says when a listing has no price (besides the placeholder price).
+NO_PRICE_FLAG = "isNoPrice"
+MODES = {"normal", "403", "429", "challenge", "captcha", "soft_block", "slow", "malformed", "priceless_cells", "scrim"}
 
 
 class SimClock:
@@ -55,15 +60,18 @@ class MarketSimulator(LocalHttpServer):
         self.mode = "normal"
         self.mode_left: int | None = None
         self.delay_ms = 0
-        self.counters = {"pages": 0, "api": 0, "blocked": 0}
+        self.retry_after = 1
+        self.counters = {"pages": 0, "api": 0, "blocked": 0, "api_refused": 0}
+        #: (monotonic time, mode) of every search page load, in order.
+        self.page_log: list[tuple[float, str]] = []
         self._lock = threading.Lock()
         super().__init__(self._handler(), port)
 
-    def set_mode(self, mode: str, count: int | None = None, delay_ms: int = 0) -> None:
+    def set_mode(self, mode: str, count: int | None = None, delay_ms: int = 0, retry_after: int = 1) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; expected one of {sorted(MODES)}")
         with self._lock:
-            self.mode, self.mode_left, self.delay_ms = mode, count, delay_ms
+            self.mode, self.mode_left, self.delay_ms, self.retry_after = mode, count, delay_ms, retry_after
 
     def _take_mode(self) -> str:
         """The mode for this search page load (counting down a limited one)."""
@@ -74,6 +82,7 @@ class MarketSimulator(LocalHttpServer):
                 if self.mode_left <= 0:
                     self.mode, self.mode_left = "normal", None
             self.counters["pages"] += 1
+            self.page_log.append((time.monotonic(), mode))
             return mode
 
     # -- the data ----------------------------------------------------------------
@@ -84,16 +93,25 @@ class MarketSimulator(LocalHttpServer):
 
     @staticmethod
     def api_item(item: market.Listing, status: str, t: float) -> dict:
+        """One listing as the API lists it: every number a string, like the real one."""
         price = item.price_at(t)
-        out = {
-            "id": item.id, "name": item.name, "status": API_STATUS[status],
+        return {
+            "id": item.id, "sellerId": str(10_000_000 + int(item.created) % 89_999_999),
+            "buyerId": "", "status": API_STATUS[status], "name": item.name,
+            "price": str(market.PLACEHOLDER_PRICE if price is None else price),
             "created": str(int(item.created)), "updated": str(int(item.updated_at(t))),
             "thumbnails": [f"https://static.mercdn.net/thumb/item/webp/{item.id}_1.jpg"],
             "itemType": "ITEM_TYPE_BEYOND" if item.shops else "ITEM_TYPE_MERCARI",
+            "itemConditionId": str(1 + int(item.created) % 6), "shippingPayerId": "2", "itemSizes": [],
+            "itemBrand": None, "itemPromotions": [], "shopName": "", "itemSize": None, "shippingMethodId": "14",
+            "categoryId": "1", NO_PRICE_FLAG: price is None,
         }
-        if price is not None:
-            out["price"] = str(price)
-        return out
+
+    @staticmethod
+    def reported_price(item: market.Listing, t: float) -> int | None:
+        """The price a faithful crawler reports: none for a listing without one or priced at the placeholder."""
+        price = item.price_at(t)
+        return None if price is None or price == market.PLACEHOLDER_PRICE else price
 
     def truth(self, keyword: str, statuses: set[str], page: int, t: float | None = None) -> list[dict]:
         """The listings a page shows at ``t`` (default: now), as the crawler should report them."""
@@ -103,7 +121,8 @@ class MarketSimulator(LocalHttpServer):
 
     def record_served(self, keyword: str, statuses: set[str], page: int, t: float, items: list) -> None:
         line = json.dumps({"keyword": keyword, "t": t, "statuses": sorted(statuses), "page": page,
-                           "items": [[item.id, status, item.price_at(t), item.created] for item, status in items]},
+                           "items": [[item.id, status, self.reported_price(item, t), item.created]
+                                     for item, status in items]},
                           ensure_ascii=False)
         if self._record is None:
             return
@@ -125,10 +144,13 @@ class MarketSimulator(LocalHttpServer):
             def log_message(self, *args):
                 pass
 
-            def _send(self, status: int, body: str | bytes, content_type: str = "text/html; charset=utf-8") -> None:
+            def _send(self, status: int, body: str | bytes, content_type: str = "text/html; charset=utf-8",
+                      headers: dict[str, str] | None = None) -> None:
                 raw = body.encode() if isinstance(body, str) else body
                 self.send_response(status)
                 self.send_header("Content-Type", content_type)
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Length", str(len(raw)))
                 self.end_headers()
                 self.wfile.write(raw)
@@ -158,10 +180,12 @@ class MarketSimulator(LocalHttpServer):
                     sim.counters["blocked"] += 1
                     status, body = {"403": (403, CLOUDFLARE_403), "429": (429, TOO_MANY),
                                     "challenge": (503, CLOUDFLARE_CHALLENGE), "captcha": (200, CAPTCHA)}[mode]
-                    return self._send(status, body)
-                self.server_mode = mode
+                    headers = {"Retry-After": str(sim.retry_after)} if mode == "429" else {}
+                    return self._send(status, body, headers=headers)
+                config = json.dumps({"api": API_PATH + "?mode=" + mode, "malformed": mode == "malformed",
+                                     "priceless": mode == "priceless_cells"})
                 page = SEARCH_PAGE % {"keyword": _html(query.get("keyword", "")),
-                                      "api_path": API_PATH + "?mode=" + mode,
+                                      "config": config.replace("<", "\\u003c"),
                                       "scrim": SCRIM if mode == "scrim" else ""}
                 self._send(200, page)
 
@@ -176,7 +200,8 @@ class MarketSimulator(LocalHttpServer):
                 if parts.path == "/_control":
                     try:
                         if "mode" in body:
-                            sim.set_mode(body["mode"], body.get("count"), int(body.get("delay_ms", 0)))
+                            sim.set_mode(body["mode"], body.get("count"), int(body.get("delay_ms", 0)),
+                                         int(body.get("retry_after", 1)))
                         if ("time" in body or "speed" in body) and not isinstance(sim.clock, SimClock):
                             raise ValueError("this simulator shares the app's clock: time and speed are fixed")
                         if "time" in body or "speed" in body:
@@ -186,6 +211,10 @@ class MarketSimulator(LocalHttpServer):
                         return self._json(400, {"error": str(e)})
                     return self._json(200, {"ok": True})
                 if parts.path == API_PATH:
+                    refused = _refusal(self.headers)
+                    if refused:
+                        sim.counters["api_refused"] += 1
+                        return self._json(401, {"code": 16, "message": refused})
                     return self._api(body, parse_qs(parts.query).get("mode", ["normal"])[0])
                 self._json(404, {"error": "not found"})
 
@@ -204,15 +233,32 @@ class MarketSimulator(LocalHttpServer):
                 api_items = [sim.api_item(item, status, t) for item, status in items]
                 if mode == "soft_block":
                     api_items = []
-                if mode == "malformed":
-                    for i, item in enumerate(api_items):
-                        if i % 10 == 3:
-                            item["_malformed"] = ("no-link", "no-name", "no-price")[i // 10 % 3]
                 more = page * PAGE_SIZE < found
-                self._json(200, {"items": api_items,
-                                 "meta": {"numFound": str(found), "nextPageToken": f"v1:{page}" if more else ""}})
+                self._json(200, {"meta": {"nextPageToken": f"v1:{page}" if more else "",
+                                          "previousPageToken": f"v1:{page - 2}" if page > 2 else "",
+                                          "numFound": str(found)},
+                                 "items": api_items, "components": [], "searchCondition": condition,
+                                 "searchConditionId": ""})
 
         return Handler
+
+
+def _refusal(headers) -> str | None:
+    """Why an API request lacks what the real page's script sends (None: it has it). Only the page's own script
+    can fetch the API: a DPoP proof (a JWT whose payload names the method and URL) and ``X-Platform: web``."""
+    if headers.get("X-Platform") != "web":
+        return "missing X-Platform"
+    proof = headers.get("DPoP") or ""
+    parts = proof.split(".")
+    if len(parts) != 3:
+        return "missing or malformed DPoP proof"
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+    except (binascii.Error, ValueError):
+        return "unreadable DPoP proof"
+    if not isinstance(claims, dict) or claims.get("htm") != "POST" or urlsplit(str(claims.get("htu"))).path != API_PATH:
+        return "DPoP proof for another request"
+    return None
 
 
 def _html(text: str) -> str:

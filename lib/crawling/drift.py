@@ -1,0 +1,142 @@
+"""Crawler drift: signs that jp.mercari.com changed under the crawler, from each crawl's per-page records.
+
+Each crawl's drift record (``Crawler.crawl()['drift']``: per page, the source read — ``api`` or ``dom`` —, its
+items, whether it had a next page, and its anomalies) is kept in a short Redis list. From the latest
+``CRAWLS`` records the operator alert "crawler drift" is raised when, in every one of them:
+
+- ``api_path_missing``: no page came from the API while pages rendered items (the API was renamed or
+  reshaped: ``MERCARI_API_PATTERN`` no longer matches, the crawler reads the DOM);
+- ``items_per_page_low``: pages that had a next page held on average less than ``MIN_FILL`` of ``PAGE_SIZE``;
+- ``cells_without_price``: more than ``MAX_PRICELESS`` of the cells read had no price element (the price
+  markup changed; prices are then read off the image label, or missing).
+
+The signals show as Prometheus gauges (``animetop_crawler_*``, read from Redis at scrape time), in
+``animetop status``, and as an ERROR log line when the alert turns on.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter
+from typing import Any
+
+from lib.core import keys
+from lib.crawling.selectors import PAGE_SIZE
+
+logger = logging.getLogger(__name__)
+
+#: Crawls kept in Redis, and the crawls in a row a signal must hold in to raise the alert.
+KEEP, CRAWLS = 50, 3
+MIN_FILL = 0.5
+MAX_PRICELESS = 0.1
+
+
+class DriftLog:
+    """The latest crawls' drift records in Redis.
+
+    Parameters:
+      client: the application-state Redis client.
+    """
+
+    def __init__(self, client) -> None:
+        self.client = client
+
+    def record(self, drift: dict) -> list[str]:
+        """Keep one crawl's record; returns the alert's reasons now (logged when they newly appear)."""
+        before = assess(self.recent(CRAWLS))
+        pipe = self.client.pipeline()
+        pipe.lpush(keys.CRAWLER_DRIFT, json.dumps(drift, ensure_ascii=False))
+        pipe.ltrim(keys.CRAWLER_DRIFT, 0, KEEP - 1)
+        pipe.execute()
+        now = assess(self.recent(CRAWLS))
+        for reason in now:
+            if reason not in before:
+                logger.error("crawler drift: %s over the last %d crawls (see animetop status)", reason, CRAWLS)
+        return now
+
+    def recent(self, count: int = KEEP) -> list[dict]:
+        return [json.loads(raw) for raw in self.client.lrange(keys.CRAWLER_DRIFT, 0, count - 1)]
+
+
+def crawl_summary(drift: dict) -> dict[str, Any]:
+    """One crawl's signals: pages by source, anomalies by kind, items on full pages, cells without a price."""
+    pages = drift.get("pages") or []
+    by_source = Counter(p["source"] for p in pages)
+    anomalies: Counter[str] = Counter()
+    for page in pages:
+        anomalies.update(page.get("anomalies") or {})
+    full = [p["items"] for p in pages if p.get("has_next")]
+    # cells read: every item of a DOM page, and the cells cross-checked on an API page
+    cells = sum(p["items"] for p in pages if p["source"] == "dom") + anomalies.get("cross_checked", 0)
+    return {
+        "pages": len(pages), "by_source": dict(by_source), "anomalies": dict(anomalies),
+        "fill": (sum(full) / len(full) / PAGE_SIZE) if full else None,
+        "api_missing": bool(pages) and not by_source.get("api") and any(p["items"] for p in pages),
+        "priceless": (anomalies.get("cell_without_price", 0) / cells) if cells else 0.0,
+    }
+
+
+def assess(records: list[dict]) -> list[str]:
+    """The reasons for the "crawler drift" alert given the latest records (newest first), or []."""
+    if len(records) < CRAWLS:
+        return []
+    summaries = [crawl_summary(r) for r in records[:CRAWLS]]
+    reasons = []
+    if all(s["api_missing"] for s in summaries):
+        reasons.append("api_path_missing")
+    if all(s["fill"] is not None and s["fill"] < MIN_FILL for s in summaries):
+        reasons.append("items_per_page_low")
+    if all(s["priceless"] > MAX_PRICELESS for s in summaries):
+        reasons.append("cells_without_price")
+    return reasons
+
+
+def status_section(client) -> dict:
+    """What ``animetop status`` and the metrics show: the latest crawls' signals and the alert."""
+    records = DriftLog(client).recent(CRAWLS * 3)
+    by_source: Counter[str] = Counter()
+    anomalies: Counter[str] = Counter()
+    for record in records:
+        summary = crawl_summary(record)
+        by_source.update(summary["by_source"])
+        anomalies.update(summary["anomalies"])
+    anomalies.pop("cross_checked", None)
+    fills = [s for s in (crawl_summary(r)["fill"] for r in records) if s is not None]
+    return {"crawls": len(records), "pages_by_source": dict(by_source), "anomalies": dict(anomalies),
+            "mean_fill": sum(fills) / len(fills) if fills else None, "alert": assess(records)}
+
+
+def render_status(section: dict) -> list[str]:
+    """Lines for ``animetop status``."""
+    if not section["crawls"]:
+        return ["crawler drift: no crawl recorded yet"]
+    fill = "-" if section["mean_fill"] is None else f"{section['mean_fill']:.0%}"
+    lines = [f"crawler drift (last {section['crawls']} crawls): pages by source {section['pages_by_source']}, "
+             f"full pages filled {fill}",
+             f"  anomalies: {section['anomalies'] or 'none'}"]
+    lines.append(f"  ALERT crawler drift: {', '.join(section['alert'])}" if section["alert"] else "  alert: none")
+    return lines
+
+
+def metric_families(client):
+    """Prometheus gauges of the drift signals (read from Redis at scrape time)."""
+    from prometheus_client.core import GaugeMetricFamily
+
+    section = status_section(client)
+    pages = GaugeMetricFamily("animetop_crawler_recent_pages", "Pages read in the latest crawls, by source.",
+                              labels=["source"])
+    for source in ("api", "dom"):
+        pages.add_metric([source], section["pages_by_source"].get(source, 0))
+    anomalies = GaugeMetricFamily("animetop_crawler_recent_anomalies", "Anomalies in the latest crawls, by kind.",
+                                  labels=["kind"])
+    for kind, count in sorted(section["anomalies"].items()):
+        anomalies.add_metric([kind], count)
+    fill = GaugeMetricFamily("animetop_crawler_page_fill_ratio",
+                             "Items per page that had a next page, over the page size (latest crawls).")
+    fill.add_metric([], section["mean_fill"] if section["mean_fill"] is not None else float("nan"))
+    alert = GaugeMetricFamily("animetop_crawler_drift", "1 while the crawler drift alert holds, by reason.",
+                              labels=["reason"])
+    for reason in ("api_path_missing", "items_per_page_low", "cells_without_price"):
+        alert.add_metric([reason], 1 if reason in section["alert"] else 0)
+    return [pages, anomalies, fill, alert]
