@@ -1,12 +1,12 @@
-"""The dashboard with 1,000 IPs × 90 days of hourly rows: API response times from a cold and a warm cache against
-the floor of the same rows read with raw SQL in the same run, and the leaderboard page's first useful paint in
-headless Chromium against the floor of the page fetching the same JSON without drawing it."""
+"""The dashboard with 1,000 IPs × 90 days of market (the leaderboard benchmark's synthetic market: hourly rows,
+listing events, snapshots and search totals): API response times from a cold and a warm cache against the floor
+of the hourly rows read with raw SQL in the same run, and the leaderboard page's first useful paint in headless
+Chromium against the floor of the page fetching the same JSON without drawing it."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import random
 import sqlite3
 import tempfile
 import time
@@ -26,26 +26,9 @@ from lib.web.server import BackgroundServer
 from models import IpMetadata
 
 from .common import bench_settings, best_of, report
+from .leaderboard import T_END, fill
 
-T0 = 1_800_000_000.0 - 1_800_000_000.0 % 3600
-
-
-def fill(path: str, ips: int, days: int) -> None:
-    """IPs and their hourly rows, written with raw SQL (the benchmark is about reading them)."""
-    now = naive_utc(T0)
-    rng = random.Random(7)
-    IpMetadata.insert_many([{"keyword": f"IP {k:04d}", "display_name": f"作品 {k:04d}", "created_at": now,
-                             "updated_at": now} for k in range(ips)]).execute()
-    ids = [ip.id for ip in IpMetadata.select(IpMetadata.id)]
-    hours = [(now - timedelta(days=days) + timedelta(hours=h)).isoformat(sep=" ") for h in range(days * 24)]
-    with sqlite3.connect(path) as conn:
-        for ip_id in ids:
-            rows = []
-            for hour in hours:
-                inflow, outflow = rng.randint(0, 40), rng.randint(0, 30)
-                rows.append((ip_id, hour, inflow, outflow, round(outflow / inflow, 4) if inflow else None, outflow))
-            conn.executemany("INSERT INTO ip_stats_hourly (ip_id, hour_bucket, inflow, outflow, liquidity_index, "
-                             "sample_count) VALUES (?, ?, ?, ?, ?, ?)", rows)
+T0 = T_END
 
 
 def get(url: str) -> bytes:
@@ -112,10 +95,10 @@ def run(ips: int = 1000, days: int = 90) -> None:
         create_tables()
         started = time.perf_counter()
         path = settings.database_url_resolved.removeprefix("sqlite:///")
-        fill(path, ips, days)
-        print(f"  filled {ips * days * 24:,} hourly rows in {time.perf_counter() - started:.0f} s")
+        fill(ips, days + 7)  # and the week before: the heat's trailing baseline
+        print(f"  filled {ips:,} IPs × {days + 7} days in {time.perf_counter() - started:.0f} s")
         client = state_redis(settings)
-        clock = FrozenClock(T0 + 60)
+        clock = FrozenClock(T0 - 1)
         side = ReadSide(settings, client, clock)
         app = create_app(WebContext(settings=settings, read_side=side, status=lambda: {}, dead_letters=None,
                                     auth=OperatorAuth(None)))

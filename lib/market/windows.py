@@ -165,8 +165,10 @@ def _time_to_sell(created: list[tuple[float, float | None, float | None]], start
     sales = sum(1 for _, observed in durations if observed)
     curve = robust.kaplan_meier(durations)
     q = {name: robust.km_quantile(curve, p) for name, p in (("p25", 0.25), ("median", 0.5), ("p75", 0.75))}
+    # the curve itself, [hours, share still unsold], where it rests on enough sales to be drawn
+    drawn = [[round(t / 3600.0, 4), round(share, 4)] for t, share in curve] if sales >= MIN_SALES_TO_TIME else []
     return {name: measure(None if v is None else v / 3600.0, sales, MIN_SALES_TO_TIME, 2) for name, v in q.items()} | {
-        "listings": len(durations)}
+        "listings": len(durations), "curve": drawn}
 
 
 def _coverage(sold_totals: list[tuple[float, int]], sales: list[tuple[float, int | None, int | None]]) -> dict:

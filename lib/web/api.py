@@ -148,7 +148,8 @@ def status(ctx: WebContext = Depends(context)) -> Any:
     now = ctx.status()
     queues = [{"queue": name, **c} for name, c in now["queues"].items()]
     return {"scheduled_ips": now["scheduled_ips"], "in_flight": now["in_flight_crawls"], "queues": queues,
-            "dead_letters": sum(c["dead"] for c in now["queues"].values())}
+            "dead_letters": sum(c["dead"] for c in now["queues"].values()),
+            "crawler_drift": now.get("crawler_drift")}
 
 
 def _letters(ctx: WebContext) -> DeadLetters:

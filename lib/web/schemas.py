@@ -111,11 +111,22 @@ class QueueCounts(BaseModel):
     running: int | None = Field(None, description="taken by a worker (Redis broker only)")
 
 
+class CrawlerDrift(BaseModel):
+    """Signs that the site changed under the crawler, over its latest crawls (lib/crawling/drift.py)."""
+
+    crawls: int
+    pages_by_source: dict[str, int] = Field(description="pages read from the search API and from the page (DOM)")
+    anomalies: dict[str, int]
+    mean_fill: float | None = Field(description="items on pages that had a next page, as a share of a full page")
+    alert: list[str] = Field(description="reasons the crawler-drift alert is on; empty when it is off")
+
+
 class Status(BaseModel):
     scheduled_ips: int
     in_flight: list[int] = Field(description="IPs whose crawl is in flight")
     queues: list[QueueCounts]
     dead_letters: int
+    crawler_drift: CrawlerDrift | None = None
 
 
 class DeadLetterOut(BaseModel):

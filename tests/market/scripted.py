@@ -260,6 +260,7 @@ def expected_window(script: Script, hours: int, now: float, mins: dict) -> dict:
         "trimmed_mean_price": statistics.fmean(trimmed) if len(prices) >= mins["prices"] else None,
         "sell_through": sell_through(since, now + 1e-6),
         "time_to_sell_median": km_q(0.5) if n_sales >= mins["sales"] else None,
+        "time_to_sell_curve": [[t / H, share] for t, share in curve] if n_sales >= mins["sales"] else [],
         "time_to_sell_p25": km_q(0.25) if n_sales >= mins["sales"] else None,
         "time_to_sell_p75": km_q(0.75) if n_sales >= mins["sales"] else None,
         "price_cut_share": len(cut_sizes) / len(cuts) if len(cuts) >= mins["cuts"] else None,

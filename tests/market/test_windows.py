@@ -13,6 +13,9 @@ MINIMUMS = {"prices": 5, "created": 10, "sales": 5, "cuts": 5, "coverage": 10}  
 
 
 def close(a, b, places=2):
+    if isinstance(a, list) or isinstance(b, list):  # a curve of [hours, share] points (stored to 4 places)
+        return isinstance(a, list) and isinstance(b, list) and len(a) == len(b) and all(
+            abs(x[0] - y[0]) < 1e-3 and abs(x[1] - y[1]) < 1e-3 for x, y in zip(a, b, strict=True))
     if a is None or b is None:
         return a is None and b is None
     return round(a, places) == round(b, places)
@@ -25,7 +28,8 @@ def flatten(m: dict) -> dict:
             "p25_price": m["p25_price"]["value"], "p75_price": m["p75_price"]["value"],
             "trimmed_mean_price": m["trimmed_mean_price"]["value"], "sell_through": m["sell_through"]["value"],
             "time_to_sell_median": t["median"]["value"], "time_to_sell_p25": t["p25"]["value"],
-            "time_to_sell_p75": t["p75"]["value"], "price_cut_share": m["price_cut_share"]["value"],
+            "time_to_sell_p75": t["p75"]["value"], "time_to_sell_curve": t["curve"],
+            "price_cut_share": m["price_cut_share"]["value"],
             "median_price_cut": m["median_price_cut"]["value"], "supply": m["supply"]["value"],
             "hours_of_supply": m["hours_of_supply"]["value"], "coverage": m["coverage"]["value"],
             "heat": m["heat"]["value"], "momentum": m["momentum"]["value"]}

@@ -14,11 +14,10 @@ from lib.core.clock import FrozenClock
 from lib.core.redis_client import state_redis
 from lib.market.read_side import ReadSide
 from lib.messaging.dead_letters import DeadLetters
-from lib.operations.status import counts
 from lib.web.api import WebContext
 from lib.web.app import create_app
 from lib.web.auth import OperatorAuth
-from lib.web.server import BackgroundServer
+from lib.web.server import BackgroundServer, status
 
 from ..test_alerts_and_read_side import T0, seed_results
 
@@ -64,7 +63,7 @@ def start_dashboard(settings, broker, token: str | None, clock: FrozenClock) -> 
     client = state_redis(settings)
     letters = DeadLetters.for_broker(broker, broker.reasons)
     ctx = WebContext(settings=settings, read_side=ReadSide(settings, client, clock),
-                     status=lambda: counts(broker, client), dead_letters=letters, auth=OperatorAuth(token))
+                     status=lambda: status(broker, client), dead_letters=letters, auth=OperatorAuth(token))
     return BackgroundServer(create_app(ctx)).start(), letters
 
 

@@ -192,3 +192,22 @@ def test_requeue_and_purge_need_the_operator(dashboard, dead):
     reply = call(f"{url}/purge", "POST", {"all": True, "queue": "work"}, {"Authorization": f"Bearer {TOKEN}"})
     assert reply.json()["count"] == 2 and dashboard.letters.list("work") == []
     assert call(f"{url}/purge", "POST", {}, {"Authorization": f"Bearer {TOKEN}"}).status == 400
+
+
+def test_status_shows_crawler_drift(dashboard, settings):
+    from lib.core.redis_client import state_redis
+    from lib.crawling.drift import CRAWLS, DriftLog
+
+    doc = openapi(dashboard)
+    reply = call(f"{dashboard.url}/api/v1/status")
+    check_against_openapi(doc, "/api/v1/status", "get", reply)
+    assert reply.json()["crawler_drift"]["crawls"] == 0 and reply.json()["crawler_drift"]["alert"] == []
+    log = DriftLog(state_redis(settings))
+    dom_only = {"pages": [{"source": "dom", "items": 120, "has_next": True, "anomalies": {}}] * 2}
+    for _ in range(CRAWLS):  # the API path gone for several crawls in a row
+        log.record(dom_only)
+    reply = call(f"{dashboard.url}/api/v1/status")
+    check_against_openapi(doc, "/api/v1/status", "get", reply)
+    drift = reply.json()["crawler_drift"]
+    assert drift["crawls"] == CRAWLS and drift["pages_by_source"] == {"dom": 2 * CRAWLS}
+    assert drift["alert"] == ["api_path_missing"]

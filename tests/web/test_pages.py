@@ -17,6 +17,8 @@ import peewee
 import pytest
 
 from lib.core.clock import FrozenClock
+from lib.core.redis_client import state_redis
+from lib.crawling.drift import CRAWLS, DriftLog
 from lib.crawling.install import ensure_cjk_font
 from models import AppliedResult, IpMetadata, ItemSnapshot
 
@@ -130,7 +132,8 @@ def test_ip_page_draws_every_chart(site, chromium, tmp_path):
         try:
             page = await new_page(browser)
             await page.open(f"{url}/ip/{top['ip_id']}?hours=168")
-            drawn = {chart: await page.drawn(f"#{chart}") for chart in ("flow-hourly", "flow-daily", "price", "supply")}
+            drawn = {chart: await page.drawn(f"#{chart}")
+                     for chart in ("flow-hourly", "flow-daily", "price", "tts", "supply")}
             name = await page.js("() => document.getElementById('name').textContent")
             sales = await page.js("() => Array.from(document.querySelectorAll('#sales tbody a'))"
                                   ".map(a => a.getAttribute('href'))")
@@ -144,8 +147,7 @@ def test_ip_page_draws_every_chart(site, chromium, tmp_path):
     drawn, name, sales, axis, errors = run(go())
     assert errors == []
     assert name == top["name"]
-    if not call(f"{url}/api/v1/ips/{top['ip_id']}?hours=168").json()["search_totals"]:
-        assert drawn.pop("supply") == 0  # no crawl reported totals: the chart says so instead
+    assert call(f"{url}/api/v1/ips/{top['ip_id']}?hours=168").json()["search_totals"]  # the crawler reports them
     assert all(count > 500 for count in drawn.values()), drawn  # each chart drew more than its frame
     assert sales and all(href.startswith("http") for href in sales)
     assert "¥" in axis and "per hour" in axis and "Asia/Tokyo" in axis  # units and time zone, also as text
@@ -158,6 +160,9 @@ def test_operations_requeue_and_purge(site, broker, start_worker, chromium):
     def doomed(n: int) -> None:
         raise RuntimeError(f"doomed {n}")
 
+    log = DriftLog(state_redis())
+    for _ in range(CRAWLS):  # three crawls in a row read only the page: the API path is gone
+        log.record({"pages": [{"source": "dom", "items": 120, "has_next": True, "anomalies": {}}] * 2})
     sent = [doomed.send(n).message_id for n in range(3)]
     start_worker(broker)
     wait_for(lambda: len(letters.list("work")) == 3, what="three dead letters")
@@ -168,6 +173,9 @@ def test_operations_requeue_and_purge(site, broker, start_worker, chromium):
             page = await new_page(browser)
             await page.open(f"{url}/operations")
             await page.wait("() => document.querySelectorAll('#letters tbody tr').length === 3")
+            drift = await page.js("() => document.getElementById('drift').innerText")
+            assert "ALERT crawler drift: api_path_missing" in drift, drift
+            assert f"{2 * CRAWLS} from the page (DOM)" in drift, drift
             if token is None:
                 state = await page.js("() => [document.getElementById('readonly').hidden,"
                                       " document.getElementById('letter-actions').hidden,"
@@ -221,8 +229,6 @@ def test_hostile_text_stays_text_and_the_layout_holds(site, chromium, tmp_path):
     sold = ItemSnapshot.select().where((ItemSnapshot.ip_id == ip) & (ItemSnapshot.status == "sold")).first()
     ItemSnapshot.update(title=HOSTILE[1], item_url="javascript:window.__pwned=1").where(
         ItemSnapshot.id == sold.id).execute()
-    from lib.core.redis_client import state_redis
-
     state_redis().flushdb()  # the read side's caches
 
     async def go():

@@ -75,17 +75,18 @@ const Charts = (() => {
     }, [xs, ...series.map(s => s.values)], target), unit);
   }
 
-  // A step curve on a numeric x axis (days): the share of listings still unsold after x days.
-  function survival(target, days, share) {
-    if (!days.length) return empty(target, "Not enough sales to estimate time to sell.");
+  // A step curve on a numeric x axis (hours since listed): the share of listings still unsold.
+  function survival(target, hours, share) {
+    if (!hours.length) return empty(target, "Not enough sales to estimate time to sell.");
     return draw(target, (w) => new uPlot({
       width: w, height: 220,
       scales: {x: {time: false}, y: {range: [0, 1]}},
-      axes: [{label: "days since listed", values: (u, s) => s.map(v => `${+v.toFixed(1)} d`)},
-             {label: "still unsold", ...yAxis("%")}],
-      series: [{label: "days"}, {label: "still unsold", stroke: "#d81b60", width: 2,
-                                 paths: uPlot.paths.stepped({align: 1}), value: (u, v) => v === null ? "–" : `${(v * 100).toFixed(1)}%`}],
-    }, [days, share], target), "%");
+      axes: [{label: "hours since listed", labelSize: 20, values: (u, s) => s.map(v => `${+v.toFixed(1)} h`)},
+             {...yAxis("%"), label: "still unsold (%)"}],
+      series: [{label: "hours", value: (u, v) => v === null ? "–" : `${v.toFixed(1)} h`},
+               {label: "still unsold", stroke: "#d81b60", width: 2, paths: uPlot.paths.stepped({align: 1}),
+                value: (u, v) => v === null ? "–" : `${(v * 100).toFixed(1)}%`}],
+    }, [hours, share], target), "%");
   }
 
   // A tiny line without axes or legend.

@@ -62,9 +62,10 @@
     note.textContent = `Of ${tts.listings ?? 0} listings created in the window (Kaplan–Meier; unsold ones censored at ` +
       `their last sighting): a quarter sold within ${part("p25")}, half within ${part("median")}, three quarters ` +
       `within ${part("p75")}.`;
-    const curve = d.time_to_sell_curve;
-    if (!curve || !curve.length) return Charts.empty(target, "Not enough observed sales in this window to draw the curve.");
-    return Charts.survival(target, curve.map(p => p.hours / 24), curve.map(p => p.unsold));
+    const curve = tts.curve || [];
+    if (!curve.length) return Charts.empty(target, "Not enough observed sales in this window to draw the curve.");
+    // from 100% unsold at listing time, stepping down at each observed sale
+    return Charts.survival(target, [0, ...curve.map(p => p[0])], [1, ...curve.map(p => p[1])]);
   }
 
   function supply(d) {

@@ -9,9 +9,23 @@
     document.getElementById("cards").replaceChildren(
       ...[["IPs scheduled", s.scheduled_ips], ["Crawls in flight", s.in_flight.length], ["Dead letters", s.dead_letters]]
         .map(([label, v]) => el("div", {class: "card"}, el("b", {}, v), label)));
+    drift(s.crawler_drift);
     document.querySelector("#queues tbody").replaceChildren(...s.queues.map(q => el("tr", {},
       el("td", {}, q.queue), el("td", {class: "num"}, q.ready), el("td", {class: "num"}, q.running ?? "–"),
       el("td", {class: "num"}, q.delayed), el("td", {class: "num"}, q.dead))));
+  }
+
+  function drift(d) {
+    const box = document.getElementById("drift");
+    if (!d || !d.crawls) { box.replaceChildren(el("p", {class: "muted"}, "No crawl recorded yet.")); return; }
+    const sources = Object.entries(d.pages_by_source).map(([k, v]) => `${v} from ${k === "api" ? "the search API" : "the page (DOM)"}`);
+    const anomalies = Object.entries(d.anomalies);
+    box.replaceChildren(
+      el("p", {class: d.alert.length ? "alert-on" : "alert-off", role: d.alert.length ? "alert" : null},
+         d.alert.length ? `ALERT crawler drift: ${d.alert.join(", ")}` : "No drift alert."),
+      el("p", {}, `Last ${d.crawls} crawls: pages ${sources.join(", ") || "none"}; full pages filled `,
+         d.mean_fill === null ? "–" : `${Math.round(d.mean_fill * 100)}%`, "."),
+      el("p", {}, "Anomalies: ", anomalies.length ? anomalies.map(([k, v]) => `${k} × ${v}`).join(", ") : "none"));
   }
 
   async function letters() {
