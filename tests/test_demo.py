@@ -1,8 +1,8 @@
 """The README's main-job command, end to end: the real process types against the simulator.
 
 The first run records every search page the simulator served. From that
-record and the simulator's own truth (each listing's creation time) the test
-works out what the hourly statistics must be, independently of the crawler's
+record and the simulator's own truth (each listing's creation and update times) the test
+works out what the hourly statistics must be by the README's definitions, independently of the crawler's
 messages and the pipeline's state, and compares them with the database.
 """
 
@@ -16,11 +16,10 @@ from collections import defaultdict
 from datetime import datetime, timezone
 from pathlib import Path
 
-from lib.market.item_state import CREATED_CLOCK_SLACK
+from lib.standins.simulator import market
 
 from .helpers import processes_matching
-
-HOUR = 3600
+from .market import scripted
 
 
 def run_demo(cwd, *args: str) -> str:
@@ -43,42 +42,31 @@ def crawl_sessions(requests: list[dict]) -> list[list[dict]]:
     return sessions
 
 
-def expected_hours(crawls: list[float], sessions: list[list[dict]]) -> tuple[dict, set]:
-    """Ground truth of one IP's hourly rows from the pages its applied crawls were served.
-
-    Inflow: listings created since the IP's previous crawl and first seen on sale. Outflow: every sale
-    seen: a listing seen sold that was last seen on sale, or never seen before (the first crawl is the
-    baseline and counts nothing).
-    """
+def expected_hours(keyword: str, crawls: list[float], sessions: list[list[dict]]) -> tuple[dict, set]:
+    """Ground truth of one IP's hourly rows from the pages its applied crawls were served, by the README's
+    definitions (tests/market/scripted.py computes them from what each crawl saw). The API's ``updated`` of a
+    served listing is the simulator's own (the record holds id, status, price and created)."""
     starts = [s[0]["t"] for s in sessions]
-    hours: dict = defaultdict(lambda: {"inflow": 0, "outflow": 0, "prices": []})
-    last_status: dict[str, str] = {}
-    previous = None
+    script_crawls = []
     for n, crawled_at in enumerate(crawls):
         # the crawl's pages: the first session that started after it did (the same clock serves both)
         index = next(i for i, t in enumerate(starts) if t >= crawled_at)
         assert n + 1 == len(crawls) or starts[index] < crawls[n + 1], "two crawls of one IP overlapped"
-        seen: dict[str, tuple] = {}
+        seen: dict[str, dict] = {}
         for req in sessions[index]:
+            listings = {x.id: x for x, _ in market.search(keyword, {market.ON_SALE, market.TRADING,
+                                                                     market.SOLD_OUT}, req["t"])}
             for source_id, status, price, created in req["items"]:
                 status = "on_sale" if status == "on_sale" else "sold"
                 if source_id not in seen or status == "sold":  # sold while we paged: the sale wins
-                    seen[source_id] = (status, price, created)
-        bucket = datetime.fromtimestamp(crawled_at - crawled_at % HOUR, timezone.utc).replace(tzinfo=None)
-        row = hours[bucket]
-        for source_id, (status, price, created) in seen.items():
-            before = last_status.get(source_id)
-            if previous is not None:
-                if status == "on_sale" and before is None and created >= previous - CREATED_CLOCK_SLACK:
-                    row["inflow"] += 1
-                if status == "sold" and before != "sold":
-                    row["outflow"] += 1
-                    if price is not None:
-                        row["prices"].append(price)
-            last_status[source_id] = status
-        previous = crawled_at
-    return ({b: (r["inflow"], r["outflow"], len(r["prices"]), min(r["prices"], default=None),
-                 max(r["prices"], default=None)) for b, r in hours.items()}, set(last_status))
+                    updated = int(listings[source_id].updated_at(req["t"]))
+                    seen[source_id] = {"source_id": source_id, "status": status, "price": price,
+                                       "created": int(created), "updated": updated}
+        script_crawls.append((crawled_at, list(seen.values())))
+    rows = scripted.expected_hours(scripted.Script(script_crawls))
+    return ({datetime.fromtimestamp(h, timezone.utc).replace(tzinfo=None):
+             (r["inflow"], r["outflow"], r["samples"], r["min"], r["max"]) for h, r in rows.items()},
+            {it["source_id"] for _, items in script_crawls for it in items})
 
 
 def assert_logs_clean(logs: Path) -> None:
@@ -108,7 +96,7 @@ def test_demo_statistics_match_the_simulators_ground_truth_and_it_runs_twice(tmp
         crawls = [t for (t,) in db.execute("SELECT crawled_at FROM applied_results WHERE ip_id = ? "
                                            "ORDER BY crawled_at", (ip_id,))]
         assert len(crawls) >= 2, f"{keyword}: {len(crawls)} crawls applied; a baseline and one more are needed"
-        expected, seen_ids = expected_hours(crawls, crawl_sessions(requests[keyword]))
+        expected, seen_ids = expected_hours(keyword, crawls, crawl_sessions(requests[keyword]))
         actual = {datetime.fromisoformat(bucket): (inflow, outflow, samples, None if low is None else round(low),
                                                    None if high is None else round(high))
                   for bucket, inflow, outflow, samples, low, high in db.execute(
