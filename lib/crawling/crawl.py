@@ -41,6 +41,7 @@ class Crawler:
         self.settings = settings
         self.manager = manager
         self.rotator = rotator
+        self._idle_tab: _CrawlTab | None = None  # the last crawl's tab, for the next one
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Crawler:
@@ -66,13 +67,16 @@ class Crawler:
         page_records: list[dict] = []
         plan = ((ON_SALE_PARAM, "on_sale", self.settings.scheduler_pages_on_sale),
                 (SOLD_PARAM, "sold", self.settings.scheduler_pages_sold))
-        tabs = _CrawlTab(self.manager)
+        tabs, self._idle_tab = self._idle_tab or _CrawlTab(self.manager), None
         try:
             await self._pages(plan, keyword, ip_id, task_id, tabs, items, errors, search, page_records)
+            await self.manager.crawl_finished()
         finally:
-            await tabs.close()
+            if tabs.current and self._idle_tab is None:
+                self._idle_tab = tabs  # kept for the next crawl (renewed there if the browser was restarted)
+            else:
+                await tabs.close()
         pages = len(page_records)
-        await self.manager.crawl_finished()
         if pages == 0:
             raise CrawlFailed(errors)
         duration = round(time.time() - started, 3)
@@ -144,12 +148,16 @@ class Crawler:
         return False
 
     async def close(self) -> None:
+        if self._idle_tab is not None:
+            await self._idle_tab.close()
+            self._idle_tab = None
         await self.manager.close()
 
 
 class _CrawlTab:
-    """One tab for a crawl's pages (opening a tab per page cost a fifth of a crawl), renewed after a failed page
-    and when the browser was restarted (a proxy switch: the next page goes through the new proxy)."""
+    """One tab for a crawl's pages, kept for the next crawl (opening a tab per page cost a fifth of a crawl),
+    renewed after a failed page and when the browser was restarted (a proxy switch: the next page goes through
+    the new proxy; a routine renewal: the old browser's drain is not held up)."""
 
     def __init__(self, manager: BrowserManager) -> None:
         self.manager = manager
@@ -164,6 +172,11 @@ class _CrawlTab:
             self._tab = await stack.enter_async_context(self.manager.tab())
             self._stack, self._generation = stack, self.manager.restarts
         return self._tab
+
+    @property
+    def current(self) -> bool:
+        """Whether it holds a tab of the current browser."""
+        return self._tab is not None and self._generation == self.manager.restarts
 
     async def drop(self) -> None:
         stack, self._stack, self._tab = self._stack, None, None

@@ -39,7 +39,7 @@ API_GRACE = 0.3
 #: At the bottom of a page that should hold more items (it has a next page): how long to wait for the lazy load.
 LAZY_WAIT = 5.0
 #: At the bottom of the last page: how long the list must stay the same to be done.
-QUIET = 1.0
+QUIET = 2.0
 #: How far one step scrolls the list, in viewports (consecutive reads overlap).
 SCROLL_STEP = 0.8
 #: Cross-check: how long to wait for the rendered cells next to a captured API response.
@@ -172,12 +172,13 @@ async def fetch_page(tab: Tab, url: str, base_url: str, *, timeout: float, first
     if blocked:
         raise PageError(ErrorKind.BLOCKED, blocked, retry_after_seconds(nav.headers.get("retry-after")))
     left = max(1.0, timeout - (asyncio.get_running_loop().time() - started))
-    api, dom_ready = await _first_signal(tab, left, use_api)
+    if first_page:  # a person scrolls a little while the page loads (seed 000 §3.4: first page only)
+        (api, dom_ready), _ = await asyncio.gather(_first_signal(tab, left, use_api), _human_scroll(tab))
+    else:
+        api, dom_ready = await _first_signal(tab, left, use_api)
     if api is not None:
         result = _from_api(api, base_url, search_status)
         if result is not None:
-            if first_page:
-                await _human_scroll(tab)
             if cross_check and result.items:
                 await _cross_check(tab, base_url, result)
             return result
@@ -189,8 +190,7 @@ async def fetch_page(tab: Tab, url: str, base_url: str, *, timeout: float, first
     if use_api:
         anomalies["api_missing"] += 1  # the page rendered, the API response was not captured
     await tab.evaluate(REMOVE_SCRIM)
-    if first_page:
-        await _human_scroll(tab)
+    await tab.evaluate("() => window.scrollTo(0, 0)")
     result = await _read_dom(tab, base_url, deadline=started + timeout)
     result.anomalies.update(anomalies)
     return result
@@ -335,11 +335,14 @@ async def _read_dom(tab: Tab, base_url: str, deadline: float) -> PageResult:
 
 
 async def _human_scroll(tab: Tab) -> None:
-    """A few small, uneven scrolls and pauses before reading, as a person would (first page only)."""
-    for _ in range(random.randint(2, 3)):
-        await tab.evaluate(f"() => window.scrollBy(0, {random.randint(120, 420)})")
-        await asyncio.sleep(random.uniform(0.03, 0.1))
-    await tab.evaluate("() => window.scrollTo(0, 0)")
+    """A few small, uneven scrolls and pauses, as a person would (first page only, while it loads)."""
+    try:
+        for _ in range(random.randint(2, 3)):
+            await tab.evaluate(f"() => window.scrollBy(0, {random.randint(120, 420)})")
+            await asyncio.sleep(random.uniform(0.03, 0.1))
+        await tab.evaluate("() => window.scrollTo(0, 0)")
+    except Exception:  # the page went away (a block page, a navigation): nothing to imitate on
+        pass
 
 
 def _classify(error: BaseException) -> PageError:
