@@ -1,6 +1,7 @@
 """``animetop demo``: the whole system doing its real job, offline, in a couple of minutes.
 
-It starts the embedded Redis and SQLite under ``var/demo``, the market
+It starts the embedded Redis and SQLite under ``var/demo`` (or uses the broker, Redis and database that
+``BROKER_URL``, ``REDIS_URL`` and ``DATABASE_URL`` name, which must hold no data yet), the market
 simulator with an accelerated clock, and the Procfile's three process types
 (scheduler, crawler, worker) as separate processes; loads a sample of real IP
 keywords; shows progress while some simulated hours of crawls go by; prints
@@ -39,6 +40,45 @@ def demo_env(data_dir: Path, sim_url: str, speed: float, anchor: float, chromium
     }
 
 
+#: Services the demo takes from the environment when they are set (embedded ones otherwise).
+SERVICE_VARIABLES = ("BROKER_URL", "REDIS_URL", "DATABASE_URL")
+
+
+def configured_services(environ: dict[str, str] | os._Environ[str]) -> dict[str, str]:
+    """The services set in the environment (a production profile: RabbitMQ, Redis, MySQL), by variable."""
+    return {name: environ[name] for name in SERVICE_VARIABLES if environ.get(name)}
+
+
+def describe_services(settings) -> str:
+    """Which broker, Redis and database a demo runs on, credentials redacted."""
+    from lib.core.redaction import redact_url
+
+    embedded = "embedded" if settings.redis_url is None else "configured"
+    return (f"broker {redact_url(settings.broker_url_resolved)}"
+            f"{' (embedded Redis)' if settings.broker_url is None and settings.redis_url is None else ''}, "
+            f"state Redis {redact_url(settings.state_redis_url)} ({embedded}), "
+            f"database {redact_url(settings.database_url_resolved)}"
+            f"{' (embedded SQLite)' if settings.database_url is None else ''}")
+
+
+def refuse_non_empty(settings, services: dict[str, str]) -> str | None:
+    """The demo loads its own sample market and counts from zero: a configured database or Redis that already
+    holds data is refused (never wiped), naming the variable."""
+    from lib.core.redaction import redact_url
+    from lib.core.redis_client import state_redis
+    from models import AppliedResult, IpMetadata
+
+    if "DATABASE_URL" in services:
+        ips, results = IpMetadata.select().count(), AppliedResult.select().count()
+        if ips or results:
+            return (f"DATABASE_URL={redact_url(services['DATABASE_URL'])} already holds {ips} IPs and {results} "
+                    "crawl results; the demo needs an empty database (it loads its own sample market)")
+    if "REDIS_URL" in services and state_redis(settings).dbsize():
+        return (f"REDIS_URL={redact_url(settings.state_redis_url)} is not empty; the demo needs an empty Redis "
+                "database (it would mix its schedule and item states with what is there)")
+    return None
+
+
 def run_demo(minutes: float, speed: float, ips: int, keep: bool = False, record: str | None = None) -> int:
     from lib.app import configure_logging
     from lib.core.clock import Clock, set_clock
@@ -65,11 +105,18 @@ def run_demo(minutes: float, speed: float, ips: int, keep: bool = False, record:
     clock = Clock(speed, anchor)
     set_clock(clock)
     sim = MarketSimulator(clock=clock, record=record).start()
-    env = demo_env(data_dir, sim.url, speed, anchor, chromium)
+    services = configured_services(os.environ)
+    env = {**demo_env(data_dir, sim.url, speed, anchor, chromium), **services}
     settings = load_settings(env)
     use_settings(settings)
     bind_database(settings.database_url_resolved)
     create_tables()
+    refused = refuse_non_empty(settings, services)
+    if refused:
+        sim.stop()
+        print(f"animetop demo: {refused}", file=sys.stderr)
+        return 2
+    print(f"• services: {describe_services(settings)}", flush=True)
     broker = build_broker(settings)  # to read queue depths; the process types have their own
     catalogue = Catalogue(ScheduleStore(state_redis(settings)), settings, clock)
     for keyword in SAMPLE_IPS[:ips]:
@@ -120,7 +167,7 @@ def run_demo(minutes: float, speed: float, ips: int, keep: bool = False, record:
               f"{liquidity:>10}")
     print(f"dead letters: {dead_letters(broker)}")
     broker.close()
-    if not keep:
+    if not keep and settings.redis_url is None:
         EmbeddedRedis(data_dir).stop()
     print(f"""
 Where to look next:
