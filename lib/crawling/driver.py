@@ -204,6 +204,11 @@ class Tab:
         return Navigation(status=response.status if response else None, title=title, text=text,
                           headers={k.lower(): v for k, v in (response.headers if response else {}).items()})
 
+    @property
+    def api_arrived(self) -> bool:
+        """Whether the search API's response (its headers) has been seen since the last navigation."""
+        return self._arrived.is_set()
+
     async def api_response(self, timeout: float) -> ApiResponse | None:
         """The first search API response since the last navigation, as soon as it arrives (over CDP), or None
         if none came within ``timeout`` seconds."""

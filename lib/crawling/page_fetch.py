@@ -35,7 +35,7 @@ from lib.crawling.listings import (
 PAGE_SIZE = sel.PAGE_SIZE
 #: Once the DOM shows items, how long the API response may still take to be captured before the DOM is read
 #: (the page renders from the response's body, so its headers, which CDP reports, came before).
-API_GRACE = 0.3
+API_GRACE = 1.0
 #: At the bottom of a page that should hold more items (it has a next page): how long to wait for the lazy load.
 LAZY_WAIT = 5.0
 #: At the bottom of the last page: how long the list must stay the same to be done.
@@ -198,7 +198,8 @@ async def fetch_page(tab: Tab, url: str, base_url: str, *, timeout: float, first
 
 async def _first_signal(tab: Tab, timeout: float, use_api: bool) -> tuple[ApiResponse | None, bool]:
     """(the captured API response or None, whether the DOM is ready): whichever comes first; once the DOM is
-    ready the API response gets ``API_GRACE`` more seconds."""
+    ready, an API response not seen yet gets ``API_GRACE`` more seconds, and one seen already (its body still
+    being read over CDP, which takes long on a busy machine) the rest of the page's time."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     dom = asyncio.ensure_future(tab.wait_for(READY, timeout, polling="mutation"))
@@ -219,7 +220,8 @@ async def _first_signal(tab: Tab, timeout: float, use_api: bool) -> tuple[ApiRes
                     break
                 if api is None or api.done():
                     return (api.result() if api is not None else None), True
-                deadline = min(deadline, loop.time() + API_GRACE)
+                if not tab.api_arrived:  # a response already seen is waited for whole: its body is on its way
+                    deadline = min(deadline, loop.time() + API_GRACE)
         return (api.result() if api is not None and api.done() else None), dom.done() and dom.exception() is None
     finally:
         for task in (dom, api):

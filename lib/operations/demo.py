@@ -169,7 +169,15 @@ def run_demo(minutes: float, speed: float, ips: int, keep: bool = False, record:
     broker.close()
     if not keep and settings.redis_url is None:
         EmbeddedRedis(data_dir).stop()
-    print(f"""
+    if services:
+        print(f"""
+Where to look next (with the same {', '.join(services)} set):
+  animetop ip show 1 --hours {hours}
+  animetop leaderboard --by liquidity --hours {hours}
+  animetop dashboard
+  logs of each process type: {logs}""")
+    else:
+        print(f"""
 Where to look next:
   DATA_DIR={data_dir} animetop ip show 1 --hours {hours}
   DATA_DIR={data_dir} animetop leaderboard --by liquidity --hours {hours}
