@@ -149,7 +149,9 @@ def test_ctrl_c_under_honcho_mid_crawl_leaves_nothing_running_and_the_crawl_is_a
         first.kill(env["DATA_DIR"])
     log = (tmp_path / "honcho-1.log").read_text(errors="replace")
     assert "sending SIGKILL to crawler" in log, f"the crawl was not in flight at the SIGKILL ({took:.1f} s)\n{log}"
-    assert log.count("sending SIGKILL") <= 3, log  # honcho was not left looping on a survivor
+    # honcho repeats its SIGKILL every 0.1 s until the entry's output pipe closes: a few while the killed group
+    # goes, not the endless loop of a survivor holding the pipe
+    assert log.count("sending SIGKILL") <= 30, log
     assert _applied() == []  # the crawl was cut short, not finished behind honcho's back
     if not rabbit:
         assert _crawl_task_ids(broker) == task_ids  # its message was kept, unacknowledged
