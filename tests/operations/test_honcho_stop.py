@@ -87,6 +87,21 @@ class Honcho:
                 pass
 
 
+def _free_port_pair() -> int:
+    """A port p with p and p + 1 free: the worker's and the crawler's /metrics."""
+    import socket
+
+    for _ in range(50):
+        port = free_port()
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port + 1))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError("no two consecutive free ports")
+
+
 def _purge_rabbitmq(url: str) -> None:
     """Empty the app's queues on the test's RabbitMQ vhost (a previous run may have left messages)."""
     import pika
@@ -125,7 +140,7 @@ def test_ctrl_c_under_honcho_mid_crawl_leaves_nothing_running_and_the_crawl_is_a
                "MERCARI_BASE_URL": sim.url, "CHROMIUM_PATH": chromium, "CHROMIUM_NO_SANDBOX": "true",
                "CRAWLER_THREADS": "1", "WORKER_PROCESSES": "1", "WORKER_THREADS": "2",
                # longer than honcho waits: the crawl in flight cannot finish before the SIGKILL
-               "WORKER_SHUTDOWN_TIMEOUT": "60s", "METRICS_PORT": str(free_port())}
+               "WORKER_SHUTDOWN_TIMEOUT": "60s", "METRICS_PORT": str(_free_port_pair())}
     bind_database(settings.database_url_resolved)
     create_tables()
     r = state_redis(settings)
