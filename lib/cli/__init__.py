@@ -18,7 +18,9 @@ COMMAND_MODULES = (alerts, collect, config, ips, messages, operations, pools)
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return COMMANDS[args.command](args) or 0
+        code = COMMANDS[args.command](args) or 0
+        sys.stdout.flush()  # here, where a reader that went away is handled, not at exit
+        return code
     except SettingsError as e:
         print(f"animetop: bad setting {e}", file=sys.stderr)
         return 2

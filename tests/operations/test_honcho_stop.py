@@ -87,6 +87,21 @@ class Honcho:
                 pass
 
 
+def _free_port_pair() -> int:
+    """A port p with p and p + 1 free: the worker's and the crawler's /metrics."""
+    import socket
+
+    for _ in range(50):
+        port = free_port()
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port + 1))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError("no two consecutive free ports")
+
+
 def _purge_rabbitmq(url: str) -> None:
     """Empty the app's queues on the test's RabbitMQ vhost (a previous run may have left messages)."""
     import pika
@@ -125,7 +140,7 @@ def test_ctrl_c_under_honcho_mid_crawl_leaves_nothing_running_and_the_crawl_is_a
                "MERCARI_BASE_URL": sim.url, "CHROMIUM_PATH": chromium, "CHROMIUM_NO_SANDBOX": "true",
                "CRAWLER_THREADS": "1", "WORKER_PROCESSES": "1", "WORKER_THREADS": "2",
                # longer than honcho waits: the crawl in flight cannot finish before the SIGKILL
-               "WORKER_SHUTDOWN_TIMEOUT": "60s", "METRICS_PORT": str(free_port())}
+               "WORKER_SHUTDOWN_TIMEOUT": "60s", "METRICS_PORT": str(_free_port_pair())}
     bind_database(settings.database_url_resolved)
     create_tables()
     r = state_redis(settings)
@@ -149,7 +164,9 @@ def test_ctrl_c_under_honcho_mid_crawl_leaves_nothing_running_and_the_crawl_is_a
         first.kill(env["DATA_DIR"])
     log = (tmp_path / "honcho-1.log").read_text(errors="replace")
     assert "sending SIGKILL to crawler" in log, f"the crawl was not in flight at the SIGKILL ({took:.1f} s)\n{log}"
-    assert log.count("sending SIGKILL") <= 3, log  # honcho was not left looping on a survivor
+    # honcho repeats its SIGKILL every 0.1 s until the entry's output pipe closes: a few while the killed group
+    # goes, not the endless loop of a survivor holding the pipe
+    assert log.count("sending SIGKILL") <= 30, log
     assert _applied() == []  # the crawl was cut short, not finished behind honcho's back
     if not rabbit:
         assert _crawl_task_ids(broker) == task_ids  # its message was kept, unacknowledged
