@@ -3,16 +3,30 @@ leaves no process behind. Speeds are printed, never asserted."""
 
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
+
+import pytest
 
 from .helpers import processes_matching
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_load_benchmark_tiny_scale(tmp_path, chromium):
+@pytest.fixture
+def short_tmp():
+    """A temporary directory with a short path: the embedded Redis's unix socket goes under it, and a socket's path
+    must stay under 108 bytes, which pytest's own temporary paths (popen-gwN/test_…/) can outgrow."""
+    path = Path(tempfile.mkdtemp(prefix="atl-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_load_benchmark_tiny_scale(short_tmp, chromium):
+    tmp_path = short_tmp
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)}  # its DATA_DIRs go under tmp_path
     result = subprocess.run([sys.executable, "-m", "bench", "load", "--ips", "3,5", "--cycles", "1"],
                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=150)
