@@ -135,7 +135,8 @@ STEP = f"""async (scroll) => {{
       image: img ? img.getAttribute('src') : '',
     }};
   }});
-  const text = document.body.innerText;
+  // the page's text (layout work) only where it matters: before the first scroll (blocks, no results)
+  const text = scroll ? '' : document.body.innerText;
   return {{
     cells, scrollY: window.scrollY, height: document.documentElement.scrollHeight, viewport: window.innerHeight,
     next: !!document.querySelector('{sel.NEXT_BUTTON}'), noResults: text.includes('{sel.NO_RESULTS_TEXT}'),
