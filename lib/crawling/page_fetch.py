@@ -184,6 +184,9 @@ async def fetch_page(tab: Tab, url: str, base_url: str, *, timeout: float, first
                 await _cross_check(tab, base_url, result)
             return result
         anomalies = Counter({"api_unreadable": 1})
+        if not dom_ready:  # the API answered first, with nothing to read: the DOM may still render
+            left = max(1.0, timeout - (asyncio.get_running_loop().time() - started))
+            _, dom_ready = await _first_signal(tab, left, use_api=False)
     else:
         anomalies = Counter()
     if not dom_ready:
