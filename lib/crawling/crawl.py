@@ -16,7 +16,15 @@ from lib.core.clock import get_clock
 from lib.core.settings import Settings
 from lib.crawling.browsers import BrowserManager
 from lib.crawling.driver import Browser, DriverError, Tab, find_chromium
-from lib.crawling.page_fetch import ErrorKind, PageError, PageResult, fetch_page, search_url
+from lib.crawling.page_fetch import (
+    API_GRACE,
+    API_GRACE_AFTER_MISS,
+    ErrorKind,
+    PageError,
+    PageResult,
+    fetch_page,
+    search_url,
+)
 from lib.crawling.proxies import ProxyRotator
 from lib.crawling.selectors import ON_SALE_PARAM, SOLD_PARAM
 
@@ -88,7 +96,7 @@ class Crawler:
     async def _pages(self, plan, keyword: str, ip_id: int, task_id: str, tabs: _CrawlTab, items: dict,
                      errors: dict, search: dict, page_records: list) -> None:
         base = self.settings.mercari_base_url
-        stop = False
+        stop = api_missed = False
         for status_param, label, page_count in plan:
             total: dict[str, int | None] = {"num_found": None, "pages": 0, "items": 0}
             read: set[str] = set()
@@ -101,7 +109,8 @@ class Crawler:
                     # one cheap cross-check of the two sources per search: its first page
                     result = await fetch_page(tab, url, base, timeout=self.settings.crawl_page_timeout,
                                               first_page=number == 1 and label == "on_sale",
-                                              cross_check=number == 1, search_status=label)
+                                              cross_check=number == 1, search_status=label,
+                                              api_grace=API_GRACE_AFTER_MISS if api_missed else API_GRACE)
                 except PageError as e:
                     await tabs.drop()  # the next page starts on a fresh tab
                     errors[f"{label}:{number}"] = e.kind.value
@@ -116,6 +125,7 @@ class Crawler:
                     continue
                 await self._after_page(None)
                 page_records.append(_page_record(label, number, result))
+                api_missed = api_missed or bool(result.anomalies.get("api_missing"))
                 if result.num_found is not None:
                     total["num_found"] = result.num_found
                 total["pages"] = (total["pages"] or 0) + 1

@@ -33,9 +33,12 @@ from lib.crawling.listings import (
 )
 
 PAGE_SIZE = sel.PAGE_SIZE
-#: Once the DOM shows items, how long the API response may still take to be captured before the DOM is read
-#: (the page renders from the response's body, so its headers, which CDP reports, came before).
-API_GRACE = 1.0
+#: Once the DOM shows items, how long the API response may still take to be captured before the DOM is read.
+#: The page renders from the response, but CDP may report the response after the render (a loaded machine:
+#: over a second), and a page read from the DOM loses the listings' creation times. Once a crawl saw no API
+#: response on a page, its next pages wait only ``API_GRACE_AFTER_MISS``.
+API_GRACE = 3.0
+API_GRACE_AFTER_MISS = 0.3
 #: At the bottom of a page that should hold more items (it has a next page): how long to wait for the lazy load.
 LAZY_WAIT = 5.0
 #: At the bottom of the last page: how long the list must stay the same to be done.
@@ -135,7 +138,8 @@ STEP = f"""async (scroll) => {{
       image: img ? img.getAttribute('src') : '',
     }};
   }});
-  const text = document.body.innerText;
+  // the page's text (layout work) only where it matters: before the first scroll (blocks, no results)
+  const text = scroll ? '' : document.body.innerText;
   return {{
     cells, scrollY: window.scrollY, height: document.documentElement.scrollHeight, viewport: window.innerHeight,
     next: !!document.querySelector('{sel.NEXT_BUTTON}'), noResults: text.includes('{sel.NO_RESULTS_TEXT}'),
@@ -158,7 +162,8 @@ def _detect_block(status: int | None, title: str, text: str) -> str | None:
 
 
 async def fetch_page(tab: Tab, url: str, base_url: str, *, timeout: float, first_page: bool,
-                     use_api: bool = True, cross_check: bool = False, search_status: str = "on_sale") -> PageResult:
+                     use_api: bool = True, cross_check: bool = False, search_status: str = "on_sale",
+                     api_grace: float = API_GRACE) -> PageResult:
     """One search page's items; raises ``PageError`` with its kind.
 
     ``use_api=False`` reads the DOM only; ``cross_check`` compares the cells in view with a captured API
@@ -173,9 +178,9 @@ async def fetch_page(tab: Tab, url: str, base_url: str, *, timeout: float, first
         raise PageError(ErrorKind.BLOCKED, blocked, retry_after_seconds(nav.headers.get("retry-after")))
     left = max(1.0, timeout - (asyncio.get_running_loop().time() - started))
     if first_page:  # a person scrolls a little while the page loads (seed 000 §3.4: first page only)
-        (api, dom_ready), _ = await asyncio.gather(_first_signal(tab, left, use_api), _human_scroll(tab))
+        (api, dom_ready), _ = await asyncio.gather(_first_signal(tab, left, use_api, api_grace), _human_scroll(tab))
     else:
-        api, dom_ready = await _first_signal(tab, left, use_api)
+        api, dom_ready = await _first_signal(tab, left, use_api, api_grace)
     if api is not None:
         result = _from_api(api, base_url, search_status)
         if result is not None:
@@ -183,6 +188,9 @@ async def fetch_page(tab: Tab, url: str, base_url: str, *, timeout: float, first
                 await _cross_check(tab, base_url, result)
             return result
         anomalies = Counter({"api_unreadable": 1})
+        if not dom_ready:  # the API answered first, with nothing to read: the DOM may still render
+            left = max(1.0, timeout - (asyncio.get_running_loop().time() - started))
+            _, dom_ready = await _first_signal(tab, left, False, 0.0)
     else:
         anomalies = Counter()
     if not dom_ready:
@@ -196,10 +204,10 @@ async def fetch_page(tab: Tab, url: str, base_url: str, *, timeout: float, first
     return result
 
 
-async def _first_signal(tab: Tab, timeout: float, use_api: bool) -> tuple[ApiResponse | None, bool]:
+async def _first_signal(tab: Tab, timeout: float, use_api: bool, grace: float) -> tuple[ApiResponse | None, bool]:
     """(the captured API response or None, whether the DOM is ready): whichever comes first; once the DOM is
-    ready, an API response not seen yet gets ``API_GRACE`` more seconds, and one seen already (its body still
-    being read over CDP, which takes long on a busy machine) the rest of the page's time."""
+    ready, an API response not seen yet gets ``grace`` more seconds, and one seen already (its body still being
+    read over CDP, which takes long on a busy machine) the rest of the page's time."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     dom = asyncio.ensure_future(tab.wait_for(READY, timeout, polling="mutation"))
@@ -221,7 +229,7 @@ async def _first_signal(tab: Tab, timeout: float, use_api: bool) -> tuple[ApiRes
                 if api is None or api.done():
                     return (api.result() if api is not None else None), True
                 if not tab.api_arrived:  # a response already seen is waited for whole: its body is on its way
-                    deadline = min(deadline, loop.time() + API_GRACE)
+                    deadline = min(deadline, loop.time() + grace)
         return (api.result() if api is not None and api.done() else None), dom.done() and dom.exception() is None
     finally:
         for task in (dom, api):
