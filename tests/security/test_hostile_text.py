@@ -236,7 +236,8 @@ def test_mysql_tables_from_before_exact_columns_are_converted_by_db_init(tmp_pat
                     for field in model._meta.sorted_fields if isinstance(field, ExactCharField)}
         assert exact == declared
         assert {("ip_metadata", "keyword"), ("item_snapshots", "source_id"), ("collection_tasks", "task_id"),
-                ("collected_rows", "record_key"), ("alert_deliveries", "channel")} <= declared
+                ("collected_rows", "record_key"), ("alert_deliveries", "channel"), ("listing_sightings", "source_id"),
+                ("listing_events", "source_id")} <= declared
         now = naive_utc(time.time())
         for keyword in ("🎉", "ONE PIECE", "one piece", "one piece "):
             IpMetadata.create(keyword=keyword, display_name=keyword, created_at=now, updated_at=now)
