@@ -105,6 +105,21 @@ def pool_fill_requested(kind: str, group_id: int) -> str:
     return f"{kind}:pool:{group_id}:fill_requested"
 
 
+# the fleet-wide crawl rate limit (lib/crawling/rate_limit.py)
+def crawl_rate(proxy_label: str) -> str:
+    """Key of one proxy's page-load window (Dramatiq's WindowRateLimiter adds ``@<second>`` per bucket, after the
+    tag: a window's buckets share a slot, as its WATCH/MULTI over them needs on a cluster)."""
+    return f"{PREFIX}:crawl-rate:{{{proxy_label}}}"
+
+
+def crawl_rate_waiting(waiter: str) -> str:
+    """A page load waiting for its turn (expires unless its waiter refreshes it); status and metrics list them."""
+    return f"{PREFIX}:crawl-rate-waiting:{waiter}"
+
+
+CRAWL_RATE_WAITING_PATTERN = crawl_rate_waiting("*")
+
+
 # alert notifications (seed 003 §4's three layers)
 def notify_state(ip_id: int, rule: str) -> str:
     """Hash of the last state notified for an IP and rule; expires after NOTIFY_DEDUP_WINDOW."""

@@ -136,6 +136,10 @@ class Settings:
             "Crawls before the browser is restarted (draining).")
     crawl_block_resources: bool = setting("true", parsers.boolean,
             "Drop images, fonts, media and analytics requests.")
+    crawl_rate_limit: int = setting("0", parsers.non_negative_int,
+            "Page loads per minute to the site, fleet-wide: however many crawler processes and machines run, at "
+            "most this many begin in any minute (per proxy where PROXY_URLS are set), shared through Redis. "
+            "0: no limit.")
     # title/content pools (seed 002)
     pool_size: int = setting("5000", parsers.positive_int,
             "Rows a title/content pool is filled up to.")
