@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 
 import dramatiq
 from dramatiq import Broker
@@ -11,7 +12,7 @@ from lib.core import log_filters
 from lib.core.clock import Clock, set_clock
 from lib.core.db import bind_database
 from lib.core.redaction import redact_text
-from lib.core.settings import Settings, settings_or_exit
+from lib.core.settings import Settings, SettingsError, settings_or_exit
 from lib.messaging.broker import build_broker
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(process)d %(name)s: %(message)s"
@@ -53,6 +54,10 @@ def setup(settings: Settings | None = None) -> Broker:
     configure_logging(settings.log_level)
     set_clock(Clock(settings.clock_speed, settings.clock_anchor))
     bind_database(settings.database_url_resolved)
-    broker = build_broker(settings)
+    try:
+        broker = build_broker(settings)
+    except SettingsError as e:  # found only once connected (BROKER_URL at a Redis Cluster node)
+        print(f"animetop: bad setting {e}", file=sys.stderr)
+        raise SystemExit(2) from None
     dramatiq.set_broker(broker)
     return broker

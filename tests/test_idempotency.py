@@ -27,7 +27,7 @@ def test_redelivered_message_is_skipped_and_acked(broker, settings, processed, s
     broker.enqueue(message)
     wait_for(lambda: processed.skipped["effect"] == 2, what="both copies skipped")
     assert r.get("effects") == b"1"
-    key = r.keys("animetop:idem:effect:*")
+    key = list(r.scan_iter("animetop:idem:effect:*"))
     assert len(key) == 1 and 0 < r.ttl(key[0]) <= settings.idempotency_ttl
 
 
@@ -46,7 +46,7 @@ def test_custom_key_and_own_ttl_per_key(broker, settings, processed, start_worke
     wait_for(lambda: processed.processed["apply"] + processed.skipped["apply"] == 3, what="all three handled")
     assert r.get("applied:t2") == b"1"
     assert r.get("applied:t1") == b"1"
-    ttls = [r.pttl(k) for k in r.keys("animetop:idem:apply:*")]
+    ttls = [r.pttl(k) for k in list(r.scan_iter("animetop:idem:apply:*"))]
     assert len(ttls) == 2 and all(0 < t <= 60_000 for t in ttls)
 
 

@@ -1,5 +1,6 @@
 """Title/content pools on real Redis and both databases: every row handed out exactly once."""
 
+import json
 import tempfile
 import threading
 import time
@@ -194,3 +195,41 @@ def test_consumer_triggers_one_fill_and_batches_mark_used_through_the_broker(db,
     fills, marks = processed.processed["fill_pool"], processed.processed["mark_used"]
     assert 1 <= fills < 20  # requests were deduplicated, not one per pop
     assert 1 <= marks < 200  # batched, not one UPDATE per pop
+
+
+def test_a_fill_claims_exactly_the_rows_it_pushes(db, env, caplog):
+    """The claim marks queued, by one range, exactly the first POOL_SIZE available rows in claiming order
+    (newest batch first, then id), across batches and around rows already used."""
+    caplog.set_level("INFO", logger="lib.text_pools.pool")
+    settings = load_settings({**env, "POOL_SIZE": "7", "POOL_THRESHOLD": "7"})
+    for batch in (1, 3, 2):
+        load_rows("titles", 9, batch, [f"b{batch}-{i}" for i in range(4)])
+    used = Title.get(Title.text == "b3-1")
+    mark_used(Title, [used.id])
+    result = PoolFiller(state_redis(settings), settings).fill("titles", 9)
+    expected = ["b3-0", "b3-2", "b3-3", "b2-0", "b2-1", "b2-2", "b2-3"]  # computed by hand from the order
+    assert result.pushed == 7
+    assert sorted(t.text for t in Title.select().where(Title.status == QUEUED)) == sorted(expected)
+    pushed = [json.loads(x)["text"] for x in reversed(state_redis(settings).lrange(keys.pool("titles", 9), 0, -1))]
+    assert pushed == expected
+    assert "claiming by id" not in caplog.text  # the range alone marked them (not the fallback)
+
+
+def test_a_claim_whose_range_moved_claims_by_id(db, settings, monkeypatch):
+    """Had rows come into the claimed range between the SELECT and the UPDATE (the range marked more than it
+    selected), the claim is undone and made again by id: still exactly the rows pushed."""
+    load_rows("titles", 10, 1, [f"t{i}" for i in range(30)])
+    real = PoolFiller._queue_through
+    calls = []
+
+    def moved(self, model, group_id, last):
+        calls.append(real(self, model, group_id, last))
+        return calls[-1] + 1
+
+    monkeypatch.setattr(PoolFiller, "_queue_through", moved)
+    r = state_redis(settings)
+    result = PoolFiller(r, settings).fill("titles", 10)
+    assert calls == [30] and result.pushed == 30
+    assert Title.select().where((Title.group_id == 10) & (Title.status == QUEUED)).count() == 30
+    assert sorted(json.loads(x)["id"] for x in r.lrange(keys.pool("titles", 10), 0, -1)) == \
+        sorted(t.id for t in Title.select().where(Title.group_id == 10))

@@ -263,3 +263,24 @@ def test_malformed_search_totals_are_refused():
                           ({"sold": 7}, "not a map"), ([1], "search must be a map")]:
         with pytest.raises(BadMessage, match=words):
             CrawlResult.parse(1, "t", T0, [], search=search)
+
+
+def test_a_newer_result_before_an_older_ones_redis_write_counts_nothing_twice(proc, ip, monkeypatch):
+    """Result 2 commits, but Redis is down when it writes its states (found with a cluster master restarted
+    mid-run); Redis comes back and result 3 runs before result 2's retry. Result 3 must not count again the
+    sale result 2 counted: its stale Redis state gives way to result 2's snapshot."""
+    proc.apply(result(ip, 1, T0, [item("a"), item("b")]))  # baseline
+    real = ResultProcessor.apply_states
+
+    def redis_down(self, res, changes):
+        raise ConnectionError("Redis went away")
+
+    monkeypatch.setattr(ResultProcessor, "apply_states", redis_down)
+    with pytest.raises(ConnectionError):
+        proc.apply(result(ip, 2, T0 + 60, [item("a", "sold"), item("b")]))
+    monkeypatch.setattr(ResultProcessor, "apply_states", real)
+    third = proc.apply(result(ip, 3, T0 + 120, [item("a", "sold"), item("b", "sold")]))
+    assert third.transitions == {"sold": 1}  # b only: a's sale was result 2's
+    assert not proc.apply(result(ip, 2, T0 + 60, [item("a", "sold"), item("b")])).applied  # the retry
+    assert hour_row(ip, T0).outflow == 2
+    assert state_redis(proc.settings).hget(keys.item_state(ip.id, "b"), "status") == b"sold"  # never moved back

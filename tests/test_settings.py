@@ -37,6 +37,43 @@ def test_state_and_broker_use_separate_redis_databases():
     assert e.value.name == "BROKER_URL"
 
 
+def test_redis_cluster_url():
+    from lib.core.redis_urls import parse_cluster_url
+
+    s = load_settings({"REDIS_URL": "redis+cluster://u:p%40ss@10.0.0.1:7000,10.0.0.2:7001",
+                       "BROKER_URL": "amqp://guest:guest@h:5672"})
+    assert s.redis_cluster and not s.embedded_redis
+    assert s.state_redis_url == "redis+cluster://u:p%40ss@10.0.0.1:7000,10.0.0.2:7001"  # database 0: no other
+    parsed = parse_cluster_url(s.state_redis_url)
+    assert parsed.nodes == (("10.0.0.1", 7000), ("10.0.0.2", 7001))
+    assert (parsed.username, parsed.password, parsed.tls) == ("u", "p@ss", False)
+    assert parse_cluster_url("rediss+cluster://[::1]:7000").nodes == (("::1", 7000),)
+    assert redact_url(s.state_redis_url) == "redis+cluster://u:***@10.0.0.1:7000,10.0.0.2:7001"
+
+
+@pytest.mark.parametrize("env, words", [
+    ({"REDIS_URL": "redis+cluster://h:7000"}, "BROKER_URL: must be set when REDIS_URL is a Redis Cluster"),
+    ({"BROKER_URL": "redis+cluster://h:7000"}, "BROKER_URL: redis+cluster:// is refused"),
+    ({"REDIS_URL": "redis+cluster://h:7000", "BROKER_URL": "redis+cluster://h:7000"}, "BROKER_URL: redis+cluster"),
+])
+def test_the_broker_is_never_a_redis_cluster(env, words):
+    with pytest.raises(SettingsError) as e:
+        load_settings(env)
+    assert e.value.name == "BROKER_URL"
+    assert str(e.value).startswith(words)
+    assert "Dramatiq's Redis broker does not support Redis Cluster" in str(e.value)
+
+
+@pytest.mark.parametrize("url, words", [
+    ("redis+cluster://h:7000/2", "only database 0"), ("redis+cluster://h:x", "must be host:port"),
+    ("redis+cluster://h:7000,", "must be host:port"),
+])
+def test_bad_cluster_urls_are_refused(url, words):
+    with pytest.raises(SettingsError, match=words) as e:
+        load_settings({"REDIS_URL": url, "BROKER_URL": "amqp://h"})
+    assert e.value.name == "REDIS_URL"
+
+
 @pytest.mark.parametrize("env, name, words", [
     ({"SCHEDULER_MIN_INTERVAL": "abc"}, "SCHEDULER_MIN_INTERVAL", "duration"),
     ({"SCHEDULER_MIN_INTERVAL": "3h"}, "SCHEDULER_MIN_INTERVAL", "SCHEDULER_MAX_INTERVAL"),

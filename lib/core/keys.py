@@ -2,16 +2,34 @@
 
 All keys live in the application-state database (REDIS_URL), never in the
 broker's database, whose maintenance scans keys.
+
+On a Redis Cluster (``REDIS_URL=redis+cluster://…``) a Lua script or a
+transaction may only touch keys of one hash slot, so keys used together
+share a hash tag, the part in braces that Redis hashes instead of the whole
+name: one IP's item states (``animetop:item:{42}:…``), one cache group and
+its index. Where a key's name is known to others (the in-flight set of seed
+000, the pool lists of seed 002), its companions are named ``{key}:suffix``
+(``companion``): Redis hashes a name without braces whole, so the companion
+lands in the key's own slot and the key keeps its name. Every other key has
+no tag and spreads over the cluster by its own name.
 """
 
 PREFIX = "animetop"
+
+
+def companion(key: str, suffix: str) -> str:
+    """A key in the same hash slot as ``key`` (a name without braces), which keeps its name."""
+    return f"{{{key}}}:{suffix}"
+
+
 #: Namespace of the Redis broker's own keys (in the broker's database, BROKER_URL, not this one).
 BROKER_NAMESPACE = PREFIX
 
 # scheduler (seed 000 §5.1)
 SCHEDULE_PENDING = f"{PREFIX}:schedule:pending"
 TASKS_PENDING = f"{PREFIX}:queue:tasks:pending"
-TASKS_STARTED = f"{PREFIX}:queue:tasks:started"
+#: Claimed together with TASKS_PENDING in one script, so in its slot.
+TASKS_STARTED = companion(TASKS_PENDING, "started")
 #: ETA (Unix seconds) of the self-scheduled tick already on its way, so tick chains never multiply.
 SCHEDULE_NEXT_TICK = f"{PREFIX}:schedule:next_tick"
 #: When stale in-flight markers were last swept.
@@ -24,21 +42,30 @@ def in_flight_member(ip_id: int) -> str:
 
 
 def item_state(ip_id: int, source_id: str) -> str:
-    return f"{PREFIX}:item:{ip_id}:{source_id}"
+    """One listing's state; an IP's states share the tag ``{ip_id}`` (one script writes a crawl's states)."""
+    return f"{PREFIX}:item:{{{ip_id}}}:{source_id}"
+
+
+#: Cache groups: a group's keys and its index share the group as their tag (one script drops them).
+LEADERBOARD_GROUP = "leaderboard"
+
+
+def ip_cache_group(ip_id: int) -> str:
+    return f"ip:{ip_id}"
 
 
 def leaderboard(kind: str, hours: int) -> str:
-    return f"{PREFIX}:leaderboard:{kind}:{hours}"
+    return f"{PREFIX}:{{{LEADERBOARD_GROUP}}}:{kind}:{hours}"
 
 
 def ip_cache(ip_id: int, name: str) -> str:
-    return f"{PREFIX}:ip:{ip_id}:{name}"
+    return f"{PREFIX}:{{{ip_cache_group(ip_id)}}}:{name}"
 
 
 def cache_index(group: str) -> str:
     """SET of the cache keys filled in a group (``leaderboard``, ``ip:{id}``): invalidating them reads this set
     instead of scanning the keyspace, which holds a hash per listing (a scan per result grew with the IPs)."""
-    return f"{PREFIX}:cache-index:{group}"
+    return f"{PREFIX}:cache-index:{{{group}}}"
 
 
 # middleware
@@ -74,13 +101,28 @@ def pool_filling(kind: str, group_id: int) -> str:
 
 
 def pool_handed(kind: str, group_id: int) -> str:
-    """Ids popped from a pool whose rows are not yet marked used."""
-    return f"{kind}:pool:{group_id}:handed"
+    """Ids popped from a pool whose rows are not yet marked used (moved there by the pop script: same slot)."""
+    return companion(pool(kind, group_id), "handed")
 
 
 def pool_fill_requested(kind: str, group_id: int) -> str:
     """Set while a consumer-triggered fill is on its way, so consumers request one fill, not thousands."""
     return f"{kind}:pool:{group_id}:fill_requested"
+
+
+# the fleet-wide crawl rate limit (lib/crawling/rate_limit.py)
+def crawl_rate(proxy_label: str) -> str:
+    """Key of one proxy's page-load window (Dramatiq's WindowRateLimiter adds ``@<second>`` per bucket, after the
+    tag: a window's buckets share a slot, as its WATCH/MULTI over them needs on a cluster)."""
+    return f"{PREFIX}:crawl-rate:{{{proxy_label}}}"
+
+
+def crawl_rate_waiting(waiter: str) -> str:
+    """A page load waiting for its turn (expires unless its waiter refreshes it); status and metrics list them."""
+    return f"{PREFIX}:crawl-rate-waiting:{waiter}"
+
+
+CRAWL_RATE_WAITING_PATTERN = crawl_rate_waiting("*")
 
 
 # alert notifications (seed 003 §4's three layers)

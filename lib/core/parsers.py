@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TypeVar
 from urllib.parse import urlsplit
 
@@ -130,15 +130,19 @@ def log_level(raw: str) -> str:
     return level
 
 
-def url(*schemes: str, no_credentials: str | None = None) -> Callable[[str], str]:
+def url(*schemes: str, no_credentials: str | None = None,
+        refused: Mapping[str, str] | None = None) -> Callable[[str], str]:
     """A URL parser. ``no_credentials``: the URL must carry no user or password (it is shown to people, or
-    there is a proper setting for them), and this says why."""
+    there is a proper setting for them), and this says why. ``refused``: schemes a user may well try that this
+    setting cannot take, each with the reason."""
     def parse(raw: str) -> str:
         raw = raw.strip()
         try:
             parts = urlsplit(raw)
         except ValueError as e:
             raise ValueError(f"not a URL: {e}") from None
+        if refused and parts.scheme in refused:
+            raise ValueError(f"{parts.scheme}:// is refused: {refused[parts.scheme]}")
         if parts.scheme not in schemes:
             allowed = ", ".join(f"{s}://" for s in schemes)
             scheme = parts.scheme

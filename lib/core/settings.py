@@ -52,6 +52,12 @@ def derived(doc: str) -> Any:
     return dataclasses.field(metadata={"derived": doc})
 
 
+#: Why BROKER_URL cannot name a Redis Cluster (the message a user sees).
+BROKER_NOT_CLUSTER = ("Dramatiq's Redis broker does not support Redis Cluster (its scripts touch keys of "
+                      "several queues at once); use RabbitMQ (amqp://…) or a single Redis server (redis://…)")
+_NOT_A_CLUSTER = {scheme: BROKER_NOT_CLUSTER for scheme in redis_urls.CLUSTER_SCHEMES}
+
+
 @dataclass(frozen=True)
 class Settings:
     """The validated configuration: a field per environment variable, in lower case, with its type."""
@@ -59,12 +65,15 @@ class Settings:
     # where things live
     data_dir: str = setting("./var", parsers.path,
             "Directory of the embedded Redis and SQLite data.")
-    redis_url: str | None = setting(None, parsers.url(*redis_urls.REDIS_SCHEMES),
+    redis_url: str | None = setting(None, parsers.url(*redis_urls.REDIS_SCHEMES, *redis_urls.CLUSTER_SCHEMES),
             "Redis for application state (schedule, item states, locks, idempotency). Unset: an embedded "
-            "redis-server under DATA_DIR. Database 1 unless the URL names one.")
-    broker_url: str | None = setting(None, parsers.url(*redis_urls.REDIS_SCHEMES, "amqp", "amqps", "stub"),
-            "Message broker: redis://… (Dramatiq RedisBroker) or amqp://… (RabbitmqBroker); stub:// is Dramatiq's "
-            "in-memory StubBroker, for tests. Unset: database 0 of the Redis server of REDIS_URL.")
+            "redis-server under DATA_DIR. Database 1 unless the URL names one. "
+            "`redis+cluster://host:port[,host:port…]` puts it on a Redis Cluster (then BROKER_URL must be set).")
+    broker_url: str | None = setting(None, parsers.url(*redis_urls.REDIS_SCHEMES, "amqp", "amqps", "stub",
+                                                       refused=_NOT_A_CLUSTER),
+            "Message broker: redis://… (Dramatiq RedisBroker; not a Redis Cluster) or amqp://… (RabbitmqBroker); "
+            "stub:// is Dramatiq's in-memory StubBroker, for tests. Unset: database 0 of the Redis server of "
+            "REDIS_URL.")
     database_url: str | None = setting(None, parsers.url("sqlite", "mysql"),
             "sqlite:///path or mysql://user:pass@host:port/db. Unset: SQLite at DATA_DIR/animetop.sqlite3 (WAL).")
     log_level: str = setting("INFO", parsers.log_level,
@@ -127,6 +136,10 @@ class Settings:
             "Crawls before the browser is restarted (draining).")
     crawl_block_resources: bool = setting("true", parsers.boolean,
             "Drop images, fonts, media and analytics requests.")
+    crawl_rate_limit: int = setting("0", parsers.non_negative_int,
+            "Page loads per minute to the site, fleet-wide: however many crawler processes and machines run, at "
+            "most this many begin in any minute (per proxy where PROXY_URLS are set), shared through Redis. "
+            "0: no limit.")
     # title/content pools (seed 002)
     pool_size: int = setting("5000", parsers.positive_int,
             "Rows a title/content pool is filled up to.")
@@ -238,6 +251,11 @@ class Settings:
         """True when no Redis was configured and the app runs its own."""
         return self.redis_url is None
 
+    @property
+    def redis_cluster(self) -> bool:
+        """True when application state lives on a Redis Cluster (``redis+cluster://``)."""
+        return redis_urls.is_cluster_url(self.state_redis_url)
+
 
 #: Every variable, in declaration order (the README's table and ``animetop settings`` follow it).
 SPECS: tuple[Spec, ...] = tuple(
@@ -277,6 +295,13 @@ def _check_relations(v: dict[str, Any]) -> None:
         raise SettingsError("RETRY_MIN_BACKOFF", "must not be longer than RETRY_MAX_BACKOFF")
     if v["BROKER_MAINTENANCE_CHANCE"] > 1_000_000:
         raise SettingsError("BROKER_MAINTENANCE_CHANCE", "is a chance in 1,000,000; must be at most 1000000")
+    if v["REDIS_URL"] and redis_urls.is_cluster_url(v["REDIS_URL"]):
+        try:
+            redis_urls.parse_cluster_url(v["REDIS_URL"])
+        except ValueError as e:
+            raise SettingsError("REDIS_URL", str(e)) from None
+        if not v["BROKER_URL"]:
+            raise SettingsError("BROKER_URL", "must be set when REDIS_URL is a Redis Cluster: " + BROKER_NOT_CLUSTER)
     for name in ("REDIS_URL", "BROKER_URL"):
         url = v[name]
         if url and urlsplit(url).scheme in redis_urls.REDIS_SCHEMES:
@@ -296,12 +321,14 @@ def _resolve_urls(v: dict[str, Any]) -> None:
         # The embedded server listens only on a unix socket: no port to collide with.
         redis_url = f"unix://{data_dir / 'redis.sock'}"
         state_url = redis_urls.with_redis_db(redis_url, 1)
+    elif redis_urls.is_cluster_url(redis_url):
+        state_url = redis_url  # a cluster has database 0 only; the broker is elsewhere (checked above)
     else:
         state_url = redis_url if redis_urls.names_a_db(redis_url) else redis_urls.with_redis_db(redis_url, 1)
     v["STATE_REDIS_URL"] = state_url
 
     broker_url = v["BROKER_URL"] or redis_urls.with_redis_db(redis_url, 0)
-    if urlsplit(broker_url).scheme in redis_urls.REDIS_SCHEMES:
+    if urlsplit(broker_url).scheme in redis_urls.REDIS_SCHEMES and not redis_urls.is_cluster_url(state_url):
         same_server = redis_urls.redis_server_of(broker_url) == redis_urls.redis_server_of(state_url)
         if same_server and redis_urls.redis_db_of(broker_url) == redis_urls.redis_db_of(state_url):
             raise SettingsError(

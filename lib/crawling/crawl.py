@@ -26,7 +26,9 @@ from lib.crawling.page_fetch import (
     search_url,
 )
 from lib.crawling.proxies import ProxyRotator
+from lib.crawling.rate_limit import CrawlRateLimit
 from lib.crawling.selectors import ON_SALE_PARAM, SOLD_PARAM
+from lib.operations.metrics import observe_rate_wait
 
 logger = logging.getLogger(__name__)
 
@@ -45,11 +47,13 @@ class CrawlFailed(RuntimeError):
 
 
 class Crawler:
-    def __init__(self, settings: Settings, manager: BrowserManager, rotator: ProxyRotator) -> None:
+    def __init__(self, settings: Settings, manager: BrowserManager, rotator: ProxyRotator,
+                 rate_limit: CrawlRateLimit | None = None) -> None:
         self.settings = settings
         self.manager = manager
         self.rotator = rotator
         self._idle_tab: _CrawlTab | None = None  # the last crawl's tab, for the next one
+        self.rate_limit = rate_limit or CrawlRateLimit.from_settings(settings, observe=observe_rate_wait)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Crawler:
@@ -106,6 +110,8 @@ class Crawler:
                 url = search_url(base, keyword, status_param, number)
                 try:
                     tab = await tabs.get()
+                    # CRAWL_RATE_LIMIT, fleet-wide: the turn is taken once the browser is up, just before the load
+                    await self.rate_limit.wait_for_turn(self.rotator.current)
                     # one cheap cross-check of the two sources per search: its first page
                     result = await fetch_page(tab, url, base, timeout=self.settings.crawl_page_timeout,
                                               first_page=number == 1 and label == "on_sale",

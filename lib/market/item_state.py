@@ -1,6 +1,6 @@
 """The per-listing state machine (seed 000 §4.2): what changed since an item was last seen.
 
-States live in Redis hashes ``animetop:item:{ip_id}:{source_id}`` (status,
+States live in Redis hashes ``animetop:item:{<ip_id>}:<source_id>`` (status,
 price, first_seen, last_seen) with a TTL by status. Reading and writing a
 1,000-item result takes a handful of round trips: pipelines of at most
 ``CHUNK`` commands and one Lua call per chunk.

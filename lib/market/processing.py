@@ -134,11 +134,17 @@ class ResultProcessor:
     def decide(self, result: CrawlResult, ip: IpMetadata) -> tuple[list[Change], bool]:
         ids = [item.source_id for item in result.items]
         known = self.states.read(result.ip_id, ids)
-        missing = [i for i in ids if i not in known]
-        if missing:
-            known.update(self._snapshot_states(result, missing))
-        baseline = not AppliedResult.select().where(AppliedResult.ip_id == result.ip_id).exists()
         window_start = self._previous_crawl(result)
+        # A state last seen before the IP's previous applied crawl may be stale, not just unchanged: that crawl
+        # committed but its Redis write failed (Redis, or the cluster master of this IP, went down), and this
+        # result came before its retry. Its snapshots, written in its transaction, are then newer.
+        doubtful = [i for i in ids if i not in known
+                    or (window_start is not None and known[i].last_seen < window_start)]
+        if doubtful:
+            for source_id, snapshot in self._snapshot_states(result, doubtful).items():
+                if source_id not in known or snapshot.last_seen > known[source_id].last_seen:
+                    known[source_id] = snapshot
+        baseline = not AppliedResult.select().where(AppliedResult.ip_id == result.ip_id).exists()
         changes = []
         for item in result.items:
             change = decide(known.get(item.source_id), item, result.crawled_at, baseline=baseline,

@@ -37,7 +37,8 @@ def display_ljust(text: str, width: int) -> str:
     return text + " " * max(0, width - used)
 
 
-#: Deletes the caches listed in each index set (KEYS), then the sets, in one atomic step.
+#: Deletes the caches listed in each index set (KEYS), then the sets, in one atomic step. A group's caches
+#: share its index's hash tag (lib/core/keys.py), so a call per group stays in one Redis Cluster slot.
 _INVALIDATE = """
 for _, index in ipairs(KEYS) do
   for _, key in ipairs(redis.call('SMEMBERS', index)) do
@@ -49,16 +50,17 @@ end
 
 
 def _ip_index(ip_id: int) -> str:
-    return keys.cache_index(f"ip:{ip_id}")
+    return keys.cache_index(keys.ip_cache_group(ip_id))
 
 
-LEADERBOARD_INDEX = keys.cache_index("leaderboard")
+LEADERBOARD_INDEX = keys.cache_index(keys.LEADERBOARD_GROUP)
 
 
 def invalidate_caches(client: redis.Redis, ip_id: int) -> None:
     """Drop every leaderboard and this IP's detail caches (after its stats changed)."""
     try:
-        client.eval(_INVALIDATE, 2, LEADERBOARD_INDEX, _ip_index(ip_id))
+        for index in (LEADERBOARD_INDEX, _ip_index(ip_id)):  # a group per call: one slot each on a cluster
+            client.eval(_INVALIDATE, 1, index)
     except redis.RedisError as e:  # caches expire by themselves within CACHE_TTL
         logger.warning("could not invalidate caches for IP %s: %s", ip_id, e)
 
@@ -76,7 +78,7 @@ def _cached(client: redis.Redis | None, key: str, ttl: float, compute: Callable[
     value = compute()
     if client is not None:
         try:
-            pipe = client.pipeline()
+            pipe = client.pipeline(transaction=True)  # key and index share a slot (keys.py), so also on a cluster
             pipe.set(key, json.dumps(value, ensure_ascii=False, default=str), px=int(ttl * 1000))
             pipe.sadd(index, key)
             pipe.pexpire(index, int(ttl * 1000))  # outlives every member: each was set with ttl, none later

@@ -21,8 +21,9 @@ from periodiq import PeriodiqMiddleware
 
 from lib.core import keys
 from lib.core.errors import BadMessage
-from lib.core.redis_client import connect, ensure_redis_server, state_redis
-from lib.core.settings import Settings
+from lib.core.redaction import redact_url
+from lib.core.redis_client import connect, ensure_redis_server, serves_a_cluster, state_redis
+from lib.core.settings import BROKER_NOT_CLUSTER, Settings, SettingsError
 from lib.messaging import compat
 from lib.messaging.dead_letters import ReasonStore, decode_or_none
 from lib.messaging.encoder import MsgpackEncoder
@@ -280,8 +281,11 @@ def build_broker(settings: Settings, *, namespace: str = NAMESPACE) -> Broker:
         broker = StubBroker(middleware=middleware)
     else:
         ensure_redis_server(settings)
+        client = connect(url)
+        if serves_a_cluster(client):
+            raise SettingsError("BROKER_URL", f"{redact_url(url)} is a node of a Redis Cluster. {BROKER_NOT_CLUSTER}")
         broker = AppRedisBroker(
-            client=connect(url),
+            client=client,
             middleware=middleware,
             namespace=namespace,
             heartbeat_timeout=_ms(settings.broker_heartbeat_timeout),

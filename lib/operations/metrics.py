@@ -114,6 +114,8 @@ class Metrics(Prometheus):
                                registry=registry),
             items=prom.Counter("animetop_items_processed_total", "Crawled items applied to the state machine.",
                                registry=registry),
+            rate_wait=prom.Counter("animetop_crawl_rate_limit_wait_seconds_total",
+                                   "Time page loads waited for the fleet-wide CRAWL_RATE_LIMIT.", registry=registry),
         )
 
 
@@ -154,6 +156,12 @@ def observe_crawl(seconds: float, pages_ok: int, errors: dict[str, str]) -> None
         _recorders["pages"].labels(kind).inc()
 
 
+def observe_rate_wait(seconds: float) -> None:
+    if not _recorders:
+        return
+    _recorders["rate_wait"].inc(seconds)
+
+
 def observe_result(seconds: float, items: int) -> None:
     if not _recorders:
         return
@@ -188,7 +196,10 @@ class StateCollector:
         scheduled.add_metric([], now["scheduled_ips"])
         in_flight = GaugeMetricFamily("animetop_crawls_in_flight", "IPs with a crawl enqueued or running.")
         in_flight.add_metric([], len(now["in_flight_crawls"]))
-        yield from (pending, depth, dead, scheduled, in_flight)
+        waiting = GaugeMetricFamily("animetop_crawl_rate_limit_waiting",
+                                    "Page loads waiting for the fleet-wide CRAWL_RATE_LIMIT, all crawlers.")
+        waiting.add_metric([], len(now["crawl_rate_waiting"]))
+        yield from (pending, depth, dead, scheduled, in_flight, waiting)
         from lib.crawling.drift import metric_families
 
         yield from metric_families(state_redis(settings))

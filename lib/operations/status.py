@@ -10,6 +10,7 @@ from lib.core import keys
 from lib.core.clock import get_clock
 from lib.core.redaction import redact_url
 from lib.core.settings import Settings
+from lib.crawling import rate_limit
 from lib.crawling.drift import render_status, status_section
 from lib.messaging.dead_letters import DeadLetters
 from lib.messaging.queue_stats import queue_counts
@@ -23,7 +24,8 @@ def counts(broker: Broker, client) -> dict:
     IPs and crawls in flight."""
     return {"queues": {q: queue_counts(broker, q) for q in ALL_QUEUES},
             "scheduled_ips": ScheduleStore(client).count(),
-            "in_flight_crawls": sorted(InFlight(client).members())}
+            "in_flight_crawls": sorted(InFlight(client).members()),
+            "crawl_rate_waiting": rate_limit.waiting(client)}
 
 
 def gather(settings: Settings, broker: Broker, client) -> dict:
@@ -40,6 +42,7 @@ def gather(settings: Settings, broker: Broker, client) -> dict:
     return {
         "at": now,
         "broker": redact_url(settings.broker_url_resolved),
+        "crawl_rate_limit": settings.crawl_rate_limit,
         **counts(broker, client),
         "due_now": len(schedule.due(now, limit=10_000)),
         "next_due_at": next_time,
@@ -58,6 +61,16 @@ def _when(ts: float | None) -> str:
     return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def _crawl_rate_line(status: dict) -> str:
+    limit, waiting = status["crawl_rate_limit"], status["crawl_rate_waiting"]
+    if not limit:
+        return "crawl rate limit: none (CRAWL_RATE_LIMIT=0)"
+    line = f"crawl rate limit: {limit} pages/min per proxy; {len(waiting)} page load(s) waiting for a turn"
+    if waiting:
+        line += f" (longest {waiting[0]['waiting_s']:.0f}s, via {waiting[0]['proxy']}, {waiting[0]['waiter']})"
+    return line
+
+
 def render(status: dict) -> str:
     lines = [f"animetop status at {_when(status['at'])} (broker {status['broker']})", "",
              f"{'QUEUE':12} {'READY':>7} {'RUNNING':>8} {'DELAYED':>8} {'DEAD':>6}"]
@@ -66,7 +79,7 @@ def render(status: dict) -> str:
     lines += ["", f"scheduled IPs: {status['scheduled_ips']}, due now: {status['due_now']}, "
                   f"next due: {_when(status['next_due_at'])}",
               f"crawls in flight: {len(status['in_flight_crawls'])} {status['in_flight_crawls'][:20]}",
-              f"locks held: {len(status['locks'])}"]
+              _crawl_rate_line(status), f"locks held: {len(status['locks'])}"]
     lines += [f"  {lock['lock']} (expires in {lock['expires_in_ms'] / 1000:.1f}s)" for lock in status["locks"][:10]]
     lines.append("last crawls:")
     lines += [f"  IP {c['ip_id']} {c['keyword']} at {c['at']}" for c in status["last_crawls"]] or ["  none yet"]

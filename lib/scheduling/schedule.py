@@ -83,7 +83,8 @@ return claimed
 
 class InFlight:
     """IPs with a crawl enqueued or running: the SET ``animetop:queue:tasks:pending`` (member ``ip:{id}``)
-    and, per member, when it was claimed (HASH ``animetop:queue:tasks:started``) so stuck ones can be swept."""
+    and, per member, when it was claimed (HASH ``keys.TASKS_STARTED``, in the same hash slot) so stuck ones can be
+    swept."""
 
     def __init__(self, client: redis.Redis) -> None:
         self.client = client
@@ -99,7 +100,7 @@ class InFlight:
 
     def release(self, ip_id: int) -> None:
         member = keys.in_flight_member(ip_id)
-        pipe = self.client.pipeline()
+        pipe = self.client.pipeline(transaction=True)  # one slot (keys.TASKS_STARTED), so also on a cluster
         pipe.srem(keys.TASKS_PENDING, member)
         pipe.hdel(keys.TASKS_STARTED, member)
         pipe.execute()

@@ -16,9 +16,9 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import peewee
 import redis
@@ -47,6 +47,10 @@ REDIS_RETRY_AFTER = 5.0
 ID_CHUNK = 2000
 #: Largest number of values in one LPUSH.
 PUSH_CHUNK = 1000
+
+
+class _RangeMoved(Exception):
+    """The range update of a claim marked other rows than those selected (rows were added to it meanwhile)."""
 
 
 class PoolError(ValueError):
@@ -162,16 +166,37 @@ class PoolFiller:
         The rows are locked while claimed (SELECT … FOR UPDATE on MySQL; SQLite's write transaction locks
         the whole database), so a database-fallback consumer cannot take one in between.
         """
-        with write_transaction():
-            query = (model.select(model.id, model.text)
-                     .where((model.group_id == group_id) & (model.status == AVAILABLE))
-                     .order_by(model.batch_id.desc(), model.id.asc()).limit(need))
-            rows = list(query.for_update() if is_mysql() else query)
-            ids = [r.id for r in rows]
-            now = self.clock.utcnow()
-            for start in range(0, len(ids), ID_CHUNK):
-                model.update(status=QUEUED, updated_at=now).where(model.id.in_(ids[start:start + ID_CHUNK])).execute()
-        return [Item(r.id, r.text) for r in rows]
+        try:
+            with write_transaction():
+                rows = self._select_available(model, group_id, need)
+                if rows and self._queue_through(model, group_id, rows[-1]) != len(rows):
+                    raise _RangeMoved()  # rows came into the range meanwhile: undo, and claim by id
+        except _RangeMoved:
+            logger.info("%s group %s changed while claiming: claiming by id", model._meta.table_name, group_id)
+            with write_transaction():
+                rows = self._select_available(model, group_id, need)
+                ids = [r[0] for r in rows]
+                for start in range(0, len(ids), ID_CHUNK):
+                    model.update(status=QUEUED, updated_at=self.clock.utcnow()) \
+                        .where(model.id.in_(ids[start:start + ID_CHUNK])).execute()
+        return [Item(row_id, text) for row_id, text, _ in rows]
+
+    @staticmethod
+    def _select_available(model: type[PoolRow], group_id: int, need: int) -> list[tuple[int, str, int]]:
+        query = (model.select(model.id, model.text, model.batch_id)
+                 .where((model.group_id == group_id) & (model.status == AVAILABLE))
+                 .order_by(model.batch_id.desc(), model.id.asc()).limit(need))
+        rows = cast(Iterable[tuple[int, str, int]], (query.for_update() if is_mysql() else query).tuples())
+        return list(rows)
+
+    def _queue_through(self, model: type[PoolRow], group_id: int, last: tuple[int, str, int]) -> int:
+        """Mark queued every available row of the group up to ``last`` in claiming order (batch newest first,
+        then id): the rows just selected, by one range instead of a list of ids (building an IN list of
+        5,000 ids cost more than all the rest of a fill). Returns how many rows it marked."""
+        last_id, _, last_batch = last
+        up_to_last = (model.batch_id > last_batch) | ((model.batch_id == last_batch) & (model.id <= last_id))
+        return int(model.update(status=QUEUED, updated_at=self.clock.utcnow())
+                   .where((model.group_id == group_id) & (model.status == AVAILABLE) & up_to_last).execute())
 
     def _reconcile(self, kind: str, group_id: int, model: type[PoolRow]) -> tuple[int, int]:
         """Under the fill lock: mark handed-out rows used, and make lost queued rows available again."""

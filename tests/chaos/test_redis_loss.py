@@ -105,7 +105,7 @@ def snapshots_of(ip_id: int) -> dict:
 
 
 def item_states(client: redis.Redis, ip_id: int) -> dict:
-    return {key: client.hgetall(key) for key in client.scan_iter(f"{keys.PREFIX}:item:{ip_id}:*", count=1000)}
+    return {key: client.hgetall(key) for key in client.scan_iter(keys.item_state(ip_id, "*"), count=1000)}
 
 
 def redis_pid(data_dir: Path) -> int:

@@ -1,0 +1,164 @@
+"""The fleet-wide politeness limit: at most CRAWL_RATE_LIMIT page loads begin in any minute, across every
+crawler process and machine, per proxy where proxies are set.
+
+The count is shared through the application-state Redis by Dramatiq's ``WindowRateLimiter`` (a sliding window
+of one-second buckets). A page load that finds the window full waits, polling for a turn, and says so: a
+key per waiting page load (``keys.crawl_rate_waiting``) that ``animetop status`` and the metrics list, a log
+line, and the time waited in the ``animetop_crawl_rate_limit_wait_seconds_total`` counter. The buckets are
+whole seconds of each machine's clock, so the machines' clocks must agree (NTP) to the second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import itertools
+import json
+import logging
+import os
+import random
+import socket
+import time
+from collections.abc import Callable
+from typing import Any
+
+import redis
+from dramatiq.rate_limits import WindowRateLimiter
+from dramatiq.rate_limits.backends import RedisBackend
+
+from lib.core import keys
+from lib.core.redaction import redact_url
+from lib.core.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+#: One-second buckets in the window: 61 of them cover every 60 s interval however it falls on the seconds, so
+#: no 60 s ever holds more than the limit (60 would let one extra in across a bucket boundary).
+WINDOW_SECONDS = 61
+#: A waiting page load's marker outlives its refreshes by this much (seconds), then lapses (its process died).
+WAITING_MARKER_GRACE = 10.0
+
+
+def proxy_label(proxy: str | None) -> str:
+    """The name a proxy's window goes by in Redis: ``direct`` without one, else a digest (never credentials)."""
+    return "direct" if not proxy else hashlib.sha256(proxy.encode()).hexdigest()[:16]
+
+
+class _TransactionalPipelines:
+    """The state client as Dramatiq's RedisBackend needs it on a cluster too. The backend WATCHes a window's
+    buckets in ``client.pipeline()``, reads them with ``mget`` and writes in MULTI/EXEC; redis-py's cluster
+    client makes a pipeline a transaction only when asked, and refuses ``mget`` on a pipeline by name (it cannot
+    know the keys share a slot; here they do, by the window's hash tag), so MGET is sent as a plain command."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self._client = client
+
+    def pipeline(self) -> Any:
+        return _Pipeline(self._client.pipeline(transaction=True))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+
+class _Pipeline:
+    def __init__(self, pipe: Any) -> None:
+        self._pipe = pipe
+
+    def mget(self, names: list[str]) -> Any:
+        return self._pipe.execute_command("MGET", *names)
+
+    def __enter__(self) -> _Pipeline:
+        self._pipe.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._pipe.__exit__(*exc)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._pipe, name)
+
+
+class CrawlRateLimit:
+    """Gives each page load its turn under the fleet-wide limit.
+
+    Parameters:
+      limit: page loads per minute per proxy; 0 turns the limit off.
+      client: the application-state Redis client (a function returning it).
+      observe: called with the seconds a page load waited, when it waited (the metrics' counter).
+    """
+
+    def __init__(self, limit: int, client: Callable[[], redis.Redis], *,
+                 observe: Callable[[float], None] | None = None) -> None:
+        self.limit = limit
+        self._client = client
+        self.observe = observe
+        self._limiters: dict[str, WindowRateLimiter] = {}
+        self._ids = itertools.count(1)
+        # between two tries: about half the spacing of page loads at the limit, within [0.2 s, 2 s]
+        self.poll = min(2.0, max(0.2, 30.0 / limit)) if limit else 0.0
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, observe: Callable[[float], None] | None = None) -> CrawlRateLimit:
+        from lib.core.redis_client import state_redis
+
+        return cls(settings.crawl_rate_limit, lambda: state_redis(settings), observe=observe)
+
+    def _limiter(self, proxy: str | None) -> WindowRateLimiter:
+        label = proxy_label(proxy)
+        if label not in self._limiters:
+            backend = RedisBackend(client=_TransactionalPipelines(self._client()))
+            self._limiters[label] = WindowRateLimiter(backend, keys.crawl_rate(label), limit=self.limit,
+                                                      window=WINDOW_SECONDS)
+        return self._limiters[label]
+
+    def try_acquire(self, proxy: str | None) -> bool:
+        """Take a turn now if the window has room (a blocking Redis round trip)."""
+        with self._limiter(proxy).acquire(raise_on_failure=False) as acquired:
+            return bool(acquired)
+
+    async def wait_for_turn(self, proxy: str | None) -> float:
+        """Wait until a page load through ``proxy`` may begin; returns the seconds waited (0: its turn was free).
+        With Redis unreachable it keeps waiting (politeness is the promise), as the crawl's time limit bounds it."""
+        if not self.limit:
+            return 0.0
+        started = time.monotonic()
+        waiter: str | None = None
+        for attempt in itertools.count():
+            try:
+                if await asyncio.to_thread(self.try_acquire, proxy):
+                    if attempt == 0:
+                        return 0.0
+                    break
+                if waiter is None:
+                    waiter = f"{socket.gethostname()}:{os.getpid()}:{next(self._ids)}"
+                    logger.info("page load waits for the crawl rate limit (%d pages/min via %s)", self.limit,
+                                redact_url(proxy) if proxy else "no proxy")
+                await asyncio.to_thread(self._mark_waiting, waiter, proxy, started)
+            except redis.RedisError as e:
+                logger.warning("crawl rate limit unavailable (%s): waiting before the page load", e)
+            await asyncio.sleep(self.poll * random.uniform(0.5, 1.0))  # the pace of tries, not a wait on state
+        waited = time.monotonic() - started
+        if waiter is not None:
+            try:
+                await asyncio.to_thread(self._client().delete, keys.crawl_rate_waiting(waiter))
+            except redis.RedisError:
+                pass  # it lapses by itself
+            if self.observe is not None:
+                self.observe(waited)
+        return waited
+
+    def _mark_waiting(self, waiter: str, proxy: str | None, started: float) -> None:
+        since = time.time() - (time.monotonic() - started)
+        marker = json.dumps({"waiter": waiter, "proxy": redact_url(proxy) if proxy else "direct", "since": since})
+        self._client().set(keys.crawl_rate_waiting(waiter), marker, px=int((self.poll + WAITING_MARKER_GRACE) * 1000))
+
+
+def waiting(client: redis.Redis) -> list[dict]:
+    """The page loads waiting for the crawl rate limit right now, across the fleet, longest waiting first."""
+    found = []
+    for key in client.scan_iter(match=keys.CRAWL_RATE_WAITING_PATTERN, count=500):
+        raw = client.get(key)
+        if raw is not None:
+            marker = json.loads(raw)
+            found.append({**marker, "waiting_s": round(time.time() - marker["since"], 1)})
+    return sorted(found, key=lambda w: w["since"])

@@ -1,0 +1,102 @@
+"""CRAWL_RATE_LIMIT across a fleet: two crawler process types at once (as on two machines), each with two
+threads and crawl tasks enough to load pages far faster, against the simulator, which writes down when it
+served each search page. No minute holds more page loads than the limit, the window reopens after a minute,
+and a waiting crawler says so in status and in its metrics."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from lib.core.clock import Clock
+from lib.core.db import bind_database, database
+from lib.core.redis_client import state_redis
+from lib.core.schema import create_tables
+from lib.crawling.rate_limit import waiting
+from lib.messaging.queues import CRAWL
+from lib.messaging.routes import CRAWL_IP
+from lib.standins.simulator import MarketSimulator
+
+from .chaos.crawl_results import KEYWORDS
+from .helpers import free_port, run_cli, wait_for
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).parent.parent
+LIMIT = 12
+#: A page load begins when it gets its turn; the simulator writes the time it answers the page's search API
+#: call, a moment later (navigation, scripts). Windows this much shorter than a minute absorb that delay.
+SERVE_DELAY_ALLOWANCE = 3.0
+
+
+def metric(port: int, name: str) -> float:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+            text = response.read().decode()
+    except OSError:
+        return 0.0
+    found = re.search(rf"^{name} ([0-9.e+-]+)$", text, re.M)
+    return float(found.group(1)) if found else 0.0
+
+
+def test_two_crawler_pools_stay_under_the_fleet_wide_limit(env, settings, broker, chromium, tmp_path):
+    bind_database(settings.database_url_resolved)
+    create_tables()  # for `animetop status`
+    database.close()
+    served = tmp_path / "served.jsonl"
+    sim = MarketSimulator(clock=Clock(), record=str(served)).start()  # real time: the record's t is wall time
+    metrics_bases = [free_port(), free_port()]
+    procs = []
+    try:
+        for n, base in enumerate(metrics_bases):
+            crawler_env = {**os.environ, **env, "MERCARI_BASE_URL": sim.url, "CHROMIUM_PATH": chromium,
+                           "CHROMIUM_NO_SANDBOX": "true", "CRAWLER_PROCESSES": "1", "CRAWLER_THREADS": "2",
+                           "CRAWL_RATE_LIMIT": str(LIMIT), "SCHEDULER_PAGES_ON_SALE": "3",
+                           "SCHEDULER_PAGES_SOLD": "3", "METRICS_PORT": str(base - 1)}  # crawler: METRICS_PORT + 1
+            procs.append(subprocess.Popen([sys.executable, "-m", "lib.cli", "run", "crawler"], env=crawler_env,
+                                          cwd=ROOT, start_new_session=True,
+                                          stdout=open(tmp_path / f"crawler-{n}.log", "wb"),
+                                          stderr=subprocess.STDOUT))
+        broker.declare_queue(CRAWL)
+        for ip_id, keyword in enumerate(KEYWORDS * 2, start=1):  # ~100 page loads wanted at once
+            broker.enqueue(CRAWL_IP.message(ip_id=ip_id, keyword=keyword, task_id=f"rate-{ip_id}"))
+
+        r = state_redis(settings)
+        wait_for(lambda: sim.counters["pages"] >= LIMIT, timeout=120, what="the first minute's page loads")
+        first_page = time.monotonic()
+        waiters: set[str] = set()
+        status_line = ""
+        gauge = 0.0
+        while time.monotonic() - first_page < 65:  # past the first window and into the second
+            for marker in waiting(r):
+                waiters.add(marker["waiter"].split(":")[1])  # the pid of the crawler process waiting
+            if not status_line and waiting(r):
+                shown = run_cli({**env, "CRAWL_RATE_LIMIT": str(LIMIT)}, "status")
+                assert shown.returncode == 0, shown.stderr
+                status_line = next(line for line in shown.stdout.splitlines() if line.startswith("crawl rate limit:"))
+            gauge = max(gauge, *(metric(base, "animetop_crawl_rate_limit_waiting") for base in metrics_bases))
+            time.sleep(0.5)  # the pace of the samples
+        waited = [metric(base, "animetop_crawl_rate_limit_wait_seconds_total") for base in metrics_bases]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)  # crawls left are waiting for turns: nothing to finish
+        for proc in procs:
+            proc.wait(timeout=30)
+        sim.stop()
+
+    times = sorted(json.loads(line)["t"] for line in served.read_text().splitlines())
+    window = 60.0 - SERVE_DELAY_ALLOWANCE
+    busiest = max(sum(1 for t in times if start <= t < start + window) for start in times)
+    assert busiest <= LIMIT, (busiest, times)
+    assert len(times) > LIMIT  # the window reopened after its minute: a limit, not a stall
+    assert len(waiters) == 2  # both crawler process types waited for turns, sharing the one window
+    assert status_line.startswith(f"crawl rate limit: {LIMIT} pages/min per proxy; ") and "waiting" in status_line
+    assert gauge >= 1 and sum(waited) > 30  # the metrics: page loads waiting, and the time they waited
