@@ -52,6 +52,9 @@ DAY = 86400
 #: Added to a window's reach: clock skew between processes and results that arrive a little late.
 MARGIN = timedelta(days=1)
 PRUNED_BEFORE = "pruned_before"
+#: The horizon of the last pass that went through every IP: the horizon moves by whole days, so the passes in
+#: between (the actor runs hourly) find nothing new and skip the per-IP work.
+COMPLETED = "completed_to"
 CHUNK = 500
 
 
@@ -75,7 +78,17 @@ def horizon(settings: Settings, now: float) -> float:
 
 def pruned_before() -> float | None:
     """The horizon the storage was pruned to (None: never pruned)."""
-    row = StorageMark.get_or_none(StorageMark.name == PRUNED_BEFORE)
+    return _mark(PRUNED_BEFORE)
+
+
+def _mark(name: str) -> float | None:
+    try:
+        row = StorageMark.get_or_none(StorageMark.name == name)
+    except (peewee.OperationalError, peewee.ProgrammingError) as e:
+        # a database from before this table (``animetop db init`` not run since the upgrade) was never pruned
+        if StorageMark._meta.table_name in str(e):
+            return None
+        raise
     return None if row is None else float(row.value)
 
 
@@ -119,12 +132,12 @@ class PruneReport:
         return asdict(self) | {"horizon_utc": f"{naive_utc(self.horizon):%Y-%m-%d %H:%M}"}
 
 
-def _set_mark(value: float) -> None:
-    """Move ``pruned_before`` forward (never back: what is gone stays gone)."""
-    current = pruned_before()
+def _set_mark(value: float, name: str = PRUNED_BEFORE) -> None:
+    """Move a mark forward (never back: what is gone stays gone)."""
+    current = _mark(name)
     if current is not None and current >= value:
         return
-    on_conflict_update(StorageMark.insert(name=PRUNED_BEFORE, value=value), [StorageMark.name],
+    on_conflict_update(StorageMark.insert(name=name, value=value), [StorageMark.name],
                        preserve=[StorageMark.value]).execute()
 
 
@@ -139,7 +152,10 @@ def prune(settings: Settings, now: float, *, dry_run: bool = False) -> PruneRepo
         with write_transaction():
             _set_mark(limit)
     drop_partitions = is_mysql() and partitions.partitioned()
-    for (ip_id,) in tuples(IpMetadata.select(IpMetadata.id).order_by(IpMetadata.id)):
+    done = _mark(COMPLETED)
+    ips = [] if done is not None and done >= limit and not dry_run else \
+        [ip_id for (ip_id,) in tuples(IpMetadata.select(IpMetadata.id).order_by(IpMetadata.id))]
+    for ip_id in ips:
         with write_transaction() if not dry_run else database.atomic() as txn:
             _prune_ip(ip_id, limit, report, delete_hourly=not drop_partitions)
             if dry_run:
@@ -147,6 +163,9 @@ def prune(settings: Settings, now: float, *, dry_run: bool = False) -> PruneRepo
     if drop_partitions and not dry_run:
         report.partitions_dropped = len(partitions.drop_before(naive_utc(limit)))
         partitions.ensure_future(now)
+    if not dry_run:
+        with write_transaction():
+            _set_mark(limit, COMPLETED)
     daily = IpStatsDaily.delete().where(IpStatsDaily.day < naive_utc(now - settings.retention_daily))
     if dry_run:
         report.daily_rows = IpStatsDaily.select().where(IpStatsDaily.day < naive_utc(now - settings.retention_daily)

@@ -225,3 +225,27 @@ def test_windows_beyond_the_retained_range_are_refused(db, small):
     read.leaderboard("outflow", WINDOW_HOURS)
     with pytest.raises(WindowBeyondRetention, match="pruned"):
         read.leaderboard("outflow", 5 * 24)
+
+
+def test_prune_storage_is_a_periodic_actor_that_prunes(db, settings, stub_broker, start_worker):
+    """The production actor, on the StubBroker with a worker on its queue, prunes with the app's settings and
+    clock (RETENTION_WINDOW 90 days: a market last seen 200 days ago is gone, one seen now is kept)."""
+    import time
+
+    import actors
+    from lib.core.settings import get_settings
+
+    assert actors.prune_storage.options.get("periodic") is not None
+    assert actors.prune_storage.queue_name == "maintenance"
+    gone, kept = add_ip(settings), add_ip(settings)
+    script = make_script(6, n_crawls=4)
+    apply(settings, gone, shifted(script, time.time() - 200 * DAY - T0))
+    apply(settings, kept, shifted(script, time.time() - 2 * DAY - T0))
+    assert count(ListingSighting, gone) > 0
+    actors.prune_storage.send()
+    start_worker(stub_broker, queues=["maintenance"])
+    stub_broker.join("maintenance", timeout=60_000)
+    assert pruned_before() == horizon(get_settings(), time.time()) or pruned_before() == horizon(
+        get_settings(), time.time() - 120)  # the pass may have started just before midnight UTC
+    assert count(ListingSighting, gone) == 0 and count(ListingEvent, gone) == 0
+    assert count(ListingSighting, kept) == sum(len(items) for _, items in script.crawls)
