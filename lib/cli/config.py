@@ -38,6 +38,10 @@ def cmd_db(args) -> int:
 
     settings = app_settings()
     bind_database(settings.database_url_resolved)
+    if args.action == "prune":
+        return _db_prune(settings, args.dry_run)
+    if args.action == "partitions":
+        return _db_partitions(settings, args.drop_before)
     from lib.market.migrate import migrate_market_facts
 
     tables = create_tables()
@@ -46,6 +50,60 @@ def cmd_db(args) -> int:
     rebuilt = migrate_market_facts()
     if rebuilt:
         print(f"market facts rebuilt from the stored snapshots for {len(rebuilt)} IP(s)")
+    return 0
+
+
+def _db_prune(settings, dry_run: bool) -> int:
+    from lib.core.clock import get_clock
+    from lib.market.retention import prune
+
+    report = prune(settings, get_clock().now(), dry_run=dry_run)
+    print(("would remove" if dry_run else "removed") + f" everything before {report.as_dict()['horizon_utc']} UTC "
+          f"(RETENTION_WINDOW {settings.retention_window / 86400:g} days):")
+    for name, value in report.as_dict().items():
+        if name not in ("horizon", "horizon_utc"):
+            print(f"  {name.replace('_', ' ')}: {value}")
+    return 0
+
+
+def _db_partitions(settings, drop_before: str | None) -> int:
+    import sys
+    from datetime import datetime
+
+    from lib.core.clock import get_clock, naive_utc
+    from lib.core.db import is_mysql
+    from lib.market import partitions
+    from lib.market.retention import horizon
+
+    if not is_mysql():
+        print("animetop db partitions: only MySQL/MariaDB partitions the hourly rows; on SQLite `animetop db prune` "
+              "deletes them", file=sys.stderr)
+        return 2
+    now = get_clock().now()
+    if drop_before is not None:
+        try:
+            month = datetime.strptime(drop_before, "%Y-%m")
+        except ValueError:
+            print(f"animetop db partitions: --drop-before wants YYYY-MM, got {drop_before!r}", file=sys.stderr)
+            return 2
+        keep = naive_utc(horizon(settings, now))
+        if month > keep:
+            print(f"animetop db partitions: {drop_before} is after the retention horizon ({keep:%Y-%m-%d}): "
+                  f"open windows still read those hours", file=sys.stderr)
+            return 2
+        from lib.core.db import database
+        from lib.market.retention import roll_up
+        from models import IpMetadata
+
+        with database.atomic():
+            for ip in IpMetadata.select(IpMetadata.id):
+                roll_up(ip.id, month)  # the daily rows outlive the dropped hours
+        dropped = partitions.drop_before(month)
+        print(f"dropped {len(dropped)} partition(s){': ' + ', '.join(dropped) if dropped else ''}")
+    partitions.ensure_future(now)
+    print("partition  until (exclusive)  rows (estimate)")
+    for p in partitions.list_partitions():
+        print(f"{p.name:<10} {p.until.strftime('%Y-%m-%d') if p.until else 'MAXVALUE':<18} {p.rows}")
     return 0
 
 

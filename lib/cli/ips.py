@@ -80,7 +80,13 @@ def _cell(row: dict, key: str, fmt: str) -> str:
 
 @command("leaderboard")
 def cmd_leaderboard(args) -> int:
-    rows = app_read_side().leaderboard(args.by, args.hours, args.limit)
+    from lib.market.retention import WindowBeyondRetention
+
+    try:
+        rows = app_read_side().leaderboard(args.by, args.hours, args.limit)
+    except WindowBeyondRetention as e:
+        print(f"animetop leaderboard: {e}", file=sys.stderr)
+        return 2
     columns = ["rank", "ip_id", "keyword", "heat", "heat_n", "momentum", "outflow", "inflow", "liquidity",
                "sell_through", "sell_through_n", "median_price", "median_price_n", "time_to_sell", "time_to_sell_n",
                "supply", "coverage", "tracked_hours"]
@@ -129,7 +135,7 @@ def _measure_lines(measures: dict) -> list[str]:
 def _show_ip(args) -> int:
     try:
         detail = app_read_side().ip_detail(parse_ip_id(args.value), args.hours)
-    except LookupError as e:
+    except (LookupError, ValueError) as e:  # ValueError: a window longer than the storage keeps
         print(f"animetop ip show: {e}", file=sys.stderr)
         return 1
     if args.format == "json":

@@ -15,7 +15,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--markdown", action="store_true", help="print the settings table for the README")
 
     p = sub.add_parser("db", help="database tasks")
-    p.add_argument("action", choices=["init"], help="init: create all tables (idempotent)")
+    p.add_argument("action", choices=["init", "prune", "partitions"],
+                   help="init: create all tables (idempotent); prune: prune to the retention horizon now; "
+                        "partitions: list the hourly rows' monthly partitions (MySQL/MariaDB)")
+    p.add_argument("--dry-run", action="store_true", help="prune: report what would go, remove nothing")
+    p.add_argument("--drop-before", metavar="YYYY-MM",
+                   help="partitions: drop the months before this one (never one the retention horizon keeps)")
 
     p = sub.add_parser("enqueue", help="send a message to an actor")
     p.add_argument("actor")

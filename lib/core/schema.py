@@ -22,6 +22,10 @@ def create_tables() -> list[str]:
     _add_missing_columns(ALL_MODELS)
     if is_mysql():
         _make_exact_columns_exact(ALL_MODELS)
+        from lib.core.clock import get_clock
+        from lib.market import partitions
+
+        partitions.ensure_partitioned(get_clock().now())  # hourly rows by month (README "Storage and retention")
     return [model._meta.table_name for model in ALL_MODELS]
 
 

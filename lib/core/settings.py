@@ -111,6 +111,14 @@ class Settings:
             "Time zone hours are shown in (they are stored in UTC).")
     cache_ttl: float = setting("10m", parsers.parse_duration,
             "Lifetime of leaderboard and IP-detail caches.")
+    # storage (README "Storage and retention")
+    retention_window: float = setting("90d", parsers.parse_duration,
+            "Longest window the stored facts answer exactly: pruning keeps all a window up to this long reads "
+            "(with its previous window and 7-day baseline: 2 x this + 8 days); longer windows are refused.")
+    retention_daily: float = setting("730d", parsers.parse_duration,
+            "How long the daily rollup rows (ip_stats_daily) are kept.")
+    retention_prune: bool = setting("true", parsers.boolean,
+            "Whether the hourly prune_storage actor prunes (false: keep everything; `animetop db prune` still works).")
     # crawler (seed 000 §3)
     mercari_base_url: str = setting("https://jp.mercari.com", parsers.url("http", "https",
                                     no_credentials="pages and logs show it; an authenticated proxy goes in PROXY_URLS"),

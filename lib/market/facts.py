@@ -114,8 +114,10 @@ def _row_event(row: ListingEvent) -> Event:
     return Event(row.kind, row.occurrence, row.event_at, row.price, row.listed_price, row.created_at)
 
 
-def rederive(ip_id: int, source_ids: Sequence[str], baseline_at: float) -> FactsOutcome:
-    """Bring the events of these listings in line with their sightings; the counts and hours that changed."""
+def rederive(ip_id: int, source_ids: Sequence[str], baseline_at: float, floor: float | None = None) -> FactsOutcome:
+    """Bring the events of these listings in line with their sightings; the counts and hours that changed.
+    ``floor``: the time storage was pruned to (``lib.market.retention``): events before it are left as they are
+    and never derived again (a listing pruned as dormant that shows up again is not counted twice)."""
     outcome = FactsOutcome(hours=set())
     assert outcome.hours is not None
     for start in range(0, len(source_ids), CHUNK):
@@ -130,6 +132,9 @@ def rederive(ip_id: int, source_ids: Sequence[str], baseline_at: float) -> Facts
             (row.source_id, row.kind, row.occurrence): row
             for row in ListingEvent.select().where((ListingEvent.ip_id == ip_id) & ListingEvent.source_id.in_(chunk))}
         wanted = {(sid, e.kind, e.occurrence): e for sid in chunk for e in derive_events(sightings[sid], baseline_at)}
+        if floor is not None:
+            wanted = {key: e for key, e in wanted.items() if e.event_at >= floor}
+            stored = {key: row for key, row in stored.items() if row.event_at >= floor or key in wanted}
         stale = [row for key, row in stored.items() if key not in wanted or _row_event(row) != wanted[key]]
         fresh = [(key, e) for key, e in wanted.items() if key not in stored or _row_event(stored[key]) != e]
         for row in stale:

@@ -9,6 +9,7 @@ import logging
 from lib.core.db import write_transaction
 from lib.market.facts import CHUNK, baseline_of, rebuild_ip_events
 from lib.market.item_state import ON_SALE, SOLD
+from lib.market.retention import pruned_before
 from lib.market.statistics import ensure_hours, hour_bucket, refresh_hours, tuples
 from models import AppliedResult, IpStatsHourly, ItemSnapshot, ListingEvent, ListingSighting
 
@@ -31,6 +32,11 @@ def snapshot_sightings(snap: ItemSnapshot) -> list[dict]:
 def ips_without_facts() -> list[int]:
     applied = {ip for (ip,) in tuples(AppliedResult.select(AppliedResult.ip_id).distinct())}
     with_facts = {ip for (ip,) in tuples(ListingSighting.select(ListingSighting.ip_id).distinct())}
+    if pruned_before() is not None:
+        # pruned storage: an IP without sightings had them all pruned (every listing dormant), it does not
+        # predate the facts; its snapshots went with them, so there is nothing to rebuild from
+        with_snapshots = {ip for (ip,) in tuples(ItemSnapshot.select(ItemSnapshot.ip_id).distinct())}
+        return sorted((applied - with_facts) & with_snapshots)
     return sorted(applied - with_facts)
 
 

@@ -40,6 +40,7 @@ from lib.market.facts import (
 )
 from lib.market.item_state import SOLD, STATUSES, Change, CrawlItem, ItemState, ItemStateStore, decide
 from lib.market.read_side import invalidate_caches
+from lib.market.retention import pruned_before
 from lib.market.statistics import (
     adjusted_weight,
     ensure_hours,
@@ -129,6 +130,7 @@ class ResultProcessor:
         self.states = ItemStateStore(client, settings.analyzer_item_ttl_available, settings.analyzer_item_ttl_sold,
                                      self.clock)
         self.schedule = ScheduleStore(client)
+        self.floor: float | None = None  # storage pruned before this (lib.market.retention), read per result
 
     # -- step 1 ----------------------------------------------------------------
     def decide(self, result: CrawlResult, ip: IpMetadata) -> tuple[list[Change], bool]:
@@ -238,9 +240,12 @@ class ResultProcessor:
         before = {c.item.source_id: c.before for c in changes}
         candidates = [item.source_id for item in result.items
                       if needs_derivation(item, result.crawled_at, before.get(item.source_id))]
-        facts = rederive(ip_id, candidates, baseline_at)
+        facts = rederive(ip_id, candidates, baseline_at, self.floor)
         if previous_crawl is None or result.crawled_at > previous_crawl:
-            ensure_hours(ip_id, hour_bucket(previous_crawl) if previous_crawl is not None else tracked[0], tracked[1])
+            first = hour_bucket(previous_crawl) if previous_crawl is not None else tracked[0]
+            if self.floor is not None:  # no hourly rows come back before the pruned horizon
+                first = max(first, hour_bucket(self.floor))
+            ensure_hours(ip_id, first, tracked[1])
         refresh_hours(ip_id, facts.hours or set(), tracked)
         return facts
 
@@ -285,6 +290,12 @@ class ResultProcessor:
         ip = IpMetadata.get_or_none(IpMetadata.id == result.ip_id)
         if ip is None:
             raise BadMessage(f"no IP with id {result.ip_id}")
+        self.floor = pruned_before()
+        if self.floor is not None and result.crawled_at < self.floor:
+            # the facts it would be derived against were pruned (README "Storage and retention")
+            logger.warning("result %s of IP %s skipped: crawled at %s, before the storage was pruned to %s",
+                           result.task_id, result.ip_id, naive_utc(result.crawled_at), naive_utc(self.floor))
+            return Outcome(task_id=result.task_id, applied=False)
         changes, baseline = self.decide(result, ip)
         outcome = self.persist(result, ip, changes, baseline)
         self.apply_states(result, changes)

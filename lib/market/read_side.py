@@ -14,6 +14,7 @@ import redis
 from lib.core import keys
 from lib.core.clock import Clock, get_clock
 from lib.core.settings import Settings
+from lib.market.retention import check_window, pruned_before
 from lib.market.statistics import hour_bucket
 from lib.market.windows import window_measures
 from models import IpAlert, IpMetadata, IpStatsHourly
@@ -108,6 +109,10 @@ class ReadSide:
         self.clock = clock or get_clock()
         self.tz = ZoneInfo(settings.display_tz)
 
+    def check_window(self, hours: int) -> None:
+        """Refuse a window longer than the storage keeps (``WindowBeyondRetention``, a ValueError)."""
+        check_window(hours, self.settings, self.clock.now(), pruned_before())
+
     def _since(self, hours: int):
         return hour_bucket(self.clock.now()) - timedelta(hours=hours - 1)
 
@@ -117,6 +122,7 @@ class ReadSide:
             raise ValueError(f"unknown leaderboard {by!r}; expected one of {', '.join(LEADERBOARD_KINDS)}")
         if hours < 1:
             raise ValueError("hours must be at least 1")
+        self.check_window(hours)
         rows = _cached(self.client, keys.leaderboard(by, hours), self.settings.cache_ttl,
                        lambda: self._leaderboard_from_db(by, hours), LEADERBOARD_INDEX)
         return rows[:limit]
@@ -134,6 +140,8 @@ class ReadSide:
 
     def ip_detail(self, ip_id: int, hours: int = 24) -> dict:
         """The window's measures, hourly series and latest alerts of one IP."""
+        self.check_window(hours)
+
         def compute() -> dict:
             ip = IpMetadata.get_or_none(IpMetadata.id == ip_id)
             if ip is None:

@@ -17,6 +17,7 @@ from lib.core.db import database
 from lib.core.settings import Settings
 from lib.market import series
 from lib.market.read_side import LEADERBOARD_KINDS, ReadSide
+from lib.market.retention import WindowBeyondRetention
 from lib.market.statistics import hour_bucket
 from lib.messaging.dead_letters import DeadLetters, NotRequeueable
 from lib.web import schemas
@@ -104,7 +105,10 @@ def leaderboard(ctx: WebContext = Depends(context), hours: int = Depends(hours_p
                 format: Literal["json", "csv"] = "json") -> Any:
     if by not in LEADERBOARD_KINDS:
         raise HTTPException(400, f"unknown measure {by!r}; expected one of {', '.join(LEADERBOARD_KINDS)}")
-    ranked = ctx.read_side.leaderboard(by, hours, limit=10_000)
+    try:
+        ranked = ctx.read_side.leaderboard(by, hours, limit=10_000)
+    except WindowBeyondRetention as e:
+        raise HTTPException(400, str(e)) from None
     needle = q.strip().casefold()
     rows = [dict(r) for r in ranked
             if not needle or needle in str(r["name"]).casefold() or needle in str(r["keyword"]).casefold()][:limit]
@@ -124,6 +128,8 @@ def _ip_detail(ctx: WebContext, ip_id: int, hours: int) -> dict[str, Any]:
         detail = dict(ctx.read_side.ip_detail(ip_id, hours))
     except LookupError as e:
         raise HTTPException(404, str(e)) from None
+    except WindowBeyondRetention as e:
+        raise HTTPException(400, str(e)) from None
     detail["latest_sales"] = series.latest_sales(ip_id)
     detail["search_totals"] = series.search_totals(ip_id, ctx.read_side.clock.now() - hours * 3600)
     return detail

@@ -1,0 +1,37 @@
+import peewee
+
+from .base import BaseModel
+
+
+class IpStatsDaily(BaseModel):
+    """One IP's market flow in one UTC day, rolled up from its hourly rows before they are pruned (README
+    "Storage and retention"): the long history outlives the hourly rows and the per-listing facts."""
+
+    id = peewee.AutoField()  # peewee's implicit key, declared for the type checker
+
+    ip_id = peewee.IntegerField()
+    day = peewee.DateTimeField()  # naive UTC, midnight
+    hours = peewee.IntegerField(default=0)  # tracked hours of the day (hourly rows rolled up)
+    inflow = peewee.IntegerField(default=0)
+    outflow = peewee.IntegerField(default=0)
+    sample_count = peewee.IntegerField(default=0)  # sold items with a real price
+    avg_price = peewee.DecimalField(max_digits=10, decimal_places=2, null=True)
+    min_price = peewee.DecimalField(max_digits=10, decimal_places=2, null=True)
+    max_price = peewee.DecimalField(max_digits=10, decimal_places=2, null=True)
+    median_price = peewee.DecimalField(max_digits=10, decimal_places=2, null=True)
+    p25_price = peewee.DecimalField(max_digits=10, decimal_places=2, null=True)
+    p75_price = peewee.DecimalField(max_digits=10, decimal_places=2, null=True)
+
+    class Meta:
+        table_name = "ip_stats_daily"
+        indexes = ((("ip_id", "day"), True),)
+
+
+class StorageMark(BaseModel):
+    """A named point in time the storage has reached; ``pruned_before``: facts older than this may be gone."""
+
+    name = peewee.CharField(max_length=40, primary_key=True)
+    value = peewee.DoubleField()  # Unix seconds
+
+    class Meta:
+        table_name = "storage_marks"
