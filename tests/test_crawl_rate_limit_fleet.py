@@ -25,7 +25,7 @@ from lib.messaging.routes import CRAWL_IP
 from lib.standins.simulator import MarketSimulator
 
 from .chaos.crawl_results import KEYWORDS
-from .helpers import free_port, run_cli, wait_for
+from .helpers import descendants, free_port, run_cli, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -85,9 +85,14 @@ def test_two_crawler_pools_stay_under_the_fleet_wide_limit(env, settings, broker
             time.sleep(0.5)  # the pace of the samples
         waited = [metric(base, "animetop_crawl_rate_limit_wait_seconds_total") for base in metrics_bases]
     finally:
+        # the crawls left are waiting for turns, nothing to finish: kill the whole tree of each process type
+        # (the runner, Dramatiq in its own session under it, Chromium), or Dramatiq would wait for them to end
         for proc in procs:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)  # crawls left are waiting for turns: nothing to finish
+            for pid in [proc.pid, *descendants(proc.pid)]:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
         for proc in procs:
             proc.wait(timeout=30)
         sim.stop()
