@@ -88,7 +88,7 @@ def leaderboard(base: str, path: str, client, hours: int) -> None:
 
 
 def run(ips: int = 1000, days: int = 90) -> None:
-    print(f"dashboard: {ips:,} IPs × {days} days of hourly rows (floors: the same rows by raw SQL; the page fetching "
+    print(f"dashboard: {ips:,} IPs × {days} days of market (floors: the hourly rows by raw SQL; the page fetching "
           "its JSON without drawing it)")
     with tempfile.TemporaryDirectory() as tmp, bench_settings(Path(tmp)) as settings:
         bind_database(settings.database_url_resolved)

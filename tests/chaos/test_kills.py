@@ -105,7 +105,9 @@ def test_worker_killed_repeatedly_mid_fill(env, database_url, process_types):
     from models import Title
     from models.pool import USED
 
-    total = 6_000
+    # enough rows for several fills: a fill claims its rows in one range UPDATE now, so each is short, and the
+    # killer needs two of them (or a mark_used) in progress to catch
+    total = 12_000
     chaos_env = {**env, "DATABASE_URL": database_url, "WORKER_PROCESSES": "1", "WORKER_THREADS": "2",
                  "POOL_SIZE": "3000", "POOL_THRESHOLD": "1500", "LOCK_BUSY_RETRY_DELAY": "500ms"}
     settings = load_settings(chaos_env)
