@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -113,7 +113,8 @@ class ReadSide:
         """Refuse a window longer than the storage keeps (``WindowBeyondRetention``, a ValueError)."""
         check_window(hours, self.settings, self.clock.now(), pruned_before())
 
-    def _since(self, hours: int):
+    def window_start(self, hours: int) -> datetime:
+        """The first hour (naive UTC) of the last ``hours`` hours, the current one included."""
         return hour_bucket(self.clock.now()) - timedelta(hours=hours - 1)
 
     def leaderboard(self, by: str, hours: int, limit: int = 20) -> list[dict]:
@@ -157,7 +158,7 @@ class ReadSide:
                 "p75_price": float(r.p75_price) if r.p75_price is not None else None,
                 "samples": r.sample_count,
             } for r in IpStatsHourly.select().where((IpStatsHourly.ip_id == ip_id)
-                                                    & (IpStatsHourly.hour_bucket >= self._since(hours)))
+                                                    & (IpStatsHourly.hour_bucket >= self.window_start(hours)))
                                              .order_by(IpStatsHourly.hour_bucket)]
             alerts = [{"rule": a.rule, "hour": self._display(a.hour_bucket), "message": a.message,
                        "value": a.value, "threshold": a.threshold}

@@ -7,7 +7,6 @@ import csv
 import io
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
@@ -18,7 +17,6 @@ from lib.core.settings import Settings
 from lib.market import series
 from lib.market.read_side import LEADERBOARD_KINDS, ReadSide
 from lib.market.retention import WindowBeyondRetention
-from lib.market.statistics import hour_bucket
 from lib.messaging.dead_letters import DeadLetters, NotRequeueable
 from lib.web import schemas
 from lib.web.auth import SESSION_COOKIE, SESSION_SECONDS, OperatorAuth
@@ -112,8 +110,7 @@ def leaderboard(ctx: WebContext = Depends(context), hours: int = Depends(hours_p
     needle = q.strip().casefold()
     rows = [dict(r) for r in ranked
             if not needle or needle in str(r["name"]).casefold() or needle in str(r["keyword"]).casefold()][:limit]
-    since = hour_bucket(ctx.read_side.clock.now()) - timedelta(hours=hours - 1)
-    lines = series.outflow_sparklines([r["ip_id"] for r in rows], since, hours)
+    lines = series.outflow_sparklines([r["ip_id"] for r in rows], ctx.read_side.window_start(hours), hours)
     for row in rows:
         row["sparkline"] = lines[row["ip_id"]]
     if format == "csv":
