@@ -207,6 +207,21 @@ def test_follow_up_tick_for_an_ip_due_within_the_minute_is_requested_once(schedu
     assert scheduler.tick().enqueued == [ip.id]
 
 
+def test_a_paused_schedule_sends_nothing_and_ends_the_tick_chain(scheduler, broker, clock):
+    due, soon = add_ips(scheduler, 2)
+    scheduler.store.schedule(due.id, T0 - 5)
+    scheduler.store.schedule(soon.id, T0 + 20)  # would ask for a delayed tick
+    scheduler.pause()
+    result = scheduler.tick()
+    assert result.paused and result.enqueued == [] and result.follow_up_at is None
+    assert crawl_messages(broker) == []
+    assert broker.client.hlen(f"{broker.namespace}:scheduler.DQ.msgs") == 0  # no tick to come
+    assert scheduler.store.time_of(due.id) == T0 - 5  # nothing was lost: it is still due
+    scheduler.resume()
+    assert scheduler.tick().enqueued == [due.id]
+    assert [m["ip_id"] for m in crawl_messages(broker)] == [due.id]
+
+
 def test_crawl_ip_releases_its_ip_when_it_ends(app_actors):
     """crawl_ip names the IP whose in-flight marker its end releases (the middleware below does the rest)."""
     assert app_actors.crawl_ip.options["releases_in_flight"](7, "キーワード", "7-1-x") == 7

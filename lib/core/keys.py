@@ -32,6 +32,8 @@ TASKS_PENDING = f"{PREFIX}:queue:tasks:pending"
 TASKS_STARTED = companion(TASKS_PENDING, "started")
 #: ETA (Unix seconds) of the self-scheduled tick already on its way, so tick chains never multiply.
 SCHEDULE_NEXT_TICK = f"{PREFIX}:schedule:next_tick"
+#: Set while crawling is paused: ticks enqueue nothing and end their chain (the demo's stop).
+SCHEDULE_PAUSED = f"{PREFIX}:schedule:paused"
 #: When stale in-flight markers were last swept.
 JANITOR_LAST_SWEEP = f"{PREFIX}:schedule:janitor_last_sweep"
 

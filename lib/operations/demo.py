@@ -90,8 +90,10 @@ def run_demo(minutes: float, speed: float, ips: int, keep: bool = False, record:
     from lib.crawling.install import ensure_chromium
     from lib.market.read_side import ReadSide, display_ljust
     from lib.messaging.broker import build_broker
+    from lib.operations.supervisor import die_with
     from lib.scheduling.catalogue import Catalogue
     from lib.scheduling.schedule import ScheduleStore
+    from lib.scheduling.tick import Scheduler
     from lib.standins.simulator import MarketSimulator
 
     configure_logging("WARNING")
@@ -128,8 +130,11 @@ def run_demo(minutes: float, speed: float, ips: int, keep: bool = False, record:
     procs = {}
     for kind in ("scheduler", "crawler", "worker"):
         log = open(logs / f"{kind}.log", "w")
+        # a demo killed outright (SIGKILL, a test's timeout) still stops its process types: their runners get
+        # the SIGTERM of a normal stop from the kernel
         procs[kind] = subprocess.Popen([sys.executable, "-m", "lib.cli", "run", kind], env={**os.environ, **env},
-                                       stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                                       stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                       preexec_fn=die_with(os.getpid(), signal.SIGTERM))
     print(f"• started scheduler, crawler and worker (logs in {logs}); running {minutes:g} min "
           f"≈ {minutes * speed / 60:.1f} simulated hours", flush=True)
     started = clock.now()
@@ -148,10 +153,14 @@ def run_demo(minutes: float, speed: float, ips: int, keep: bool = False, record:
         print("• stopping: the scheduler first, then the crawler and the worker once the work in flight "
               "is done …", flush=True)
         stop(procs["scheduler"])
+        # the worker runs ticks too (a tick asks for the next one as a delayed message): pausing ends that chain
+        scheduler = Scheduler(settings, state_redis(settings), broker, clock)
+        scheduler.pause()
         drained = drain(broker, settings, ("crawl", "pipeline"), timeout=90)
         stop(procs["crawler"])  # finishes the crawl it is in and sends its result
         drained = drain(broker, settings, ("pipeline",), timeout=90) and drained
         stop(procs["worker"])
+        scheduler.resume()  # what is left in Redis is a normal (stopped) deployment's state
         sim.stop()
         if not drained:
             print("! some work was still queued at the end (it stays in the broker)", flush=True)

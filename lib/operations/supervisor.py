@@ -59,16 +59,15 @@ def leashed(command: list[str]) -> list[str]:
     return [sys.executable, "-m", "lib.operations.leash", *command]
 
 
-def _die_with(parent: int) -> Callable[[], None]:
-    """The child's set-up before exec: the kernel sends it LEASH_SIGNAL when the runner dies, however it
-    dies. Everything it needs is looked up here, in the parent: a forked child of a threaded process must not
+def die_with(parent: int, signum: int = int(LEASH_SIGNAL)) -> Callable[[], None]:
+    """A child's set-up before exec: the kernel sends it ``signum`` when ``parent`` dies, however it dies.
+    Everything it needs is looked up here, in the parent: a forked child of a threaded process must not
     import or load libraries."""
     prctl = ctypes.CDLL("libc.so.6", use_errno=True).prctl
-    signum = int(LEASH_SIGNAL)
 
     def preexec() -> None:
         prctl(PR_SET_PDEATHSIG, signum)
-        if os.getppid() != parent:  # the runner died before the request was in place
+        if os.getppid() != parent:  # the parent died before the request was in place
             os._exit(1)
     return preexec
 
@@ -99,7 +98,7 @@ class Supervisor:
         while True:
             started = time.monotonic()
             self.child = subprocess.Popen(leashed(self.command), start_new_session=True,
-                                          preexec_fn=_die_with(os.getpid()))
+                                          preexec_fn=die_with(os.getpid()))
             logger.info("started %s (pid %d)", " ".join(self.command), self.child.pid)
             code = self._wait()
             self._kill_leftovers()

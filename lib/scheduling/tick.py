@@ -53,6 +53,7 @@ class TickResult:
     swept: list[int] = field(default_factory=list)
     rebuilt: int = 0
     backpressure: bool = False
+    paused: bool = False
     follow_up_at: float | None = None
 
 
@@ -91,7 +92,20 @@ class Scheduler:
             logger.info("schedule was empty: rebuilt %d IPs from the database", len(times))
         return len(times)
 
+    def pause(self) -> None:
+        """Stop sending crawls: ticks do nothing until ``resume``, and the chain of delayed ticks ends, so with
+        the periodic scheduler stopped no tick comes again (how the demo stops before draining the crawls)."""
+        self.client.set(keys.SCHEDULE_PAUSED, "1")
+
+    def resume(self) -> None:
+        self.client.delete(keys.SCHEDULE_PAUSED)
+
+    def paused(self) -> bool:
+        return bool(self.client.exists(keys.SCHEDULE_PAUSED))
+
     def tick(self) -> TickResult:
+        if self.paused():
+            return TickResult(paused=True)
         now = self.clock.now()
         result = TickResult(rebuilt=self.rebuild_if_empty())
         result.swept = self._sweep_if_due(now)
