@@ -8,10 +8,12 @@ machine with no services at all.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import socket
 import tempfile
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -275,3 +277,55 @@ def chromium() -> str:
         if IN_CI:
             pytest.fail(f"{e} (CI=true: the crawler tests must run)")
         pytest.skip(str(e))
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    """What one run of the README's demo left: its working directory, what it printed, and the simulator's
+    record of every search page it served."""
+
+    directory: Path
+    stdout: str
+
+    @property
+    def data_dir(self) -> Path:
+        return self.directory / "var" / "demo"
+
+    @property
+    def database(self) -> Path:
+        return self.data_dir / "animetop.sqlite3"
+
+    @property
+    def served(self) -> Path:
+        return self.directory / "served.jsonl"
+
+
+#: Five IPs at 240x for 75 s: about five simulated hours, so each IP is crawled several times after its baseline.
+DEMO_ARGS = ("--minutes", "1.25", "--ips", "5", "--speed", "240")
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory, chromium) -> DemoRun:
+    """One demo run (the real process types against the simulator) for the whole test run: ``test_demo`` checks
+    its statistics against the simulator's truth, ``tests/web`` reads its database. It is shared by the xdist
+    workers (the first to ask runs it under a file lock, the others wait for it and read its result), so users
+    of it must not change it: copy what they change."""
+    from .helpers import run_demo
+
+    # the workers' base temporary directories share a parent that is this run's own (without xdist, the parent
+    # is shared by every pytest run, so the run's own base directory is used)
+    root = (tmp_path_factory.getbasetemp().parent if XDIST_WORKER else tmp_path_factory.getbasetemp()) / "demo-run"
+    root.mkdir(exist_ok=True)
+    done, failed = root / "stdout.txt", root / "failed.txt"
+    with open(root / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if this worker dies
+        if failed.exists():  # not run a second time: the waiter would run out of its test's time
+            pytest.fail(f"the shared demo run failed in another worker:\n{failed.read_text()}")
+        if not done.exists():
+            try:
+                stdout = run_demo(root, *DEMO_ARGS, "--record", str(root / "served.jsonl"))
+            except BaseException as e:
+                failed.write_text(str(e) or type(e).__name__)
+                raise
+            done.write_text(stdout)
+    return DemoRun(root, done.read_text())

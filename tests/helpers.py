@@ -1,7 +1,10 @@
 """Small helpers shared by the tests."""
 
 import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 
 def wait_for(condition, timeout: float = 20.0, interval: float = 0.05, what: str = "condition"):
@@ -304,3 +307,18 @@ def parent_of(pid: int) -> int:
         return 0
 
 
+
+
+def run_demo(cwd: Path, *args: str) -> str:
+    """The README's demo (``animetop demo``) in ``cwd``, as a user runs it; it must succeed. Returns what it
+    printed (``assert_demo_ended_cleanly`` checks that)."""
+    result = subprocess.run([sys.executable, "-m", "lib.cli", "demo", *args], cwd=cwd, capture_output=True,
+                            text=True, timeout=300, env={**os.environ, "PYTHONPATH": os.getcwd()})
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+def assert_demo_ended_cleanly(stdout: str) -> None:
+    """The demo ended with no dead letter and nothing left queued."""
+    assert "dead letters: 0" in stdout, stdout
+    assert "still queued" not in stdout, stdout

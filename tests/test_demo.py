@@ -1,6 +1,6 @@
 """The README's main-job command, end to end: the real process types against the simulator.
 
-The first run records every search page the simulator served. From that
+The shared demo run (``demo_run`` in tests/conftest.py) records every search page the simulator served. From that
 record and the simulator's own truth (each listing's creation and update times) the test
 works out what the hourly statistics must be by the README's definitions, independently of the crawler's
 messages and the pipeline's state, and compares them with the database.
@@ -9,26 +9,22 @@ messages and the pipeline's state, and compares them with the database.
 import json
 import os
 import re
+import shutil
+import signal
 import sqlite3
+import stat
 import subprocess
 import sys
 from collections import defaultdict
 from datetime import datetime, timezone
 from pathlib import Path
 
+from lib.core.embedded_redis import EmbeddedRedis
 from lib.standins.simulator import market
 
-from .helpers import processes_matching
+from .conftest import DEMO_ARGS
+from .helpers import assert_demo_ended_cleanly, cmdline, processes_matching, run_demo, wait_for
 from .market import scripted
-
-
-def run_demo(cwd, *args: str) -> str:
-    result = subprocess.run([sys.executable, "-m", "lib.cli", "demo", *args], cwd=cwd, capture_output=True,
-                            text=True, timeout=300, env={**os.environ, "PYTHONPATH": os.getcwd()})
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "dead letters: 0" in result.stdout, result.stdout
-    assert "still queued" not in result.stdout, result.stdout
-    return result.stdout
 
 
 def crawl_sessions(requests: list[dict]) -> list[list[dict]]:
@@ -79,18 +75,18 @@ def assert_logs_clean(logs: Path) -> None:
         assert bad == [], f"{file.name}:\n" + "\n".join(bad[:20])
 
 
-def test_demo_statistics_match_the_simulators_ground_truth_and_it_runs_twice(tmp_path, chromium):
-    served = tmp_path / "served.jsonl"
-    out = run_demo(tmp_path, "--minutes", "1", "--ips", "3", "--record", str(served))
+def test_demo_statistics_match_the_simulators_ground_truth_and_it_runs_twice(demo_run, tmp_path):
+    out = demo_run.stdout
+    assert_demo_ended_cleanly(out)
     requests = defaultdict(list)
-    for line in served.read_text().splitlines():
+    for line in demo_run.served.read_text().splitlines():
         req = json.loads(line)
         requests[req["keyword"]].append(req)
 
-    assert_logs_clean(tmp_path / "var" / "demo" / "logs")
-    db = sqlite3.connect(tmp_path / "var" / "demo" / "animetop.sqlite3")
+    assert_logs_clean(demo_run.data_dir / "logs")
+    db = sqlite3.connect(f"file:{demo_run.database}?mode=ro", uri=True)  # shared with tests/web: read only
     ips = dict(db.execute("SELECT id, keyword FROM ip_metadata"))
-    assert len(ips) == 3
+    assert len(ips) == int(DEMO_ARGS[DEMO_ARGS.index("--ips") + 1])
     totals = [0, 0]
     for ip_id, keyword in ips.items():
         crawls = [t for (t,) in db.execute("SELECT crawled_at FROM applied_results WHERE ip_id = ? "
@@ -111,22 +107,53 @@ def test_demo_statistics_match_the_simulators_ground_truth_and_it_runs_twice(tmp
 
     board = out.split("Leaderboard by outflow")[1]
     ranked = re.findall(r"^\s+(\d+)\s+.+?\s+(\d+)\s+(\d+)\s+\S+$", board, re.M)
-    assert [r[0] for r in ranked] == ["1", "2", "3"]  # the three IPs ranked
+    assert [int(r[0]) for r in ranked] == list(range(1, len(ips) + 1))  # every IP ranked
     outflows = [int(r[2]) for r in ranked]
     assert outflows == sorted(outflows, reverse=True)  # by outflow
     assert sorted(outflows) == sorted(
         sum(o for (o,) in db.execute("SELECT outflow FROM ip_stats_hourly WHERE ip_id = ?", (i,))) for i in ips)
     db.close()
 
-    # a second run right after the first works too (a fresh market), and nothing is left running after either
+    # a second run right after the first works too (a fresh market), and nothing is left running after either:
+    # it runs over a copy of the first run's data directory (the shared run must stay as it is)
+    shutil.copytree(demo_run.data_dir, tmp_path / "var" / "demo",
+                    ignore=lambda folder, names: [n for n in names
+                                                  if stat.S_ISSOCK((Path(folder) / n).lstat().st_mode)])
     out = run_demo(tmp_path, "--minutes", "0.5", "--ips", "2")
+    assert_demo_ended_cleanly(out)
     # both IPs crawled: counted in the database, with the crawls the stop let finish (the progress lines are
     # printed while they run, and on a busy machine the first crawls end after the last of them)
     db = sqlite3.connect(tmp_path / "var" / "demo" / "animetop.sqlite3")
     crawled = db.execute("SELECT COUNT(DISTINCT ip_id) FROM applied_results").fetchone()[0]
     db.close()
     assert crawled == 2, out
-    data = str(tmp_path / "var" / "demo").encode()
-    assert processes_matching(data + b"/redis.sock") == []  # the demo's redis-server is stopped
-    # nor anything else the demo started (Chromium included): they all inherit its DATA_DIR
-    assert processes_matching(b"DATA_DIR=" + data + b"\0", "environ") == []
+    for data in (str(demo_run.data_dir).encode(), str(tmp_path / "var" / "demo").encode()):
+        assert processes_matching(data + b"/redis.sock") == []  # the demo's redis-server is stopped
+        # nor anything else the demo started (Chromium included): they all inherit its DATA_DIR
+        assert processes_matching(b"DATA_DIR=" + data + b"\0", "environ") == []
+
+
+def test_a_demo_killed_outright_leaves_no_process_type_running(tmp_path, chromium):
+    """SIGKILL (a test's timeout, the OOM killer) gives the demo no chance to stop what it started: the kernel
+    tells its process types' runners, which stop as on a normal SIGTERM."""
+    data = tmp_path / "var" / "demo"
+    demo = subprocess.Popen([sys.executable, "-m", "lib.cli", "demo", "--minutes", "3", "--ips", "1"], cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "PYTHONPATH": os.getcwd()})
+    marker = b"DATA_DIR=" + str(data).encode() + b"\0"
+
+    def process_types() -> list[int]:
+        return [p for p in processes_matching(marker, "environ") if b"redis-server" not in cmdline(p)]
+
+    try:
+        wait_for(lambda: sum(b"lib.cli\0run\0" in cmdline(p) for p in process_types()) == 3, timeout=120,
+                 what="the demo's three process types")
+        demo.kill()
+        demo.wait()
+        wait_for(lambda: process_types() == [], timeout=60, what="the process types to stop")
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+        for pid in process_types():
+            os.kill(pid, signal.SIGKILL)
+        EmbeddedRedis(data).stop()

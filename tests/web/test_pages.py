@@ -8,8 +8,6 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import dramatiq
@@ -33,18 +31,12 @@ HOSTILE = ['<script>window.__pwned = 1</script>鬼滅', '"><img src=x onerror="w
 
 
 @pytest.fixture(scope="module")
-def demo_database(tmp_path_factory, chromium) -> Path:
-    """A database filled by the README's demo (the real process types against the simulator), run once
-    (``TEST_DEMO_DATABASE`` names one an earlier demo filled, to iterate on these tests without the demo)."""
+def demo_database(request) -> Path:
+    """A database filled by the README's demo (the suite's shared run, ``demo_run``), or by an earlier one named
+    by ``TEST_DEMO_DATABASE`` (to iterate on these tests without the demo)."""
     if os.environ.get("TEST_DEMO_DATABASE"):
         return Path(os.environ["TEST_DEMO_DATABASE"])
-    cwd = tmp_path_factory.mktemp("demo")
-    # five IPs at 240x for 75 s: about five simulated hours, so each IP is crawled after its baseline
-    result = subprocess.run([sys.executable, "-m", "lib.cli", "demo", "--minutes", "1.25", "--ips", "5", "--speed",
-                             "240"], cwd=cwd, capture_output=True, text=True, timeout=300,
-                            env={**os.environ, "PYTHONPATH": os.getcwd()})
-    assert result.returncode == 0, result.stdout + result.stderr
-    return cwd / "var" / "demo" / "animetop.sqlite3"
+    return request.getfixturevalue("demo_run").database
 
 
 @pytest.fixture
