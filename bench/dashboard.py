@@ -25,7 +25,7 @@ from lib.web.auth import OperatorAuth
 from lib.web.server import BackgroundServer
 from models import IpMetadata
 
-from .common import bench_settings, best_of, report
+from .common import bench_settings, best_of, db_option, filled, mark_filled, report
 from .leaderboard import T_END, fill
 
 T0 = T_END
@@ -87,16 +87,24 @@ def leaderboard(base: str, path: str, client, hours: int) -> None:
     report(f"leaderboard {hours} h, warm cache", best_of(lambda: get(url), 5), floor)
 
 
-def run(ips: int = 1000, days: int = 90) -> None:
+def run(ips: int = 1000, days: int = 90, keep: Path | None = None) -> None:
     print(f"dashboard: {ips:,} IPs × {days} days of market (floors: the hourly rows by raw SQL; the page fetching "
           "its JSON without drawing it)")
-    with tempfile.TemporaryDirectory() as tmp, bench_settings(Path(tmp)) as settings:
+    marker = f"{ips} IPs x {days + 7} days, seed 7"
+    with tempfile.TemporaryDirectory() as tmp, bench_settings(Path(tmp), keep) as settings:
         bind_database(settings.database_url_resolved)
-        create_tables()
-        started = time.perf_counter()
         path = settings.database_url_resolved.removeprefix("sqlite:///")
-        fill(ips, days + 7)  # and the week before: the heat's trailing baseline
-        print(f"  filled {ips:,} IPs × {days + 7} days in {time.perf_counter() - started:.0f} s")
+        if filled(keep, marker):
+            create_tables()  # an index added since the fill
+            print(f"  reusing {keep} ({marker})")
+        else:
+            if keep is not None:
+                keep.unlink(missing_ok=True)
+            create_tables()
+            started = time.perf_counter()
+            fill(ips, days + 7)  # and the week before: the heat's trailing baseline
+            mark_filled(keep, marker)
+            print(f"  filled {ips:,} IPs × {days + 7} days in {time.perf_counter() - started:.0f} s")
         client = state_redis(settings)
         clock = FrozenClock(T0 - 1)
         side = ReadSide(settings, client, clock)
@@ -122,6 +130,6 @@ def run(ips: int = 1000, days: int = 90) -> None:
             server.stop()
 
 
-def main() -> int:
-    run()
+def main(argv: list[str] | None = None) -> int:
+    run(keep=db_option(argv or [], "python -m bench dashboard"))
     return 0
