@@ -15,7 +15,7 @@ import redis
 from lib.core import keys
 from lib.core.clock import Clock, get_clock
 from lib.core.settings import Settings
-from lib.market.retention import check_window, max_window_hours, pruned_before
+from lib.market.retention import WindowBeyondRetention, check_window, pruned_before
 from lib.market.series import outflow_sparklines
 from lib.market.statistics import hour_bucket
 from lib.market.windows import window_measures
@@ -28,7 +28,7 @@ LEADERBOARD_KINDS = ("heat", "momentum", "outflow", "inflow", "liquidity", "sell
                      "time_to_sell")
 #: Ranked smallest first.
 ASCENDING = {"time_to_sell"}
-#: The windows the dashboard offers (1, 7 and 30 days): ``refresh_leaderboards`` keeps them computed.
+#: The windows the dashboard offers (1, 7 and 30 days; LEADERBOARD_PRECOMPUTE's default).
 COMMON_WINDOWS = (24, 168, 720)
 #: Longest a reader waits for another process computing the same window before computing it itself (a holder
 #: that died leaves its lock for ``COMPUTE_LOCK_TTL``).
@@ -178,16 +178,20 @@ class ReadSide:
         return self._compute_under_lock(hours, only_if_missing=False) is not None
 
     def refresh_common(self) -> list[int]:
-        """Recompute each of the ``COMMON_WINDOWS`` whose cached board is missing or past half its CACHE_TTL, so a
-        viewer finds it warm; returns the windows recomputed. Run every minute (``refresh_leaderboards``): with the
-        default CACHE_TTL of 10 minutes a board is recomputed about every 5 and is never older than 10."""
+        """Recompute each window of LEADERBOARD_PRECOMPUTE whose cached board is missing or past half its
+        CACHE_TTL, so a viewer finds it warm; returns the windows recomputed. Run every minute
+        (``refresh_leaderboards``): with the default CACHE_TTL of 10 minutes a board is recomputed about every 5
+        and is never older than 10."""
         done = []
-        for hours in COMMON_WINDOWS:
-            if hours > max_window_hours(self.settings):
-                continue
+        for hours in self.settings.leaderboard_precompute:
             age = self.board_age(hours)
-            if (age is None or age >= self.settings.cache_ttl / 2) and self.refresh(hours):
-                done.append(hours)
+            if age is not None and age < self.settings.cache_ttl / 2:
+                continue
+            try:
+                if self.refresh(hours):
+                    done.append(hours)
+            except WindowBeyondRetention as e:  # the other windows are still worth computing
+                logger.warning("LEADERBOARD_PRECOMPUTE: %s", e)
         return done
 
     def board_age(self, hours: int) -> float | None:

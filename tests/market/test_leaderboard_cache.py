@@ -13,7 +13,7 @@ from lib.core import keys
 from lib.core.clock import Clock, FrozenClock, naive_utc
 from lib.core.redis_client import state_redis
 from lib.market.processing import CrawlResult, ResultProcessor
-from lib.market.read_side import COMMON_WINDOWS, ReadSide
+from lib.market.read_side import ReadSide
 from lib.scheduling.catalogue import Catalogue
 from lib.scheduling.schedule import ScheduleStore
 from lib.web.api import WebContext
@@ -74,7 +74,8 @@ def test_a_result_keeps_the_leaderboard_until_the_refresh_actor_recomputes_it(db
     wait_for(lambda: time.time() - computed >= TTL / 2)
     actors.refresh_leaderboards.send()
     stub_broker.join("maintenance", timeout=60_000)
-    for hours in COMMON_WINDOWS:
+    assert settings.leaderboard_precompute == (24, 168, 720)  # LEADERBOARD_PRECOMPUTE's default
+    for hours in settings.leaderboard_precompute:
         board = json.loads(r.get(keys.leaderboard(hours)))
         assert board["computed_at"] > computed
         assert 0 < r.pttl(keys.leaderboard(hours)) <= TTL * 1000
@@ -149,3 +150,11 @@ def test_db_init_adds_the_read_sides_indexes_to_existing_tables(db):
     assert len(covering()) == 1
     create_tables()  # and again: nothing to add, nothing fails
     assert len(covering()) == 1
+
+
+def test_leaderboard_precompute_takes_windows_of_whole_hours():
+    from lib.core.settings import SettingsError, load_settings
+
+    assert load_settings({"LEADERBOARD_PRECOMPUTE": "1d, 90d,36h"}).leaderboard_precompute == (24, 2160, 36)
+    with pytest.raises(SettingsError, match="LEADERBOARD_PRECOMPUTE"):
+        load_settings({"LEADERBOARD_PRECOMPUTE": "1d,90m"})
