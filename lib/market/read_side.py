@@ -217,8 +217,8 @@ class ReadSide:
         finally:
             try:
                 lock.release()
-            except redis.exceptions.LockError:  # outlived COMPUTE_LOCK_TTL: it lapsed by itself
-                pass
+            except redis.RedisError as e:  # outlived COMPUTE_LOCK_TTL, or Redis went: it lapses by itself
+                logger.warning("leaderboard %s h: could not release its lock (%s)", hours, e)
 
     def _store(self, key: str, board: dict[str, Any]) -> None:
         assert self.client is not None
