@@ -5,9 +5,11 @@ import logging
 from periodiq import cron
 
 from lib.core.clock import get_clock
+from lib.core.redis_client import state_redis
 from lib.core.settings import get_settings
+from lib.market.read_side import ReadSide
 from lib.market.retention import prune
-from lib.messaging.routes import PING, PRUNE_STORAGE
+from lib.messaging.routes import PING, PRUNE_STORAGE, REFRESH_LEADERBOARDS
 
 logger = logging.getLogger(__name__)
 
@@ -30,3 +32,15 @@ def prune_storage() -> None:
         logger.info("prune_storage: RETENTION_PRUNE is false; nothing pruned")
         return
     prune(settings, get_clock().now())
+
+
+# Every minute (periodiq); one run at a time across all processes (busy: skip, the running one does the work).
+# Results no longer drop the cached leaderboards, so this keeps the dashboard's windows computed ahead of their
+# CACHE_TTL and a viewer finds them warm. README "Market data".
+@REFRESH_LEADERBOARDS.declare(periodic=cron("* * * * *"), lock_key=REFRESH_LEADERBOARDS.actor_name,
+                              on_lock_busy="skip", max_retries=0, time_limit=1_800_000)
+def refresh_leaderboards() -> None:
+    """Recompute the common windows' leaderboards that are missing or past half their CACHE_TTL."""
+    done = ReadSide(get_settings(), state_redis(), get_clock()).refresh_common()
+    if done:
+        logger.info("refresh_leaderboards: recomputed the %s h windows", ", ".join(map(str, done)))

@@ -1,5 +1,6 @@
 """``python -m bench [NAME ...] [OPTIONS]``: every benchmark (or the named ones), each as ratios against a floor
-measured in the same run. Options go to a single named benchmark: ``python -m bench load --ips 100,1000``."""
+measured in the same run. Options go to a single named benchmark: ``python -m bench load --ips 100,1000``,
+``python -m bench dashboard --db /tmp/market.sqlite3`` (keep the filled database and reuse it next time)."""
 
 import sys
 
@@ -9,6 +10,9 @@ BENCHMARKS = {"encoding": encoding.main, "schedule_tick": schedule_tick.main, "p
               "pool": pool.main, "collect": collect.main, "crawl": crawl.main, "leaderboard": leaderboard.main,
               "dashboard": dashboard.main, "load": load.main}
 
+#: Benchmarks that take options (``load``: its scales; ``leaderboard``, ``dashboard``: ``--db PATH``).
+WITH_OPTIONS = {"load": load.main, "leaderboard": leaderboard.main, "dashboard": dashboard.main}
+
 
 def main(argv: list[str]) -> int:
     names = []
@@ -17,13 +21,13 @@ def main(argv: list[str]) -> int:
     if argv and argv[0] in ("-h", "--help") and not names:
         print(__doc__ + "\nbenchmarks: " + ", ".join(BENCHMARKS))
         return 0
-    if argv and (len(names) != 1 or names[0] != "load"):
+    if argv and (len(names) != 1 or names[0] not in WITH_OPTIONS):
         print(f"python -m bench: unknown benchmark or option {argv[0]!r}; benchmarks: {', '.join(BENCHMARKS)} "
-              "(options only after `load`)", file=sys.stderr)
+              f"(options only after one of {', '.join(WITH_OPTIONS)})", file=sys.stderr)
         return 2
     failed = 0
     for name in names or list(BENCHMARKS):
-        code = load.main(argv) if name == "load" else BENCHMARKS[name]()
+        code = WITH_OPTIONS[name](argv) if name in WITH_OPTIONS else BENCHMARKS[name]()
         failed += bool(code)
         print()
     return 1 if failed else 0

@@ -27,10 +27,12 @@ def report(name: str, value: float, floor: float, unit: str = "s") -> None:
 
 
 @contextmanager
-def bench_settings(tmp: Path):
-    """Settings on BENCH_REDIS_URL (default local Redis, databases 12/13), or the embedded Redis."""
+def bench_settings(tmp: Path, database: Path | None = None):
+    """Settings on BENCH_REDIS_URL (default local Redis, databases 12/13), or the embedded Redis; the SQLite
+    database at ``database`` (kept), else in ``tmp``."""
     base = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379")
-    env = {"DATA_DIR": str(tmp), "LOG_LEVEL": "WARNING", "DATABASE_URL": f"sqlite:///{tmp / 'bench.sqlite3'}"}
+    env = {"DATA_DIR": str(tmp), "LOG_LEVEL": "WARNING",
+           "DATABASE_URL": f"sqlite:///{database or tmp / 'bench.sqlite3'}"}
     import redis
 
     try:
@@ -47,3 +49,27 @@ def bench_settings(tmp: Path):
         yield settings
     finally:
         use_settings(None)
+
+
+def db_option(argv: list[str], usage: str) -> Path | None:
+    """``--db PATH``: keep the filled SQLite database there and reuse it on the next run (filling takes minutes
+    to tens of minutes at the default sizes)."""
+    if not argv:
+        return None
+    if len(argv) == 2 and argv[0] == "--db":
+        return Path(argv[1]).resolve()
+    raise SystemExit(f"usage: {usage} [--db PATH]")
+
+
+def filled(database: Path | None, marker: str) -> bool:
+    """Whether ``database`` was already filled with the data set ``marker`` names (a finished fill leaves it in
+    a file beside the database, so an interrupted one is not reused)."""
+    if database is None:
+        return False
+    stamp = database.with_name(database.name + ".filled")
+    return database.exists() and stamp.exists() and stamp.read_text() == marker
+
+
+def mark_filled(database: Path | None, marker: str) -> None:
+    if database is not None:
+        database.with_name(database.name + ".filled").write_text(marker)

@@ -19,4 +19,8 @@ class CrawlSearchTotal(BaseModel):
 
     class Meta:
         table_name = "crawl_search_totals"
-        indexes = ((("task_id", "status"), True), (("ip_id", "crawled_at"), False))
+        # the last two cover the leaderboard's reads: every IP's sold totals over a window in time order
+        # (coverage), and each IP's latest on-sale total (supply)
+        indexes = ((("task_id", "status"), True), (("ip_id", "crawled_at"), False),
+                   (("status", "crawled_at", "ip_id", "num_found"), False),
+                   (("status", "ip_id", "crawled_at", "num_found"), False))

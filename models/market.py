@@ -45,7 +45,10 @@ class IpStatsHourly(BaseModel):
 
     class Meta:
         table_name = "ip_stats_hourly"
-        indexes = ((("ip_id", "hour_bucket"), True), (("hour_bucket",), False))
+        # the last covers the leaderboard's read (every IP's flows over a range of hours, grouped by IP) and the
+        # sparklines without reading the rows themselves
+        indexes = ((("ip_id", "hour_bucket"), True), (("hour_bucket",), False),
+                   (("ip_id", "hour_bucket", "inflow", "outflow"), False))
 
 
 class ListingSighting(BaseModel):
@@ -85,8 +88,9 @@ class ListingEvent(BaseModel):
 
     class Meta:
         table_name = "listing_events"
+        # the third covers the leaderboard's reads (every IP's sales, or listings created, over a range of hours)
         indexes = ((("ip_id", "source_id", "kind", "occurrence"), True), (("ip_id", "hour_bucket"), False),
-                   (("hour_bucket",), False))
+                   (("kind", "hour_bucket", "ip_id", "event_at", "source_id", "price", "listed_price"), False))
 
 
 class IpAlert(BaseModel):

@@ -48,17 +48,20 @@ def test_leaderboard_order_cache_and_invalidation(db, settings):
     # liquidity ties (6/2 and 3/1) break on outflow
     by_liq = side.leaderboard("liquidity", 24, limit=2)
     assert [(x["ip_id"], x["liquidity"]) for x in by_liq] == [(ips[1].id, 3.0), (ips[2].id, 3.0)]
-    assert r.exists(keys.leaderboard("outflow", 24))
+    assert r.exists(keys.leaderboard(24))
+    assert 0 < r.pttl(keys.leaderboard(24)) <= settings.cache_ttl * 1000  # served at most CACHE_TTL
     detail = side.ip_detail(ips[1].id, 24)
     assert detail["series"][0]["outflow"] == 6 and detail["series"][0]["hour"].endswith("+09:00")
     assert r.exists(keys.ip_cache(ips[1].id, "detail:24"))
 
     more = [{"source_id": f"s{i}", "status": "sold", "price": 1000} for i in range(10)]
     proc.apply(CrawlResult.parse(ips[0].id, f"{ips[0].id}-3", T0 + 90, more))  # ip 0 sells 9 more
-    assert not r.exists(keys.leaderboard("outflow", 24))  # invalidated
+    # the leaderboard is kept (until CACHE_TTL, or refreshed): a result no longer drops every IP's ranking
+    assert side.leaderboard("outflow", 24)[0]["ip_id"] == ips[1].id
     assert r.exists(keys.ip_cache(ips[1].id, "detail:24"))  # another IP's detail is still good
     proc.apply(CrawlResult.parse(ips[1].id, f"{ips[1].id}-3", T0 + 90, []))
     assert not r.exists(keys.ip_cache(ips[1].id, "detail:24"))  # its own is not
+    assert side.refresh(24)
     assert side.leaderboard("outflow", 24)[0]["ip_id"] == ips[0].id
 
 

@@ -7,7 +7,7 @@ On a Redis Cluster (``REDIS_URL=redis+cluster://…``) a Lua script or a
 transaction may only touch keys of one hash slot, so keys used together
 share a hash tag, the part in braces that Redis hashes instead of the whole
 name: one IP's item states (``animetop:item:{42}:…``), one cache group and
-its index. Where a key's name is known to others (the in-flight set of seed
+its index (an IP's detail caches). Where a key's name is known to others (the in-flight set of seed
 000, the pool lists of seed 002), its companions are named ``{key}:suffix``
 (``companion``): Redis hashes a name without braces whole, so the companion
 lands in the key's own slot and the key keeps its name. Every other key has
@@ -48,16 +48,14 @@ def item_state(ip_id: int, source_id: str) -> str:
     return f"{PREFIX}:item:{{{ip_id}}}:{source_id}"
 
 
-#: Cache groups: a group's keys and its index share the group as their tag (one script drops them).
-LEADERBOARD_GROUP = "leaderboard"
-
-
 def ip_cache_group(ip_id: int) -> str:
+    """An IP's detail caches: they and their index share this group as their tag (one script drops them)."""
     return f"ip:{ip_id}"
 
 
-def leaderboard(kind: str, hours: int) -> str:
-    return f"{PREFIX}:{{{LEADERBOARD_GROUP}}}:{kind}:{hours}"
+def leaderboard(hours: int) -> str:
+    """One window's leaderboard: every IP's measures, which each ranking sorts (``lib.market.read_side``)."""
+    return f"{PREFIX}:leaderboard:{hours}"
 
 
 def ip_cache(ip_id: int, name: str) -> str:

@@ -26,6 +26,17 @@ def parse_duration(raw: str) -> float:
     return seconds
 
 
+def hour_windows(raw: str) -> tuple[int, ...]:
+    """``"1d,7d,30d"``: comma-separated durations of whole hours → hours (empty: none)."""
+    hours = []
+    for part in (p.strip() for p in raw.split(",") if p.strip()):
+        seconds = parse_duration(part)
+        if seconds % 3600:
+            raise ValueError(f"windows are whole hours (like 24h, 7d); got {part!r}")
+        hours.append(int(seconds // 3600))
+    return tuple(hours)
+
+
 N = TypeVar("N", int, float)
 
 

@@ -20,6 +20,7 @@ def create_tables() -> list[str]:
     """Create every model's table that does not exist yet; safe to run again."""
     database.create_tables(ALL_MODELS, safe=True)
     _add_missing_columns(ALL_MODELS)
+    _add_missing_indexes(ALL_MODELS)
     if is_mysql():
         _make_exact_columns_exact(ALL_MODELS)
         from lib.core.clock import get_clock
@@ -50,6 +51,20 @@ def _make_exact_columns_exact(models) -> None:
             database.execute(ctx)
             logger.info("%s.%s: collation %s → %s (compared exactly)", table, field.column_name, current,
                         exact_collation())
+
+
+def _add_missing_indexes(models) -> None:
+    """Create the indexes a model gained since its table was created. SQLite's ``create_tables`` already does
+    (``CREATE INDEX IF NOT EXISTS``); MySQL has no such clause, so Peewee skips every index of an existing table."""
+    if not is_mysql():
+        return
+    for model in models:
+        present = {tuple(index.columns) for index in database.get_indexes(model._meta.table_name)}
+        for names, unique in model._meta.indexes:
+            fields = [model._meta.fields[name] for name in names]
+            if tuple(f.column_name for f in fields) not in present:
+                database.execute(model.index(*fields, unique=unique))
+                logger.info("%s: index on %s added", model._meta.table_name, ", ".join(names))
 
 
 def _add_missing_columns(models) -> None:

@@ -110,7 +110,11 @@ class Settings:
     display_tz: str = setting("Asia/Tokyo", parsers.timezone,
             "Time zone hours are shown in (they are stored in UTC).")
     cache_ttl: float = setting("10m", parsers.parse_duration,
-            "Lifetime of leaderboard and IP-detail caches.")
+            "How long a computed leaderboard or IP detail is served: the most a leaderboard lags the results "
+            "(refresh_leaderboards recomputes the dashboard's windows at half of it).")
+    leaderboard_precompute: tuple[int, ...] = setting("1d,7d,30d", parsers.hour_windows,
+            "Leaderboard windows refresh_leaderboards keeps computed, so viewers find them warm (each at least every "
+            "CACHE_TTL/2); add 90d for the longest, at about a minute of CPU per refresh at 1,000 IPs.")
     # storage (README "Storage and retention")
     retention_window: float = setting("90d", parsers.parse_duration,
             "Longest window the stored facts answer exactly: pruning keeps all a window up to this long reads "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
@@ -14,7 +15,8 @@ import redis
 from lib.core import keys
 from lib.core.clock import Clock, get_clock
 from lib.core.settings import Settings
-from lib.market.retention import check_window, pruned_before
+from lib.market.retention import WindowBeyondRetention, check_window, pruned_before
+from lib.market.series import outflow_sparklines
 from lib.market.statistics import hour_bucket
 from lib.market.windows import window_measures
 from models import IpAlert, IpMetadata, IpStatsHourly
@@ -26,8 +28,14 @@ LEADERBOARD_KINDS = ("heat", "momentum", "outflow", "inflow", "liquidity", "sell
                      "time_to_sell")
 #: Ranked smallest first.
 ASCENDING = {"time_to_sell"}
-#: Rows kept in a cached leaderboard; ``--limit`` cuts from these.
-CACHED_ROWS = 500
+#: The windows the dashboard offers (1, 7 and 30 days; LEADERBOARD_PRECOMPUTE's default).
+COMMON_WINDOWS = (24, 168, 720)
+#: Longest a reader waits for another process computing the same window before computing it itself (a holder
+#: that died leaves its lock for ``COMPUTE_LOCK_TTL``).
+COMPUTE_WAIT = 120.0
+COMPUTE_LOCK_TTL = 600.0
+#: How often a reader waiting on another process's computation looks for its result.
+COMPUTE_POLL = 0.1
 
 
 def display_ljust(text: str, width: int) -> str:
@@ -54,14 +62,12 @@ def _ip_index(ip_id: int) -> str:
     return keys.cache_index(keys.ip_cache_group(ip_id))
 
 
-LEADERBOARD_INDEX = keys.cache_index(keys.LEADERBOARD_GROUP)
-
-
 def invalidate_caches(client: redis.Redis, ip_id: int) -> None:
-    """Drop every leaderboard and this IP's detail caches (after its stats changed)."""
+    """Drop this IP's detail caches (after its stats changed). Leaderboards are not dropped: one window's board
+    covers every IP, and at a result every few seconds it would almost never be served warm; they are kept until
+    CACHE_TTL and recomputed ahead of it by ``refresh_leaderboards`` (README "Market data")."""
     try:
-        for index in (LEADERBOARD_INDEX, _ip_index(ip_id)):  # a group per call: one slot each on a cluster
-            client.eval(_INVALIDATE, 1, index)
+        client.eval(_INVALIDATE, 1, _ip_index(ip_id))
     except redis.RedisError as e:  # caches expire by themselves within CACHE_TTL
         logger.warning("could not invalidate caches for IP %s: %s", ip_id, e)
 
@@ -117,27 +123,125 @@ class ReadSide:
         """The first hour (naive UTC) of the last ``hours`` hours, the current one included."""
         return hour_bucket(self.clock.now()) - timedelta(hours=hours - 1)
 
-    def leaderboard(self, by: str, hours: int, limit: int = 20) -> list[dict]:
-        """IPs ranked by inflow, outflow or liquidity (outflow/inflow) over the last ``hours`` hours."""
+    def leaderboard(self, by: str, hours: int, limit: int | None = 20) -> list[dict]:
+        """Every IP whose ``by`` measure is sufficient over the last ``hours`` hours, ranked (largest first;
+        ``time_to_sell`` fastest first), each row with its ``rank``; the first ``limit`` (None: all)."""
+        return self.ranking(by, hours)[1][:limit]
+
+    def ranking(self, by: str, hours: int) -> tuple[dict[str, Any], list[dict]]:
+        """The window's board (``board``) and every IP ranked by ``by`` from it."""
         if by not in LEADERBOARD_KINDS:
             raise ValueError(f"unknown leaderboard {by!r}; expected one of {', '.join(LEADERBOARD_KINDS)}")
         if hours < 1:
             raise ValueError("hours must be at least 1")
         self.check_window(hours)
-        rows = _cached(self.client, keys.leaderboard(by, hours), self.settings.cache_ttl,
-                       lambda: self._leaderboard_from_db(by, hours), LEADERBOARD_INDEX)
-        return rows[:limit]
-
-    def _leaderboard_from_db(self, by: str, hours: int) -> list[dict]:
-        measures = window_measures(None, hours, self.clock.now())
-        names = {ip.id: ip for ip in IpMetadata.select().where(IpMetadata.id.in_(list(measures)))} if measures else {}
-        rows = [leaderboard_row(ip_id, names[ip_id], m) for ip_id, m in measures.items() if ip_id in names]
-        rows = [r for r in rows if r[by] is not None]  # an insufficient measure ranks nowhere, not as 0
+        board = self.board(hours)
+        rows = [r for r in board["rows"] if r[by] is not None]  # insufficient: ranked nowhere, never as 0
         sign = 1 if by in ASCENDING else -1
         rows.sort(key=lambda r: (sign * r[by], -(r["outflow"] or 0), r["ip_id"]))
-        for rank, row in enumerate(rows[:CACHED_ROWS], start=1):
-            row["rank"] = rank
-        return rows[:CACHED_ROWS]
+        return board, [row | {"rank": rank} for rank, row in enumerate(rows, start=1)]
+
+    def board(self, hours: int) -> dict[str, Any]:
+        """The window's board: ``rows`` (one per IP with data, every measure a ranking sorts by), each IP's
+        outflow ``sparklines`` (by IP id as a string) and ``computed_at`` (Unix seconds). From the cache while
+        younger than CACHE_TTL; else computed once for all rankings, by one process at a time: the others wait
+        for its result (at most ``COMPUTE_WAIT``)."""
+        key = keys.leaderboard(hours)
+        if self.client is None:
+            return self._board_from_db(hours)
+        try:
+            hit = self.client.get(key)
+            if hit is not None:
+                return json.loads(hit)
+            deadline = time.monotonic() + COMPUTE_WAIT
+            while time.monotonic() < deadline:
+                computed = self._compute_under_lock(hours, only_if_missing=True)
+                if computed is not None:
+                    return computed
+                time.sleep(COMPUTE_POLL)  # another process computes this window: its result lands under key
+                hit = self.client.get(key)
+                if hit is not None:
+                    return json.loads(hit)
+            logger.warning("leaderboard %s h: still being computed elsewhere after %.0f s; computing it here",
+                           hours, COMPUTE_WAIT)
+        except redis.RedisError as e:
+            logger.warning("cache unavailable (%s); reading the database", e)
+            return self._board_from_db(hours)
+        board = self._board_from_db(hours)
+        self._store(key, board)
+        return board
+
+    def refresh(self, hours: int) -> bool:
+        """Compute the window's board now and cache it (``refresh_leaderboards``), unless another process is
+        computing it (False)."""
+        self.check_window(hours)
+        return self._compute_under_lock(hours, only_if_missing=False) is not None
+
+    def refresh_common(self) -> list[int]:
+        """Recompute each window of LEADERBOARD_PRECOMPUTE whose cached board is missing or past half its
+        CACHE_TTL, so a viewer finds it warm; returns the windows recomputed. Run every minute
+        (``refresh_leaderboards``): with the default CACHE_TTL of 10 minutes a board is recomputed about every 5
+        and is never older than 10."""
+        done = []
+        for hours in self.settings.leaderboard_precompute:
+            age = self.board_age(hours)
+            if age is not None and age < self.settings.cache_ttl / 2:
+                continue
+            try:
+                if self.refresh(hours):
+                    done.append(hours)
+            except WindowBeyondRetention as e:  # the other windows are still worth computing
+                logger.warning("LEADERBOARD_PRECOMPUTE: %s", e)
+        return done
+
+    def board_age(self, hours: int) -> float | None:
+        """Seconds since the cached board of this window was computed (None: not cached)."""
+        assert self.client is not None
+        hit = self.client.get(keys.leaderboard(hours))
+        return None if hit is None else self.clock.now() - float(json.loads(hit)["computed_at"])
+
+    def _compute_under_lock(self, hours: int, *, only_if_missing: bool) -> dict[str, Any] | None:
+        """Compute and cache the board holding the window's lock; None when another process holds it."""
+        assert self.client is not None
+        lock = self.client.lock(keys.lock(f"leaderboard:{hours}"), timeout=COMPUTE_LOCK_TTL, blocking=False)
+        if not lock.acquire():
+            return None
+        try:
+            if only_if_missing:  # the holder before us may have just stored it
+                hit = self.client.get(keys.leaderboard(hours))
+                if hit is not None:
+                    return json.loads(hit)
+            board = self._board_from_db(hours)
+            self._store(keys.leaderboard(hours), board)
+            return board
+        finally:
+            try:
+                lock.release()
+            except redis.RedisError as e:  # outlived COMPUTE_LOCK_TTL, or Redis went: it lapses by itself
+                logger.warning("leaderboard %s h: could not release its lock (%s)", hours, e)
+
+    def _store(self, key: str, board: dict[str, Any]) -> None:
+        assert self.client is not None
+        # served until CACHE_TTL after it was computed (the bound on its staleness), never longer
+        ttl = self.settings.cache_ttl - (self.clock.now() - board["computed_at"])
+        if ttl <= 0:
+            return
+        try:
+            self.client.set(key, json.dumps(board, ensure_ascii=False, default=str), px=int(ttl * 1000))
+        except redis.RedisError as e:
+            logger.warning("could not fill cache %s: %s", key, e)
+
+    def _board_from_db(self, hours: int) -> dict[str, Any]:
+        """Every measure of every IP over the window, computed once for all the rankings."""
+        computed_at = self.clock.now()
+        measures = window_measures(None, hours, computed_at)
+        names = {ip.id: ip for ip in IpMetadata.select().where(IpMetadata.id.in_(list(measures)))} if measures else {}
+        rows = [leaderboard_row(ip_id, names[ip_id], m) for ip_id, m in measures.items() if ip_id in names]
+        since = hour_bucket(computed_at) - timedelta(hours=hours - 1)
+        lines = outflow_sparklines([r["ip_id"] for r in rows], since, hours)
+        # JSON object keys are strings: the same whether computed here or read from the cache
+        return {"hours": hours, "computed_at": computed_at, "rows": rows,
+                "sparklines": {str(ip_id): line for ip_id, line in lines.items()}}
 
     def ip_detail(self, ip_id: int, hours: int = 24) -> dict:
         """The window's measures, hourly series and latest alerts of one IP."""

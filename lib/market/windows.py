@@ -62,6 +62,7 @@ class _IpData:
     flows: dict[str, _Flows] = field(default_factory=lambda: defaultdict(_Flows))
     sales: list[tuple[float, int | None, int | None]] = field(default_factory=list)  # (at, price, listed)
     created: list[tuple[float, float | None, float | None]] = field(default_factory=list)  # (at, sold, last seen)
+    previous_cohort: tuple[int, int] = (0, 0)  # listings created in the previous window, and how many sold in it
     supply: int | None = None
     sold_totals: list[tuple[float, int]] = field(default_factory=list)
 
@@ -112,16 +113,27 @@ def _load(ip_ids: Sequence[int] | None, w: Window) -> dict[int, _IpData]:
                    & (ListingEvent.hour_bucket >= w.since))):
         data[ip_id].sales.append((at, price, listed))
     sale = ListingEvent.alias()
+    first_sale = ((sale.ip_id == ListingEvent.ip_id) & (sale.source_id == ListingEvent.source_id)
+                  & (sale.kind == "sold") & (sale.occurrence == 0))
     for ip_id, at, sold_at, last_seen in raw(
             ListingEvent.select(ListingEvent.ip_id, ListingEvent.event_at, sale.event_at, ItemSnapshot.last_seen)
-            .join(sale, peewee.JOIN.LEFT_OUTER, on=((sale.ip_id == ListingEvent.ip_id)
-                                                    & (sale.source_id == ListingEvent.source_id)
-                                                    & (sale.kind == "sold") & (sale.occurrence == 0)))
+            .join(sale, peewee.JOIN.LEFT_OUTER, on=first_sale)
             .join(ItemSnapshot, peewee.JOIN.LEFT_OUTER, on=((ItemSnapshot.ip_id == ListingEvent.ip_id)
                                                             & (ItemSnapshot.source_id == ListingEvent.source_id)))
             .where(of_ips(ListingEvent.ip_id) & (ListingEvent.kind == "created")
-                   & (ListingEvent.hour_bucket >= w.previous) & (ListingEvent.event_at >= w.previous_start))):
+                   & (ListingEvent.hour_bucket >= w.since) & (ListingEvent.event_at >= w.start))):
         data[ip_id].created.append((at, sold_at, last_seen))
+    # The previous window's sell-through (momentum) needs only its cohort's size and sales: counted by the
+    # database instead of reading a second window of listings.
+    sold_in_time = peewee.Case(None, [(sale.event_at < w.start, 1)], 0)
+    for ip_id, cohort, sold in raw(
+            ListingEvent.select(ListingEvent.ip_id, peewee.fn.COUNT(ListingEvent.id), peewee.fn.SUM(sold_in_time))
+            .join(sale, peewee.JOIN.LEFT_OUTER, on=first_sale)
+            .where(of_ips(ListingEvent.ip_id) & (ListingEvent.kind == "created")
+                   & (ListingEvent.hour_bucket >= w.previous) & (ListingEvent.hour_bucket < w.since)
+                   & (ListingEvent.event_at >= w.previous_start) & (ListingEvent.event_at < w.start))
+            .group_by(ListingEvent.ip_id)):
+        data[ip_id].previous_cohort = (int(cohort), int(sold or 0))
     latest = (CrawlSearchTotal.select(CrawlSearchTotal.ip_id, peewee.fn.MAX(CrawlSearchTotal.crawled_at).alias("at"))
               .where(of_ips(CrawlSearchTotal.ip_id) & (CrawlSearchTotal.status == "on_sale")
                      & (CrawlSearchTotal.crawled_at <= w.now))
@@ -147,8 +159,11 @@ def _sell_through(created: list[tuple[float, float | None, float | None]], start
     """Of the listings created in [start, end), the share seen sold before ``end`` (still open ones count as not
     sold), and the cohort's size; None below ``MIN_CREATED``."""
     cohort = [(at, sold) for at, sold, _ in created if start <= at < end]
-    sold = sum(1 for at, s in cohort if s is not None and s < end)
-    return (sold / len(cohort) if len(cohort) >= MIN_CREATED else None), len(cohort)
+    return _share(sum(1 for at, s in cohort if s is not None and s < end), len(cohort)), len(cohort)
+
+
+def _share(sold: int, cohort: int) -> float | None:
+    return sold / cohort if cohort >= MIN_CREATED else None
 
 
 def _time_to_sell(created: list[tuple[float, float | None, float | None]], start: float, end: float) -> dict:
@@ -201,8 +216,8 @@ def _ip_measures(d: _IpData, w: Window) -> dict[str, Any]:
     cut_sizes = [(listed - p) / listed for listed, p in cuts if p < listed]
     sell_through, cohort = _sell_through(d.created, w.start, w.now + 1e-6)
     heat = _heat(flows, d.flows["baseline"], sell_through)
-    previous_heat = _heat(d.flows["previous"], d.flows["previous_baseline"],
-                          _sell_through(d.created, w.previous_start, w.start)[0])
+    previous_cohort, previous_sold = d.previous_cohort
+    previous_heat = _heat(d.flows["previous"], d.flows["previous_baseline"], _share(previous_sold, previous_cohort))
     momentum = (round(heat["value"] - previous_heat["value"], 1)
                 if heat["value"] is not None and previous_heat["value"] is not None else None)
     recent_rate = recent.outflow / recent.hours if recent.hours else 0.0

@@ -15,8 +15,8 @@ from fastapi.responses import JSONResponse
 from lib.core.db import database
 from lib.core.settings import Settings
 from lib.market import series
-from lib.market.read_side import LEADERBOARD_KINDS, ReadSide
-from lib.market.retention import WindowBeyondRetention
+from lib.market.read_side import COMMON_WINDOWS, LEADERBOARD_KINDS, ReadSide
+from lib.market.retention import WindowBeyondRetention, max_window_hours
 from lib.messaging.dead_letters import DeadLetters, NotRequeueable
 from lib.web import schemas
 from lib.web.auth import SESSION_COOKIE, SESSION_SECONDS, OperatorAuth
@@ -28,8 +28,6 @@ MEASURE_LABELS: dict[str, tuple[str, str]] = {
     "inflow": ("Listed", ""), "liquidity": ("Liquidity", ""), "sell_through": ("Sell-through", "%"),
     "median_price": ("Median price", "¥"), "time_to_sell": ("Time to sell", "hours"),
 }
-WINDOWS = (24, 168, 720)
-MAX_HOURS = 24 * 90
 
 
 @dataclass
@@ -65,7 +63,8 @@ def db_session() -> Iterator[None]:
             database.close()
 
 
-def hours_param(hours: int = Query(24, ge=1, le=MAX_HOURS, description="window length in hours")) -> int:
+def hours_param(hours: int = Query(24, ge=1, description="window length in hours, at most RETENTION_WINDOW "
+                                   "(`max_hours` of /meta); a longer one is refused with 400")) -> int:
     return hours
 
 
@@ -80,7 +79,8 @@ def measures() -> list[schemas.Measure]:
 @router.get("/meta", response_model=schemas.Meta)
 def meta(request: Request, ctx: WebContext = Depends(context)) -> schemas.Meta:
     session = ctx.auth.request_session(request)
-    return schemas.Meta(measures=measures(), windows=list(WINDOWS), timezone=ctx.settings.display_tz,
+    return schemas.Meta(measures=measures(), windows=list(COMMON_WINDOWS),
+                        max_hours=max_window_hours(ctx.settings), timezone=ctx.settings.display_tz,
                         operator_enabled=ctx.auth.enabled, operator=session is not None,
                         csrf_token=ctx.auth.csrf_token(session) if session else None)
 
@@ -104,15 +104,15 @@ def leaderboard(ctx: WebContext = Depends(context), hours: int = Depends(hours_p
     if by not in LEADERBOARD_KINDS:
         raise HTTPException(400, f"unknown measure {by!r}; expected one of {', '.join(LEADERBOARD_KINDS)}")
     try:
-        ranked = ctx.read_side.leaderboard(by, hours, limit=10_000)
+        board, ranked = ctx.read_side.ranking(by, hours)  # every IP: the filter searches them all
     except WindowBeyondRetention as e:
         raise HTTPException(400, str(e)) from None
     needle = q.strip().casefold()
-    rows = [dict(r) for r in ranked
+    rows = [r for r in ranked
             if not needle or needle in str(r["name"]).casefold() or needle in str(r["keyword"]).casefold()][:limit]
-    lines = series.outflow_sparklines([r["ip_id"] for r in rows], ctx.read_side.window_start(hours), hours)
+    lines = board["sparklines"]
     for row in rows:
-        row["sparkline"] = lines[row["ip_id"]]
+        row["sparkline"] = lines[str(row["ip_id"])]
     if format == "csv":
         columns = ["rank", "ip_id", "keyword", "name", *[k for k in LEADERBOARD_KINDS if k not in ("rank",)]]
         extra = sorted({k for r in rows for k in r} - set(columns) - {"sparkline"})

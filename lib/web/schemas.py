@@ -20,6 +20,7 @@ class Measure(BaseModel):
 class Meta(BaseModel):
     measures: list[Measure] = Field(description="what the leaderboard can be sorted by")
     windows: list[int] = Field(description="window lengths offered, in hours")
+    max_hours: int = Field(description="the longest window the API answers, in hours (RETENTION_WINDOW)")
     timezone: str = Field(description="DISPLAY_TZ: the time zone pages show times in")
     operator_enabled: bool = Field(description="whether DASHBOARD_TOKEN is set (requeue and purge possible)")
     operator: bool = Field(description="whether this request carries a valid operator session")

@@ -13,8 +13,6 @@ GROUPS = {
     "in-flight claim and release (scheduling/schedule.py)": [keys.TASKS_PENDING, keys.TASKS_STARTED],
     "one IP's item states (market/item_state.py)": [keys.item_state(42, sid) for sid in ("m1", "m2", "x9")],
     "a pool's list and handed set (text_pools/pool.py)": [keys.pool("titles", 1), keys.pool_handed("titles", 1)],
-    "the leaderboard caches and their index (market/read_side.py)": [
-        keys.leaderboard("outflow", 24), keys.leaderboard("inflow", 1), keys.cache_index(keys.LEADERBOARD_GROUP)],
     "one IP's detail caches and their index (market/read_side.py)": [
         keys.ip_cache(42, "detail:24"), keys.ip_cache(42, "detail:1"), keys.cache_index(keys.ip_cache_group(42))],
 }

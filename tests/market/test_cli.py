@@ -81,5 +81,5 @@ def test_the_leaderboard_is_served_from_its_cache(env, settings, market):
     r = state_redis(settings)
     side = ReadSide(settings, r)
     first = side.leaderboard("heat", 24)
-    assert r.exists(keys.leaderboard("heat", 24))
+    assert r.exists(keys.leaderboard(24))
     assert side.leaderboard("heat", 24) == first

@@ -1,0 +1,160 @@
+"""The leaderboard's cache: one board per window for every ranking, kept until CACHE_TTL rather than dropped by
+each result, recomputed ahead of it by the ``refresh_leaderboards`` actor, and searched whole by the filter."""
+
+import json
+import time
+import urllib.request
+from datetime import timedelta
+from urllib.parse import quote
+
+import pytest
+
+from lib.core import keys
+from lib.core.clock import Clock, FrozenClock, naive_utc
+from lib.core.redis_client import state_redis
+from lib.market.processing import CrawlResult, ResultProcessor
+from lib.market.read_side import ReadSide
+from lib.scheduling.catalogue import Catalogue
+from lib.scheduling.schedule import ScheduleStore
+from lib.web.api import WebContext
+from lib.web.app import create_app
+from lib.web.auth import OperatorAuth
+from lib.web.server import BackgroundServer
+from models import IpMetadata, IpStatsHourly
+
+H = 3600.0
+TTL = 4.0
+
+
+@pytest.fixture
+def env(env):
+    """A short CACHE_TTL, so a board ages past half of it within the test."""
+    return {**env, "CACHE_TTL": f"{TTL:g}s"}
+
+
+def wait_for(condition, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_a_result_keeps_the_leaderboard_until_the_refresh_actor_recomputes_it(db, settings, stub_broker,
+                                                                               start_worker):
+    import actors
+
+    assert actors.refresh_leaderboards.options.get("periodic") is not None
+    assert actors.refresh_leaderboards.queue_name == "maintenance"
+    r = state_redis(settings)
+    clock = Clock()
+    proc = ResultProcessor(settings, r, clock)
+    catalogue = Catalogue(ScheduleStore(r), settings, clock)
+    quiet, busy = catalogue.add("静か"), catalogue.add("賑やか")
+    now = time.time()
+    for ip, sold in ((quiet, 1), (busy, 3)):
+        base = [{"source_id": f"s{i}", "status": "on_sale", "price": 1000} for i in range(10)]
+        proc.apply(CrawlResult.parse(ip.id, f"{ip.id}-1", now - 120, base))
+        proc.apply(CrawlResult.parse(ip.id, f"{ip.id}-2", now - 60, [
+            {**item, "status": "sold" if i < sold else "on_sale"} for i, item in enumerate(base)]))
+    side = ReadSide(settings, r, clock)
+    assert [row["ip_id"] for row in side.leaderboard("outflow", 24)] == [busy.id, quiet.id]
+    computed = json.loads(r.get(keys.leaderboard(24)))["computed_at"]
+
+    # the quiet IP sells 9 more: the cached board stays (no result drops every IP's ranking) ...
+    proc.apply(CrawlResult.parse(quiet.id, f"{quiet.id}-3", now - 30, [
+        {"source_id": f"s{i}", "status": "sold", "price": 1000} for i in range(10)]))
+    assert [row["ip_id"] for row in side.leaderboard("outflow", 24)] == [busy.id, quiet.id]
+    # ... and the actor leaves a board younger than half its CACHE_TTL alone
+    start_worker(stub_broker, queues=["maintenance"])
+    actors.refresh_leaderboards.send()
+    stub_broker.join("maintenance", timeout=60_000)
+    if time.time() - computed < TTL / 2:  # (unless the machine was slow enough for it to age meanwhile)
+        assert json.loads(r.get(keys.leaderboard(24)))["computed_at"] == computed
+    # past half of it, the actor recomputes every common window: the viewer finds the new ranking warm
+    wait_for(lambda: time.time() - computed >= TTL / 2)
+    actors.refresh_leaderboards.send()
+    stub_broker.join("maintenance", timeout=60_000)
+    assert settings.leaderboard_precompute == (24, 168, 720)  # LEADERBOARD_PRECOMPUTE's default
+    for hours in settings.leaderboard_precompute:
+        board = json.loads(r.get(keys.leaderboard(hours)))
+        assert board["computed_at"] > computed
+        assert 0 < r.pttl(keys.leaderboard(hours)) <= TTL * 1000
+    top = side.leaderboard("outflow", 24)[0]
+    assert (top["ip_id"], top["outflow"]) == (quiet.id, 10)
+    # never older than CACHE_TTL: without a refresh it expires, and the next reader computes it
+    wait_for(lambda: not r.exists(keys.leaderboard(24)), timeout=TTL + 5)
+    assert side.leaderboard("outflow", 24)[0]["ip_id"] == quiet.id
+
+
+def test_one_computation_serves_every_ranking(db, settings):
+    """The window's measures are computed once: every ranking of the window reads the same cached board."""
+    r = state_redis(settings)
+    clock = FrozenClock(1_800_000_000.0)
+    add_ips(3, clock)
+    side = ReadSide(settings, r, clock)
+    side.leaderboard("outflow", 24)
+    board = r.get(keys.leaderboard(24))
+    for by in ("inflow", "heat", "median_price", "time_to_sell"):
+        side.leaderboard(by, 24)
+    assert r.get(keys.leaderboard(24)) == board
+    assert [k.decode() for k in r.scan_iter(f"{keys.PREFIX}:leaderboard:*")] == [keys.leaderboard(24)]
+
+
+def add_ips(n: int, clock: FrozenClock) -> list[int]:
+    """``n`` IPs, the k-th selling n − k listings in the current hour (so the last ranks last by outflow)."""
+    now = naive_utc(clock.now())
+    IpMetadata.insert_many([{"keyword": f"ip-{k:04d}", "display_name": f"IP {k:04d}", "weight": 1.0,
+                             "active": True, "created_at": now, "updated_at": now} for k in range(n)]).execute()
+    ids = [ip.id for ip in IpMetadata.select(IpMetadata.id).order_by(IpMetadata.id)]
+    bucket = now.replace(minute=0, second=0, microsecond=0)
+    rows = [{"ip_id": ip_id, "hour_bucket": bucket - timedelta(hours=h), "inflow": 1, "outflow": n - k if h == 0 else 0}
+            for k, ip_id in enumerate(ids) for h in range(2)]
+    for start in range(0, len(rows), 500):
+        IpStatsHourly.insert_many(rows[start:start + 500]).execute()
+    return ids
+
+
+def test_the_filter_searches_every_ip_not_only_the_top(db, settings):
+    """An IP ranked 510th (the cache once kept 500 rows) is found by the API's filter, with its rank."""
+    clock = FrozenClock(1_800_000_000.0 - 1)
+    ids = add_ips(510, clock)
+    side = ReadSide(settings, state_redis(settings), clock)
+    app = create_app(WebContext(settings=settings, read_side=side, status=dict, dead_letters=None,
+                                auth=OperatorAuth(None)))
+    server = BackgroundServer(app).start()
+    try:
+        url = f"{server.url}/api/v1/leaderboard?by=outflow&hours=24&q={quote('ip-0509')}"
+        with urllib.request.urlopen(url, timeout=60) as response:
+            body = json.loads(response.read())
+    finally:
+        server.stop()
+    assert body["total"] == 510
+    assert [(row["ip_id"], row["rank"], row["outflow"]) for row in body["rows"]] == [(ids[-1], 510, 1)]
+    assert body["rows"][0]["sparkline"][-1] == 1
+
+
+def test_db_init_adds_the_read_sides_indexes_to_existing_tables(db):
+    """A table from before an index was declared gets it from ``animetop db init`` (``create_tables``), on MySQL
+    too, where Peewee creates no index of an existing table."""
+    from lib.core.db import database, is_mysql
+    from lib.core.schema import create_tables
+
+    def covering() -> list[str]:
+        return [i.name for i in database.get_indexes("listing_events")
+                if i.columns == ["kind", "hour_bucket", "ip_id", "event_at", "source_id", "price", "listed_price"]]
+
+    [name] = covering()  # the table loses it, as one created before it was declared lacks it
+    database.execute_sql(f"DROP INDEX {name} ON listing_events" if is_mysql() else f"DROP INDEX {name}")
+    assert covering() == []
+    create_tables()
+    assert len(covering()) == 1
+    create_tables()  # and again: nothing to add, nothing fails
+    assert len(covering()) == 1
+
+
+def test_leaderboard_precompute_takes_windows_of_whole_hours():
+    from lib.core.settings import SettingsError, load_settings
+
+    assert load_settings({"LEADERBOARD_PRECOMPUTE": "1d, 90d,36h"}).leaderboard_precompute == (24, 2160, 36)
+    with pytest.raises(SettingsError, match="LEADERBOARD_PRECOMPUTE"):
+        load_settings({"LEADERBOARD_PRECOMPUTE": "1d,90m"})
