@@ -105,13 +105,16 @@ def retry_after_seconds(value: str | None, now: float | None = None) -> float | 
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
-#: Items rendered, the no-results text visible, or a block page: the page is ready to be read.
+#: Items rendered (``items``), the no-results text visible (``empty``), or a block page (``blocked:`` and the
+#: marker seen): the page is ready to be read.
 READY = f"""() => {{
-  if (document.querySelector('{sel.CELL} {sel.LINK}')) return true;
+  if (document.querySelector('{sel.CELL} {sel.LINK}')) return 'items';
   const text = document.body ? document.body.innerText : '';
-  if (text.includes('{sel.NO_RESULTS_TEXT}')) return true;
-  return {list(sel.BLOCK_MARKERS)}.some(m => document.title.includes(m) || text.includes(m));
+  if (text.includes('{sel.NO_RESULTS_TEXT}')) return 'empty';
+  const marker = {list(sel.BLOCK_MARKERS)}.find(m => document.title.includes(m) || text.includes(m));
+  return marker ? 'blocked:' + marker : null;
 }}"""
+BLOCKED_PREFIX = "blocked:"
 
 #: The live cells, as data (a cell without a link keeps its text: a skeleton has none, a broken cell has some).
 _CELLS = f"""() => Array.from(document.querySelectorAll('{sel.CELL}')).map(cell => {{
@@ -228,7 +231,9 @@ async def fetch_page(tab: Tab, url: str, base_url: str, *, timeout: float, first
     response (a cheap sample: disagreements are counted as an anomaly)."""
     started = asyncio.get_running_loop().time()
     try:
-        nav = await tab.goto(url, timeout)
+        # a page that loaded normally has its text read with its readiness (a block page shown with a success
+        # status, such as a CAPTCHA, is recognized there, without waiting for the API)
+        nav = await tab.goto(url, timeout, read_text=False)
     except Exception as e:
         raise _classify(e) from None
     blocked = _detect_block(nav.status, nav.title, nav.text)
@@ -251,6 +256,8 @@ async def fetch_page(tab: Tab, url: str, base_url: str, *, timeout: float, first
             _, dom_ready = await _first_signal(tab, left, False, 0.0)
     else:
         anomalies = Counter()
+    if dom_ready and dom_ready.startswith(BLOCKED_PREFIX):
+        raise PageError(ErrorKind.BLOCKED, dom_ready[len(BLOCKED_PREFIX):])
     if not dom_ready:
         raise PageError(ErrorKind.TIMEOUT, f"nothing to read after {timeout:.0f}s")
     if use_api:
@@ -260,14 +267,19 @@ async def fetch_page(tab: Tab, url: str, base_url: str, *, timeout: float, first
     return result
 
 
-async def _first_signal(tab: Tab, timeout: float, use_api: bool, grace: float) -> tuple[ApiResponse | None, bool]:
-    """(the captured API response or None, whether the DOM is ready): whichever comes first; once the DOM is
-    ready, an API response not seen yet gets ``grace`` more seconds, and one seen already (its body still being
-    read over CDP, which takes long on a busy machine) the rest of the page's time."""
+async def _first_signal(tab: Tab, timeout: float, use_api: bool, grace: float) -> tuple[ApiResponse | None, str | None]:
+    """(the captured API response or None, what the DOM is ready with, ``READY``'s value, or None):
+    whichever comes first; once the DOM is ready, an API response not seen yet gets ``grace`` more seconds, and
+    one seen already (its body still being read over CDP, which takes long on a busy machine) the rest of the
+    page's time. A block page is not waited on."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     dom = asyncio.ensure_future(tab.wait_for(READY, timeout, polling="mutation"))
     api = asyncio.ensure_future(tab.api_response(timeout)) if use_api else None
+
+    def ready() -> str | None:
+        return dom.result() if dom.done() and not dom.cancelled() and dom.exception() is None else None
+
     try:
         waiting = {dom} if api is None else {dom, api}
         while waiting:
@@ -276,17 +288,17 @@ async def _first_signal(tab: Tab, timeout: float, use_api: bool, grace: float) -
             if not done:
                 break
             if api in done and api.result() is not None:
-                return api.result(), dom.done() and dom.exception() is None
+                return api.result(), ready()
             if dom in done:
                 if dom.exception() is not None:
                     if not isinstance(dom.exception(), asyncio.TimeoutError) and "imeout" not in str(dom.exception()):
                         raise _classify(dom.exception())  # type: ignore[arg-type]
                     break
-                if api is None or api.done():
-                    return (api.result() if api is not None else None), True
+                if api is None or api.done() or ready().startswith(BLOCKED_PREFIX):  # type: ignore[union-attr]
+                    return (api.result() if api is not None and api.done() else None), ready()
                 if not tab.api_arrived:  # a response already seen is waited for whole: its body is on its way
                     deadline = min(deadline, loop.time() + grace)
-        return (api.result() if api is not None and api.done() else None), dom.done() and dom.exception() is None
+        return (api.result() if api is not None and api.done() else None), ready()
     finally:
         for task in (dom, api):
             if task is not None and not task.done():
@@ -327,10 +339,9 @@ def _from_api(api: ApiResponse, base_url: str, search_status: str) -> PageResult
 
 async def _cross_check(tab: Tab, base_url: str, result: PageResult) -> None:
     """Compare the cells in view with the API's listings of the same ids."""
-    try:
-        await tab.wait_for(f"() => !!document.querySelector('{sel.CELL} {sel.LINK}')", CROSS_CHECK_WAIT,
-                           polling="mutation")
-        state = await tab.evaluate(STEP)
+    try:  # the cells as soon as they render, in the same evaluation
+        state = await tab.wait_for(f"() => document.querySelector('{sel.CELL} {sel.LINK}') ? ({STEP})() : null",
+                                   CROSS_CHECK_WAIT, polling="mutation")
     except Exception:
         result.anomalies["cross_check_no_cells"] += 1
         return

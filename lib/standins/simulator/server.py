@@ -153,7 +153,10 @@ class MarketSimulator(LocalHttpServer):
                     self.send_header(name, value)
                 self.send_header("Content-Length", str(len(raw)))
                 self.end_headers()
-                self.wfile.write(raw)
+                try:
+                    self.wfile.write(raw)
+                except (BrokenPipeError, ConnectionResetError):  # the browser went away (a page left mid-load)
+                    self.close_connection = True
 
             def _json(self, status: int, obj: object) -> None:
                 self._send(status, json.dumps(obj, ensure_ascii=False), "application/json")
