@@ -256,7 +256,11 @@ class Tab:
               const predicate = {js_predicate};
               const deadline = Date.now() + {int(left * 1000)};
               for (;;) {{
-                try {{ const value = await predicate(); if (value) return value; }} catch (e) {{}}
+                try {{
+                  const value = await predicate();
+                  // a node does not cross CDP by value (it would come as {{}}): it says only that it was found
+                  if (value) return {{value: value instanceof Node ? true : value}};
+                }} catch (e) {{}}
                 if (Date.now() >= deadline) return null;
                 await {pause};
               }}
@@ -266,9 +270,9 @@ class Tab:
             evaluation = asyncio.ensure_future(self._page.evaluate(js))
             evaluation.add_done_callback(_retrieve)
             try:
-                value = await asyncio.shield(evaluation)
-                if value:
-                    return value
+                held = await asyncio.shield(evaluation)
+                if held:
+                    return held["value"]
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # a navigation replaced the document: wait on in the new one
