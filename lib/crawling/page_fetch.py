@@ -240,10 +240,10 @@ async def fetch_page(tab: Tab, url: str, base_url: str, *, timeout: float, first
     if blocked:
         raise PageError(ErrorKind.BLOCKED, blocked, retry_after_seconds(nav.headers.get("retry-after")))
     left = max(1.0, timeout - (asyncio.get_running_loop().time() - started))
-    if first_page:  # a person scrolls a little while the page loads (seed 000 §3.4: first page only)
-        (api, dom_ready), _ = await asyncio.gather(_first_signal(tab, left, use_api, api_grace), _human_scroll(tab))
-    else:
-        api, dom_ready = await _first_signal(tab, left, use_api, api_grace)
+    # a person scrolls a little while the page loads (seed 000 §3.4: first page only); the API's answer does not
+    # wait for the scrolling to end (it ends with the page), the DOM is read only after it
+    scrolling = _in_background(_human_scroll(tab)) if first_page else None
+    api, dom_ready = await _first_signal(tab, left, use_api, api_grace)
     if api is not None:
         result = _from_api(api, base_url, search_status)
         if result is not None:
@@ -262,6 +262,8 @@ async def fetch_page(tab: Tab, url: str, base_url: str, *, timeout: float, first
         raise PageError(ErrorKind.TIMEOUT, f"nothing to read after {timeout:.0f}s")
     if use_api:
         anomalies["api_missing"] += 1  # the page rendered, the API response was not captured
+    if scrolling is not None:
+        await scrolling
     result = await _read_dom(tab, base_url, deadline=started + timeout)
     result.anomalies.update(anomalies)
     return result
@@ -415,6 +417,17 @@ HUMAN_SCROLL = """async (steps) => {
   }
   window.scrollTo(0, 0);
 }"""
+
+
+#: Tasks running on their own (held here: the event loop keeps only weak references to tasks).
+_BACKGROUND: set[asyncio.Task] = set()
+
+
+def _in_background(coroutine) -> asyncio.Task:
+    task = asyncio.ensure_future(coroutine)
+    _BACKGROUND.add(task)
+    task.add_done_callback(_BACKGROUND.discard)
+    return task
 
 
 async def _human_scroll(tab: Tab) -> None:
