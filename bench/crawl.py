@@ -1,23 +1,28 @@
 """The crawler against the local simulator: seconds per crawl (5 + 5 and 1 + 1 pages) on the API path and on
 the DOM-only path, pages per second and peak memory of the browser; the floor is a bare fetch of the same
-pages in the same run. Also: seconds to class a soft block, against the page timeout it no longer waits for."""
+pages, timed in the same rounds (the machine's load changes from minute to minute: each round's crawls are
+compared with that round's floor, and the median ratio is reported). Also: seconds to class a soft block,
+against the page timeout it no longer waits for."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import statistics
 import tempfile
 import time
+from dataclasses import dataclass, field
 
-from lib.core.settings import load_settings
+from lib.core.settings import Settings, load_settings
 from lib.crawling.crawl import Crawler
-from lib.crawling.driver import Browser, find_chromium
+from lib.crawling.driver import Browser, Tab, find_chromium
 from lib.crawling.page_fetch import ErrorKind, PageError, fetch_page, search_url
 from lib.standins.simulator import MarketSimulator
 
 from .common import report
 
 KEYWORD = "呪術廻戦"
+SOFT_BLOCK_TIMEOUT = 30.0
 
 
 def tree_rss_mb(pid: int | None) -> float:
@@ -43,36 +48,68 @@ def tree_rss_mb(pid: int | None) -> float:
     return total / 1024
 
 
-async def floor(sim: MarketSimulator, chromium: str, pages: int) -> float:
-    """A bare fetch of the crawl's pages: one tab, navigate, wait for an item link, read the text."""
-    browser = await Browser.launch(chromium, no_sandbox=os.geteuid() == 0)
-    try:
-        tab = await browser.new_tab(r"$^", block_resources=False)
+class Floor:
+    """A bare fetch of a crawl's pages: one tab, navigate, wait for an item link (noticed at the DOM's next
+    change, as the crawler notices it), read the text. No resource blocking, no API capture."""
+
+    def __init__(self, sim: MarketSimulator, chromium: str, pages: int) -> None:
+        self.sim, self.chromium, self.pages = sim, chromium, pages
+        self.browser: Browser | None = None
+        self.tab: Tab | None = None
+
+    async def start(self) -> None:
+        self.browser = await Browser.launch(self.chromium, no_sandbox=os.geteuid() == 0)
+        self.tab = await self.browser.new_tab(r"$^", block_resources=False)
+
+    async def fetch(self) -> float:
+        assert self.tab is not None
         start = time.perf_counter()
         for status in ("on_sale", "sold_out|trading"):
-            for n in range(1, pages + 1):
-                await tab.goto(search_url(sim.url, KEYWORD, status, n), 30)
-                await tab.wait_for("() => document.querySelector('li[data-testid=\"item-cell\"] a')", 30)
-                await tab.evaluate("() => document.body.innerText.length")
+            for n in range(1, self.pages + 1):
+                await self.tab.goto(search_url(self.sim.url, KEYWORD, status, n), 30, read_text=False)
+                await self.tab.wait_for("() => document.querySelector('li[data-testid=\"item-cell\"] a')", 30,
+                                        polling="mutation")
+                await self.tab.evaluate("() => document.body.innerText.length")
         return time.perf_counter() - start
-    finally:
-        await browser.close()
+
+    async def close(self) -> None:
+        if self.browser is not None:
+            await self.browser.close()
 
 
-async def crawls(settings, rounds: int) -> tuple[float, float]:
-    crawler = Crawler.from_settings(settings)
-    peak = 0.0
+@dataclass
+class Series:
+    """One way of reading the pages, timed round by round."""
+
+    label: str
+    seconds: list[float] = field(default_factory=list)
+    peak_mb: float = 0.0
+
+
+async def interleaved(sim: MarketSimulator, chromium: str, settings: dict[str, Settings], pages: int,
+                      rounds: int) -> tuple[Series, dict[str, Series]]:
+    """The floor and each path, one after the other in every round (each warmed up first), so that each
+    round's ratio compares times taken under the same load."""
+    bare = Floor(sim, chromium, pages)
+    crawlers = {label: Crawler.from_settings(s) for label, s in settings.items()}
+    base, paths = Series("bare fetch"), {label: Series(label) for label in settings}
     try:
-        await crawler.crawl(1, KEYWORD, "warm-up")
-        times = []
+        await bare.start()
+        await bare.fetch()
+        for crawler in crawlers.values():
+            await crawler.crawl(1, KEYWORD, "warm-up")
         for k in range(rounds):
-            start = time.perf_counter()
-            await crawler.crawl(1, KEYWORD, f"b{k}")
-            times.append(time.perf_counter() - start)
-            peak = max(peak, tree_rss_mb(crawler.manager.browser_pid))
-        return min(times), peak
+            base.seconds.append(await bare.fetch())
+            for label, crawler in crawlers.items():
+                start = time.perf_counter()
+                await crawler.crawl(1, KEYWORD, f"b{k}")
+                paths[label].seconds.append(time.perf_counter() - start)
+                paths[label].peak_mb = max(paths[label].peak_mb, tree_rss_mb(crawler.manager.browser_pid))
+        return base, paths
     finally:
-        await crawler.close()
+        await bare.close()
+        for crawler in crawlers.values():
+            await crawler.close()
 
 
 async def soft_block(sim: MarketSimulator, chromium: str, timeout: float) -> float:
@@ -97,31 +134,51 @@ async def soft_block(sim: MarketSimulator, chromium: str, timeout: float) -> flo
 
 #: The DOM-only path: a search API name that no longer matches (as when the site renames it).
 RENAMED_API = r"/v9/renamed:search"
+#: Rounds per size: a 1+1 crawl takes about a second, and one disturbed round moves its ratio far, so it gets
+#: more rounds (the median settles).
+ROUNDS = {5: 5, 1: 15}
 
 
-def run(rounds: int = 3) -> None:
-    print("crawl: one crawl of N on-sale + N sold pages against the simulator (floor: a bare fetch of the same "
-          "pages in one tab: navigate, wait for an item link, read the text)")
+def load_average() -> str:
+    one, five, _ = os.getloadavg()
+    return f"{one:.1f} (5 min {five:.1f}) on {os.cpu_count()} cores"
+
+
+def run(rounds: dict[int, int] = ROUNDS) -> None:
+    print(f"crawl: one crawl of N on-sale + N sold pages against the simulator, {rounds[5]} rounds of 5+5 and "
+          f"{rounds[1]} of 1+1; in each round the "
+          "floor (a bare fetch of the same pages in one tab: navigate, wait for an item link, read the text) and "
+          "each path run one after the other; ratio: a crawl over the same round's floor")
+    print(f"  load average at start {load_average()}")
     sim = MarketSimulator(speed=0).start()
     chromium = find_chromium(None)
+    rows = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
             base = {"DATA_DIR": tmp, "MERCARI_BASE_URL": sim.url, "CHROMIUM_PATH": chromium,
                     "CHROMIUM_NO_SANDBOX": "true" if os.geteuid() == 0 else "false"}
             for pages in (5, 1):
-                raw = min(asyncio.run(floor(sim, chromium, pages)) for _ in range(rounds))
-                for path, extra in (("API path", {}), ("DOM-only path", {"MERCARI_API_PATTERN": RENAMED_API})):
-                    settings = load_settings({**base, **extra, "SCHEDULER_PAGES_ON_SALE": str(pages),
-                                              "SCHEDULER_PAGES_SOLD": str(pages)})
-                    seconds, peak = asyncio.run(crawls(settings, rounds))
-                    report(f"seconds per crawl, {pages}+{pages} pages, {path}", seconds, raw)
-                    print(f"  pages/s {2 * pages / seconds:.1f} (floor {2 * pages / raw:.1f}); "
-                          f"browser peak memory {peak:.0f} MB")
-            timeout = 30.0
-            seconds = min(asyncio.run(soft_block(sim, chromium, timeout)) for _ in range(rounds))
-            report("seconds to class a soft block (page timeout 30 s)", seconds, timeout)
+                sized = {**base, "SCHEDULER_PAGES_ON_SALE": str(pages), "SCHEDULER_PAGES_SOLD": str(pages)}
+                settings = {"API path": load_settings(sized),
+                            "DOM-only path": load_settings({**sized, "MERCARI_API_PATTERN": RENAMED_API})}
+                bare, paths = asyncio.run(interleaved(sim, chromium, settings, pages, rounds[pages]))
+                for series in paths.values():
+                    ratios = [t / f for t, f in zip(series.seconds, bare.seconds, strict=True)]
+                    rows.append((f"{pages}+{pages}", series.label, statistics.median(bare.seconds),
+                                 statistics.median(series.seconds), statistics.median(ratios), min(ratios),
+                                 max(ratios), 2 * pages / statistics.median(series.seconds), series.peak_mb))
+            soft = [asyncio.run(soft_block(sim, chromium, SOFT_BLOCK_TIMEOUT)) for _ in range(rounds[5])]
     finally:
         sim.stop()
+    print(f"  load average at end {load_average()}")
+    print(f"  {'pages':5}  {'path':13}  {'floor s':>8}  {'crawl s':>8}  {'ratio':>6}  {'(min–max)':>13}  "
+          f"{'pages/s':>7}  {'browser MB':>10}")
+    for pages_, label, floor_s, crawl_s, ratio, low, high, per_s, peak in rows:
+        print(f"  {pages_:5}  {label:13}  {floor_s:8.2f}  {crawl_s:8.2f}  {ratio:5.2f}×  "
+              f"{f'({low:.2f}–{high:.2f})':>13}  {per_s:7.1f}  {peak:10.0f}")
+    print("  (seconds: medians over the rounds; ratio: the median of the rounds' ratios)")
+    report(f"seconds to class a soft block (median of {rounds[5]}; page timeout {SOFT_BLOCK_TIMEOUT:.0f} s)",
+           statistics.median(soft), SOFT_BLOCK_TIMEOUT)
 
 
 def main() -> None:

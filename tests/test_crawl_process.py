@@ -62,7 +62,7 @@ def test_crawler_stopped_mid_crawl_finishes_it_first(env, settings, broker, sim,
         assert AppliedResult.get().items == len(truth)  # and no page went missing
         # the market's size, stored with the crawl: the site's count per search and what the pages covered
         totals = {row.status: (row.num_found, row.pages_read, row.items_read) for row in CrawlSearchTotal.select()}
-        found = {label: len(market.search("鬼滅の刃", statuses, sim.clock.now())) for label, statuses in
+        found = {label: market.total("鬼滅の刃", statuses, sim.clock.now()) for label, statuses in
                  (("on_sale", {market.ON_SALE}), ("sold", {market.SOLD_OUT, market.TRADING}))}
         assert totals == {"on_sale": (found["on_sale"], 5, 600), "sold": (found["sold"], 5, 600)}
         # the crawler kept the crawl's drift record: every page from the API, 120 items each

@@ -168,7 +168,7 @@ def test_the_simulator_flatters_no_crawler(sim, chromium):
             baseline = set(await blank.evaluate("() => Object.keys(window)"))
             tab = await browser.new_tab(r"$^", True)
             await tab.goto(url, 10)
-            await tab.wait_for("() => !!document.querySelector('a[data-testid=\"thumbnail-link\"]')", 10)
+            await tab.wait_for("() => document.querySelector('a[data-testid=\"thumbnail-link\"]')", 10)  # a node: found
             return set(await tab.evaluate("() => Object.keys(window)")) - baseline, \
                 await tab.evaluate("() => document.body.innerText")
         finally:

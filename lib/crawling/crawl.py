@@ -53,6 +53,9 @@ class Crawler:
         self.manager = manager
         self.rotator = rotator
         self._idle_tab: _CrawlTab | None = None  # the last crawl's tab, for the next one
+        #: Whether the last page that rendered items came without a captured API response: the next pages (of
+        #: this crawl and the next ones) give it only ``API_GRACE_AFTER_MISS``, until a page is read from the API.
+        self._api_missed = False
         self.rate_limit = rate_limit or CrawlRateLimit.from_settings(settings, observe=observe_rate_wait)
 
     @classmethod
@@ -100,7 +103,7 @@ class Crawler:
     async def _pages(self, plan, keyword: str, ip_id: int, task_id: str, tabs: _CrawlTab, items: dict,
                      errors: dict, search: dict, page_records: list) -> None:
         base = self.settings.mercari_base_url
-        stop = api_missed = False
+        stop = False
         for status_param, label, page_count in plan:
             total: dict[str, int | None] = {"num_found": None, "pages": 0, "items": 0}
             read: set[str] = set()
@@ -116,7 +119,7 @@ class Crawler:
                     result = await fetch_page(tab, url, base, timeout=self.settings.crawl_page_timeout,
                                               first_page=number == 1 and label == "on_sale",
                                               cross_check=number == 1, search_status=label,
-                                              api_grace=API_GRACE_AFTER_MISS if api_missed else API_GRACE)
+                                              api_grace=API_GRACE_AFTER_MISS if self._api_missed else API_GRACE)
                 except PageError as e:
                     await tabs.drop()  # the next page starts on a fresh tab
                     errors[f"{label}:{number}"] = e.kind.value
@@ -131,7 +134,8 @@ class Crawler:
                     continue
                 await self._after_page(None)
                 page_records.append(_page_record(label, number, result))
-                api_missed = api_missed or bool(result.anomalies.get("api_missing"))
+                if result.source == "api" or result.anomalies.get("api_missing"):
+                    self._api_missed = result.source != "api"
                 if result.num_found is not None:
                     total["num_found"] = result.num_found
                 total["pages"] = (total["pages"] or 0) + 1

@@ -196,12 +196,18 @@ class Tab:
         session.on("Fetch.authRequired", auth_required)
         await session.send("Fetch.enable", {"patterns": patterns, "handleAuthRequests": proxy_auth is not None})
 
-    async def goto(self, url: str, timeout: float) -> Navigation:
+    async def goto(self, url: str, timeout: float, read_text: bool = True) -> Navigation:
+        """Navigate (until the document is parsed) and read its title and text. ``read_text=False``: only
+        when the answer is not a success (a page that loaded normally is read later, with its readiness: one
+        round trip to a busy renderer less per page)."""
         self._discard_captured()
         response = await self._page.goto(url, waitUntil="domcontentloaded", timeout=int(timeout * 1000))
-        title, text = await self.evaluate(
-            "() => [document.title, document.body ? document.body.innerText.slice(0, 2000) : '']")
-        return Navigation(status=response.status if response else None, title=title, text=text,
+        status = response.status if response else None
+        title = text = ""
+        if read_text or status is None or status >= 400:
+            title, text = await self.evaluate(
+                "() => [document.title, document.body ? document.body.innerText.slice(0, 2000) : '']")
+        return Navigation(status=status, title=title, text=text,
                           headers={k.lower(): v for k, v in (response.headers if response else {}).items()})
 
     @property
@@ -225,9 +231,10 @@ class Tab:
         return ApiResponse(status=response.status, headers={k.lower(): v for k, v in response.headers.items()},
                            body=payload)
 
-    async def wait_for(self, js_predicate: str, timeout: float, polling: int | str = 100) -> None:
+    async def wait_for(self, js_predicate: str, timeout: float, polling: int | str = 100) -> Any:
         """Until the predicate holds in the page (``polling``: milliseconds, or "raf" / "mutation": at the next
-        frame, at the next change of the DOM); ``asyncio.TimeoutError`` after ``timeout`` seconds.
+        frame, at the next change of the DOM), returning its (truthy) value; ``asyncio.TimeoutError`` after
+        ``timeout`` seconds.
 
         The wait runs in the page (one evaluation), not in pyppeteer's poller, so it can be cancelled when no
         longer needed: pyppeteer's waitForFunction, cancelled, later sets the result of a cancelled future."""
@@ -249,8 +256,12 @@ class Tab:
               const predicate = {js_predicate};
               const deadline = Date.now() + {int(left * 1000)};
               for (;;) {{
-                try {{ if (await predicate()) return true; }} catch (e) {{}}
-                if (Date.now() >= deadline) return false;
+                try {{
+                  const value = await predicate();
+                  // a node does not cross CDP by value (it would come as {{}}): it says only that it was found
+                  if (value) return {{value: value instanceof Node ? true : value}};
+                }} catch (e) {{}}
+                if (Date.now() >= deadline) return null;
                 await {pause};
               }}
             }}"""
@@ -259,8 +270,9 @@ class Tab:
             evaluation = asyncio.ensure_future(self._page.evaluate(js))
             evaluation.add_done_callback(_retrieve)
             try:
-                if await asyncio.shield(evaluation):
-                    return
+                held = await asyncio.shield(evaluation)
+                if held:
+                    return held["value"]
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # a navigation replaced the document: wait on in the new one

@@ -45,6 +45,10 @@ LAZY_WAIT = 5.0
 QUIET = 2.0
 #: How far one step scrolls the list, in viewports (consecutive reads overlap).
 SCROLL_STEP = 0.8
+#: At most this many viewports per step, however far below the viewport the list renders cells.
+MAX_STEP = 3
+#: After two reads with no listing in common (a late render): how far to step back, in viewports.
+GAP_STEP_BACK = 0.4
 #: Cross-check: how long to wait for the rendered cells next to a captured API response.
 CROSS_CHECK_WAIT = 3.0
 
@@ -101,28 +105,19 @@ def retry_after_seconds(value: str | None, now: float | None = None) -> float | 
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
-#: Items rendered, the no-results text visible, or a block page: the page is ready to be read.
+#: Items rendered (``items``), the no-results text visible (``empty``), or a block page (``blocked:`` and the
+#: marker seen): the page is ready to be read.
 READY = f"""() => {{
-  if (document.querySelector('{sel.CELL} {sel.LINK}')) return true;
+  if (document.querySelector('{sel.CELL} {sel.LINK}')) return 'items';
   const text = document.body ? document.body.innerText : '';
-  if (text.includes('{sel.NO_RESULTS_TEXT}')) return true;
-  return {list(sel.BLOCK_MARKERS)}.some(m => document.title.includes(m) || text.includes(m));
+  if (text.includes('{sel.NO_RESULTS_TEXT}')) return 'empty';
+  const marker = {list(sel.BLOCK_MARKERS)}.find(m => document.title.includes(m) || text.includes(m));
+  return marker ? 'blocked:' + marker : null;
 }}"""
+BLOCKED_PREFIX = "blocked:"
 
-#: One step through the list: scroll by ``scroll`` viewports (if any), let the page render (its next change of
-#: the DOM, or 150 ms for a list that does not change), read the live cells and the state.
-STEP = f"""async (scroll) => {{
-  if (scroll) {{
-    const changed = new Promise(r => {{
-      const o = new MutationObserver(() => {{ o.disconnect(); r(); }});
-      o.observe(document.body, {{childList: true, subtree: true}});
-      setTimeout(() => {{ o.disconnect(); r(); }}, 150);
-    }});
-    window.scrollBy(0, Math.floor(window.innerHeight * scroll));
-    await changed;
-    await new Promise(r => requestAnimationFrame(r));
-  }}
-  const cells = Array.from(document.querySelectorAll('{sel.CELL}')).map(cell => {{
+#: The live cells, as data (a cell without a link keeps its text: a skeleton has none, a broken cell has some).
+_CELLS = f"""() => Array.from(document.querySelectorAll('{sel.CELL}')).map(cell => {{
     const link = cell.querySelector('{sel.LINK}');
     if (!link) return {{href: null, text: cell.textContent.trim()}};
     const name = cell.querySelector('{sel.NAME}');
@@ -137,17 +132,83 @@ STEP = f"""async (scroll) => {{
       sold: !!cell.querySelector('{sel.SOLD_STICKER}'),
       image: img ? img.getAttribute('src') : '',
     }};
-  }});
-  // the page's text (layout work) only where it matters: before the first scroll (blocks, no results)
-  const text = scroll ? '' : document.body.innerText;
-  return {{
-    cells, scrollY: window.scrollY, height: document.documentElement.scrollHeight, viewport: window.innerHeight,
-    next: !!document.querySelector('{sel.NEXT_BUTTON}'), noResults: text.includes('{sel.NO_RESULTS_TEXT}'),
-    title: document.title, text: text.slice(0, 2000),
-  }};
+  }})"""
+
+#: Let the page render a scroll: its next change of the DOM (or 150 ms for a list that does not change), then
+#: the next frame.
+_SETTLE = """() => new Promise(r => {
+    const o = new MutationObserver(() => { o.disconnect(); r(); });
+    o.observe(document.body, {childList: true, subtree: true});
+    setTimeout(() => { o.disconnect(); r(); }, 150);
+  }).then(() => new Promise(r => requestAnimationFrame(r)))"""
+
+#: The live cells and the page's state, without scrolling (the cross-check's sample).
+STEP = f"""() => ({{cells: ({_CELLS})(), next: !!document.querySelector('{sel.NEXT_BUTTON}')}})"""
+
+#: The first read of a page on the DOM path: the modal scrim removed, the list scrolled to its top (and
+#: rendered there), and the page's text (blocks, no results: layout work, done once).
+FIRST_READ = f"""async () => {{
+  const scrim = document.querySelector('{sel.MODAL_SCRIM}');
+  if (scrim) scrim.remove();
+  if (window.scrollY) {{ const settled = ({_SETTLE})(); window.scrollTo(0, 0); await settled; }}
+  const text = document.body.innerText;
+  return {{noResults: text.includes('{sel.NO_RESULTS_TEXT}'), title: document.title, text: text.slice(0, 2000)}};
 }}"""
 
-REMOVE_SCRIM = f"() => {{ const s = document.querySelector('{sel.MODAL_SCRIM}'); if (s) s.remove(); }}"
+#: Read through the virtual list inside the page, in one evaluation (a round trip over CDP per scroll step cost
+#: more than the step itself on a loaded machine): read the live cells, scroll by ``step`` viewports, let the
+#: page render, read again, until the page holds ``full`` listings with a next-page control, the bottom of what
+#: is rendered, or ``budgetMs``. Two reads with no listing in common mean the page had not rendered the scroll
+#: yet (cells between them may have gone unseen): it steps back ``back`` viewports and reads again (``gaps``).
+#: Returns the cells not among ``known`` (listing ids read before), and the state where it stopped.
+READ_LIST = f"""async ({{step, back, full, budgetMs, known}}) => {{
+  const started = Date.now();
+  const patterns = [new RegExp({sel.ITEM_HREF!r}), new RegExp({sel.SHOPS_HREF!r})];
+  const idOf = href => {{
+    for (const p of patterns) {{ const m = href && href.match(p); if (m) return m[1]; }}
+    return null;
+  }};
+  const cellsNow = {_CELLS};
+  const settle = {_SETTLE};
+  const seen = new Set(known), broken = new Set(), out = [];
+  let previous = null, gaps = 0, cells = cellsNow();
+  for (;;) {{
+    const ids = new Set(cells.map(c => idOf(c.href)).filter(id => id !== null));
+    if (previous && ids.size && ![...ids].some(id => previous.has(id)) && Date.now() - started < budgetMs) {{
+      gaps++;
+      const settled = settle();
+      window.scrollBy(0, -Math.floor(window.innerHeight * back));
+      await settled;
+      cells = cellsNow();
+      continue;
+    }}
+    if (ids.size) previous = ids;
+    for (const c of cells) {{
+      const id = idOf(c.href);
+      if (id !== null) {{
+        if (!seen.has(id)) {{ seen.add(id); out.push(c); }}
+      }} else if (!c.href && c.text && !broken.has(c.text)) {{
+        broken.add(c.text); out.push(c);
+      }}
+    }}
+    const next = !!document.querySelector('{sel.NEXT_BUTTON}');
+    const height = document.documentElement.scrollHeight;
+    const bottom = window.scrollY + window.innerHeight >= height - 2;
+    if ((next && seen.size >= full) || bottom || Date.now() - started >= budgetMs) {{
+      return {{cells: out, gaps, next, bottom, height}};
+    }}
+    // the next step: ``step`` viewports, or further when the list renders cells below the viewport: the last
+    // of them is brought near the top (it is read again, so consecutive reads still overlap)
+    const view = window.innerHeight;
+    const last = Math.max(-Infinity, ...Array.from(document.querySelectorAll('{sel.CELL} {sel.LINK}'))
+      .map(a => a.closest('{sel.CELL}').getBoundingClientRect().top));
+    const by = Math.floor(Math.min(Math.max(view * step, last - view * 0.1), view * {MAX_STEP}));
+    const settled = settle();
+    window.scrollBy(0, by);
+    await settled;
+    cells = cellsNow();
+  }}
+}}"""
 
 
 def _detect_block(status: int | None, title: str, text: str) -> str | None:
@@ -170,17 +231,19 @@ async def fetch_page(tab: Tab, url: str, base_url: str, *, timeout: float, first
     response (a cheap sample: disagreements are counted as an anomaly)."""
     started = asyncio.get_running_loop().time()
     try:
-        nav = await tab.goto(url, timeout)
+        # a page that loaded normally has its text read with its readiness (a block page shown with a success
+        # status, such as a CAPTCHA, is recognized there, without waiting for the API)
+        nav = await tab.goto(url, timeout, read_text=False)
     except Exception as e:
         raise _classify(e) from None
     blocked = _detect_block(nav.status, nav.title, nav.text)
     if blocked:
         raise PageError(ErrorKind.BLOCKED, blocked, retry_after_seconds(nav.headers.get("retry-after")))
     left = max(1.0, timeout - (asyncio.get_running_loop().time() - started))
-    if first_page:  # a person scrolls a little while the page loads (seed 000 §3.4: first page only)
-        (api, dom_ready), _ = await asyncio.gather(_first_signal(tab, left, use_api, api_grace), _human_scroll(tab))
-    else:
-        api, dom_ready = await _first_signal(tab, left, use_api, api_grace)
+    # a person scrolls a little while the page loads (seed 000 §3.4: first page only); the API's answer does not
+    # wait for the scrolling to end (it ends with the page), the DOM is read only after it
+    scrolling = _in_background(_human_scroll(tab)) if first_page else None
+    api, dom_ready = await _first_signal(tab, left, use_api, api_grace)
     if api is not None:
         result = _from_api(api, base_url, search_status)
         if result is not None:
@@ -193,25 +256,32 @@ async def fetch_page(tab: Tab, url: str, base_url: str, *, timeout: float, first
             _, dom_ready = await _first_signal(tab, left, False, 0.0)
     else:
         anomalies = Counter()
+    if dom_ready and dom_ready.startswith(BLOCKED_PREFIX):
+        raise PageError(ErrorKind.BLOCKED, dom_ready[len(BLOCKED_PREFIX):])
     if not dom_ready:
         raise PageError(ErrorKind.TIMEOUT, f"nothing to read after {timeout:.0f}s")
     if use_api:
         anomalies["api_missing"] += 1  # the page rendered, the API response was not captured
-    await tab.evaluate(REMOVE_SCRIM)
-    await tab.evaluate("() => window.scrollTo(0, 0)")
+    if scrolling is not None:
+        await scrolling
     result = await _read_dom(tab, base_url, deadline=started + timeout)
     result.anomalies.update(anomalies)
     return result
 
 
-async def _first_signal(tab: Tab, timeout: float, use_api: bool, grace: float) -> tuple[ApiResponse | None, bool]:
-    """(the captured API response or None, whether the DOM is ready): whichever comes first; once the DOM is
-    ready, an API response not seen yet gets ``grace`` more seconds, and one seen already (its body still being
-    read over CDP, which takes long on a busy machine) the rest of the page's time."""
+async def _first_signal(tab: Tab, timeout: float, use_api: bool, grace: float) -> tuple[ApiResponse | None, str | None]:
+    """(the captured API response or None, what the DOM is ready with, ``READY``'s value, or None):
+    whichever comes first; once the DOM is ready, an API response not seen yet gets ``grace`` more seconds, and
+    one seen already (its body still being read over CDP, which takes long on a busy machine) the rest of the
+    page's time. A block page is not waited on."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     dom = asyncio.ensure_future(tab.wait_for(READY, timeout, polling="mutation"))
     api = asyncio.ensure_future(tab.api_response(timeout)) if use_api else None
+
+    def ready() -> str | None:
+        return dom.result() if dom.done() and not dom.cancelled() and dom.exception() is None else None
+
     try:
         waiting = {dom} if api is None else {dom, api}
         while waiting:
@@ -220,17 +290,17 @@ async def _first_signal(tab: Tab, timeout: float, use_api: bool, grace: float) -
             if not done:
                 break
             if api in done and api.result() is not None:
-                return api.result(), dom.done() and dom.exception() is None
+                return api.result(), ready()
             if dom in done:
                 if dom.exception() is not None:
                     if not isinstance(dom.exception(), asyncio.TimeoutError) and "imeout" not in str(dom.exception()):
                         raise _classify(dom.exception())  # type: ignore[arg-type]
                     break
-                if api is None or api.done():
-                    return (api.result() if api is not None else None), True
+                if api is None or api.done() or ready().startswith(BLOCKED_PREFIX):  # type: ignore[union-attr]
+                    return (api.result() if api is not None and api.done() else None), ready()
                 if not tab.api_arrived:  # a response already seen is waited for whole: its body is on its way
                     deadline = min(deadline, loop.time() + grace)
-        return (api.result() if api is not None and api.done() else None), dom.done() and dom.exception() is None
+        return (api.result() if api is not None and api.done() else None), ready()
     finally:
         for task in (dom, api):
             if task is not None and not task.done():
@@ -271,10 +341,9 @@ def _from_api(api: ApiResponse, base_url: str, search_status: str) -> PageResult
 
 async def _cross_check(tab: Tab, base_url: str, result: PageResult) -> None:
     """Compare the cells in view with the API's listings of the same ids."""
-    try:
-        await tab.wait_for(f"() => !!document.querySelector('{sel.CELL} {sel.LINK}')", CROSS_CHECK_WAIT,
-                           polling="mutation")
-        state = await tab.evaluate(STEP, 0)
+    try:  # the cells as soon as they render, in the same evaluation
+        state = await tab.wait_for(f"() => document.querySelector('{sel.CELL} {sel.LINK}') ? ({STEP})() : null",
+                                   CROSS_CHECK_WAIT, polling="mutation")
     except Exception:
         result.anomalies["cross_check_no_cells"] += 1
         return
@@ -296,25 +365,19 @@ async def _read_dom(tab: Tab, base_url: str, deadline: float) -> PageResult:
     seen: dict[str, dict] = {}
     anomalies: Counter[str] = Counter()
     broken: set[str] = set()
-    state = await tab.evaluate(STEP, 0)
+    state = await tab.evaluate(FIRST_READ)
     blocked = _detect_block(None, state["title"], state["text"])
     if blocked:
         raise PageError(ErrorKind.BLOCKED, blocked)
     if state["noResults"]:
         return PageResult(items=[], num_found=0, has_next=False, source="dom")
-    previous: set[str] = set()
     while True:
-        if loop.time() > deadline:
+        left = deadline - loop.time()
+        if left <= 0:
             raise PageError(ErrorKind.TIMEOUT, f"reading the list took too long ({len(seen)} items read)")
-        ids = {item["source_id"] for item in (item_from_cell(c, base_url) for c in state["cells"] if c["href"])
-               if item is not None}
-        if previous and ids and not ids & previous:
-            # no cell in common with the last read: the page had not rendered the scroll yet, and cells between
-            # the two reads may have gone unseen. Step back and read again.
-            anomalies["dom_gap"] += 1
-            state = await tab.evaluate(STEP, -0.4)
-            continue
-        previous = ids or previous
+        state = await tab.evaluate(READ_LIST, {"step": SCROLL_STEP, "back": GAP_STEP_BACK, "full": PAGE_SIZE,
+                                               "budgetMs": int(left * 1000), "known": list(seen)})
+        anomalies["dom_gap"] += state["gaps"]
         for cell in state["cells"]:
             item = item_from_cell(cell, base_url) if cell["href"] else None
             if item is None:
@@ -326,9 +389,8 @@ async def _read_dom(tab: Tab, base_url: str, deadline: float) -> PageResult:
                 seen[item["source_id"]] = item
                 anomalies.update(cell_anomalies(cell))
         if state["next"] and len(seen) >= PAGE_SIZE:  # a full page
-            return PageResult(items=list(seen.values()), num_found=None, has_next=True, source="dom",
-                              anomalies=anomalies)
-        if state["scrollY"] + state["viewport"] >= state["height"] - 2:  # at the bottom of what is rendered
+            break
+        if state["bottom"]:  # at the bottom of what is rendered
             short = state["next"] and len(seen) < PAGE_SIZE
             wait = min(LAZY_WAIT if short else QUIET, max(0.0, deadline - loop.time()))
             try:
@@ -336,21 +398,43 @@ async def _read_dom(tab: Tab, base_url: str, deadline: float) -> PageResult:
                                    polling="raf")
             except Exception:
                 # the list stopped growing: done (re-read the next-page control, it may come with the last items)
-                final = await tab.evaluate(STEP, 0)
+                final = await tab.evaluate(STEP)
                 if final["next"] and len(seen) < PAGE_SIZE:
                     anomalies["short_page"] += 1
-                return PageResult(items=list(seen.values()), num_found=None, has_next=bool(final["next"]),
-                                  source="dom", anomalies=anomalies)
-        state = await tab.evaluate(STEP, SCROLL_STEP)
+                state["next"] = final["next"]
+                break
+    anomalies = +anomalies  # no zero counts
+    return PageResult(items=list(seen.values()), num_found=None, has_next=bool(state["next"]), source="dom",
+                      anomalies=anomalies)
+
+
+#: A person's scrolling on the first page while it loads: 2–3 small uneven scrolls and pauses, then back to the
+#: top; run inside the page (one round trip over CDP, not one per scroll).
+HUMAN_SCROLL = """async (steps) => {
+  for (const [dy, pause] of steps) {
+    window.scrollBy(0, dy);
+    await new Promise(r => setTimeout(r, pause));
+  }
+  window.scrollTo(0, 0);
+}"""
+
+
+#: Tasks running on their own (held here: the event loop keeps only weak references to tasks).
+_BACKGROUND: set[asyncio.Task] = set()
+
+
+def _in_background(coroutine) -> asyncio.Task:
+    task = asyncio.ensure_future(coroutine)
+    _BACKGROUND.add(task)
+    task.add_done_callback(_BACKGROUND.discard)
+    return task
 
 
 async def _human_scroll(tab: Tab) -> None:
     """A few small, uneven scrolls and pauses, as a person would (first page only, while it loads)."""
+    steps = [[random.randint(120, 420), random.randint(30, 100)] for _ in range(random.randint(2, 3))]
     try:
-        for _ in range(random.randint(2, 3)):
-            await tab.evaluate(f"() => window.scrollBy(0, {random.randint(120, 420)})")
-            await asyncio.sleep(random.uniform(0.03, 0.1))
-        await tab.evaluate("() => window.scrollTo(0, 0)")
+        await tab.evaluate(HUMAN_SCROLL, steps)
     except Exception:  # the page went away (a block page, a navigation): nothing to imitate on
         pass
 

@@ -6,6 +6,13 @@ tests compare against — is a pure function of (keyword, t). Listings appear
 at the keyword's rate; each may change price, sell (first "trading", then
 "sold out"), be relisted, be a Mercari Shops product, have no price (the site then shows the placeholder
 ¥9,999,999 with a no-price flag) or be priced at that placeholder by its seller (no flag).
+
+Like the real site, a sold listing stays in the sold search for good: a sold search's total (``numFound``)
+counts every sold listing since the market began, so it only grows, except when a trade is cancelled and the
+listing relisted. A listing still on sale ``HORIZON`` after its creation is withdrawn (it leaves the on-sale
+search). Every listing's story is over by then (sold out, relisted, or never sold), and which listings sell is
+dealt out per block of ``BLOCK`` listings in fixed numbers, so the sold listings older than the horizon (the
+archive) are counted without generating them.
 """
 
 from __future__ import annotations
@@ -62,6 +69,15 @@ class Listing:
         return max(moments)
 
 
+#: Of each block of BLOCK consecutive listings, SOLD_FOR_GOOD sell and stay sold, RELISTED sell and are relisted
+#: (a cancelled trade), the rest never sell: 70 % sell, 3 % of those are relisted.
+BLOCK, SOLD_FOR_GOOD, RELISTED = 100, 68, 2
+SOLD_FATE, RELISTED_FATE, UNSOLD_FATE = "sold", "relisted", "unsold"
+#: A sale comes at most this long after the listing (an exponential wait of mean 10 h, cut there), its trade
+#: ends within TRADE_MAX: a listing's story is over HORIZON after its creation.
+SALE_MAX, TRADE_MAX, RELIST_MAX = 48 * HOUR, 24 * HOUR, 5 * HOUR
+
+
 def _seed(keyword: str, n: int) -> int:
     return int.from_bytes(hashlib.blake2b(f"{keyword}\x00{n}".encode(), digest_size=8).digest(), "big")
 
@@ -77,6 +93,19 @@ def listings_per_hour(keyword: str) -> float:
     return 20 + _seed(keyword, -1) % 200
 
 
+@lru_cache(maxsize=20_000)
+def _fates(keyword: str, block: int) -> tuple[str, ...]:
+    """The fate of each listing of a block: exactly SOLD_FOR_GOOD sold, RELISTED relisted, in a seeded order."""
+    unsold = BLOCK - SOLD_FOR_GOOD - RELISTED
+    fates = [SOLD_FATE] * SOLD_FOR_GOOD + [RELISTED_FATE] * RELISTED + [UNSOLD_FATE] * unsold
+    random.Random(_seed(keyword, -2 - block)).shuffle(fates)
+    return tuple(fates)
+
+
+def fate(keyword: str, n: int) -> str:
+    return _fates(keyword, n // BLOCK)[n % BLOCK]
+
+
 @lru_cache(maxsize=200_000)
 def listing(keyword: str, n: int) -> Listing:
     rng = random.Random(_seed(keyword, n))
@@ -88,10 +117,13 @@ def listing(keyword: str, n: int) -> Listing:
     change = rng.random() < 0.15 and not no_price
     price_change_at = created + rng.uniform(0.5, 20) * HOUR if change else None
     price1 = max(300, int(price0 * rng.uniform(0.7, 0.95))) if change and price0 is not None else price0
-    sells = rng.random() < 0.7
-    sold_at = created + rng.expovariate(1 / (10 * HOUR)) if sells else None
-    sold_out_at = sold_at + rng.uniform(1, 48) * HOUR if sold_at is not None else None
-    relisted_at = sold_at + rng.uniform(0.5, 5) * HOUR if sold_at is not None and rng.random() < 0.03 else None
+    story = fate(keyword, n)
+    wait, trade, relist = rng.random(), rng.uniform(1 * HOUR, TRADE_MAX), rng.uniform(0.5 * HOUR, RELIST_MAX)
+    # an exponential wait of mean 10 h, cut at SALE_MAX (drawn by inverting its distribution function)
+    sold_at = (created - 10 * HOUR * math.log(1 - wait * (1 - math.exp(-SALE_MAX / (10 * HOUR))))
+               if story != UNSOLD_FATE else None)
+    sold_out_at = sold_at + trade if sold_at is not None else None
+    relisted_at = sold_at + relist if sold_at is not None and story == RELISTED_FATE else None
     ident = (hashlib.sha1(f"{keyword}{n}".encode()).hexdigest()[:22] if shops
              else f"m{10_000_000_000 + _seed(keyword, n) % 89_999_999_999}")
     name = f"{keyword} {_NOUNS[rng.randrange(len(_NOUNS))]} {n % 1000:03d}"
@@ -104,13 +136,20 @@ _NOUNS = ["フィギュア", "アクリルスタンド", "缶バッジ", "ぬい
           "全巻セット", "トレカ", "ポスター", "Tシャツ", "クリアファイル"]
 
 
+def _first(keyword: str, t: float) -> int:
+    """The oldest listing younger than the horizon at ``t``: every listing before it was created over HORIZON
+    before ``t`` (created(n) < EPOCH + (n + 1) / rate), its story over."""
+    return max(0, math.floor((t - HORIZON - EPOCH) / HOUR * listings_per_hour(keyword)))
+
+
+@lru_cache(maxsize=8)  # a crawl's pages, and a search's page and total, at one time: computed once
 def visible(keyword: str, t: float) -> list[tuple[Listing, str]]:
-    """Every listing that exists at ``t`` with its status, newest first."""
+    """Every listing younger than the horizon at ``t`` with its status, newest first (not to be changed)."""
     rate = listings_per_hour(keyword)
     if not rate:
         return []
     last = math.floor((t - EPOCH) / HOUR * rate)
-    first = max(0, math.floor((t - HORIZON - EPOCH) / HOUR * rate))
+    first = _first(keyword, t)
     out = []
     for n in range(last, first - 1, -1):
         item = listing(keyword, n)
@@ -122,5 +161,44 @@ def visible(keyword: str, t: float) -> list[tuple[Listing, str]]:
 
 
 def search(keyword: str, statuses: set[str], t: float) -> list[tuple[Listing, str]]:
-    """What a newest-first search with these statuses lists at ``t``."""
+    """What a newest-first search with these statuses lists at ``t`` among the listings younger than the
+    horizon; a sold-out search goes on into the archive (``archive``, ``total``)."""
     return [(item, status) for item, status in visible(keyword, t) if status in statuses]
+
+
+def archived_sold(keyword: str, statuses: set[str], t: float) -> int:
+    """How many listings older than the horizon at ``t`` a search with these statuses counts: the sold ones (all
+    sold out by then), counted by block."""
+    if SOLD_OUT not in statuses or not listings_per_hour(keyword):
+        return 0
+    first = _first(keyword, t)
+    block, rest = divmod(first, BLOCK)
+    return block * SOLD_FOR_GOOD + _fates(keyword, block)[:rest].count(SOLD_FATE)
+
+
+def archive(keyword: str, t: float, skip: int, count: int) -> list[tuple[Listing, str]]:
+    """The sold listings older than the horizon at ``t``, newest first, after the first ``skip`` of them."""
+    out: list[tuple[Listing, str]] = []
+    if not listings_per_hour(keyword):
+        return out
+    n = _first(keyword, t) - 1
+    while n >= 0 and len(out) < count:
+        block, position = divmod(n, BLOCK)
+        if position == BLOCK - 1 and skip >= SOLD_FOR_GOOD:  # whole blocks skipped at once
+            blocks = min(skip // SOLD_FOR_GOOD, block + 1)
+            skip -= blocks * SOLD_FOR_GOOD
+            n -= blocks * BLOCK
+            continue
+        if _fates(keyword, block)[position] == SOLD_FATE:
+            if skip:
+                skip -= 1
+            else:
+                out.append((listing(keyword, n), SOLD_OUT))
+        n -= 1
+    return out
+
+
+def total(keyword: str, statuses: set[str], t: float) -> int:
+    """A search's total at ``t`` (the API's ``numFound``): the archive's sold listings count for a sold-out
+    search."""
+    return len(search(keyword, statuses, t)) + archived_sold(keyword, statuses, t)

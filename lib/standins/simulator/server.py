@@ -87,9 +87,13 @@ class MarketSimulator(LocalHttpServer):
 
     # -- the data ----------------------------------------------------------------
     def page_items(self, keyword: str, statuses: set[str], page: int, t: float) -> tuple[list, int]:
+        """A page's listings and the search's total (the archive of old sold listings after the young ones)."""
         found = market.search(keyword, statuses, t)
         start = (page - 1) * PAGE_SIZE
-        return found[start:start + PAGE_SIZE], len(found)
+        items = found[start:start + PAGE_SIZE]
+        if len(items) < PAGE_SIZE and market.SOLD_OUT in statuses:
+            items += market.archive(keyword, t, max(0, start - len(found)), PAGE_SIZE - len(items))
+        return items, len(found) + market.archived_sold(keyword, statuses, t)
 
     @staticmethod
     def api_item(item: market.Listing, status: str, t: float) -> dict:
@@ -153,7 +157,10 @@ class MarketSimulator(LocalHttpServer):
                     self.send_header(name, value)
                 self.send_header("Content-Length", str(len(raw)))
                 self.end_headers()
-                self.wfile.write(raw)
+                try:
+                    self.wfile.write(raw)
+                except (BrokenPipeError, ConnectionResetError):  # the browser went away (a page left mid-load)
+                    self.close_connection = True
 
             def _json(self, status: int, obj: object) -> None:
                 self._send(status, json.dumps(obj, ensure_ascii=False), "application/json")
