@@ -539,10 +539,16 @@ class Run:
             return 0.0
 
     def dead_letters(self) -> int:
-        from lib.messaging.queue_stats import queue_counts
+        from lib.messaging.queue_stats import counting_broker, queue_counts
         from lib.messaging.queues import ALL_QUEUES
 
-        return sum(queue_counts(self.broker, q)["dead"] for q in ALL_QUEUES)
+        # a broker of its own: RabbitMQ drops the sampling broker's connection once it has gone unused past the
+        # heartbeat timeout, as it does while the table sizes are read at the end of a large scale
+        broker = counting_broker(self.settings)
+        try:
+            return sum(queue_counts(broker, q)["dead"] for q in ALL_QUEUES)
+        finally:
+            broker.close()
 
     def collect(self, out: Outcome, window_end: float | None = None) -> None:
         """Ledger and crawler log, read after the processes stopped. The window runs from the first crawl's
@@ -795,9 +801,10 @@ def print_cost_per_ip(outs: list[Outcome]) -> None:
     for o in outs:
         items = o.redis_keys.get("item states", (0, 0))[1] / 1024
         rows = sum(r for r, _ in o.tables.values())
+        applied = max(o.tables.get("applied_results", (0, 0))[0], 1)  # every result applied, in the window or not
         print(f"  {o.ips:>5} {o.cpu_per_crawl():>11.3f} {o.cpu_per_crawl(('crawler',)):>8.3f} "
               f"{o.cpu_per_crawl(('worker',)):>7.3f} {o.redis_kb / o.ips:>9.1f} {o.redis_keys_kb / o.ips:>8.1f} "
-              f"{items / o.ips:>9.1f} {o.db_kb / o.ips:>7.1f} {rows / max(o.results, 1):>13.1f} "
+              f"{items / o.ips:>9.1f} {o.db_kb / o.ips:>7.1f} {rows / applied:>13.1f} "
               f"{pct(o.pipeline, .5):>9.2f} /{pct(o.pipeline, .99):>7.2f}")
     print("\n  Redis state keys by kind: keys per IP, bytes per key (MEMORY USAGE)")
     kinds = sorted({k for o in outs for k, v in o.redis_keys.items() if v[0] > 0},
@@ -809,7 +816,8 @@ def print_cost_per_ip(outs: list[Outcome]) -> None:
             n, b = o.redis_keys.get(kind, (0, 0))
             cells.append(f"{f'{n / o.ips:.2f} x {b / n:.0f} B' if n > 0 else '-':>20}")
         print(f"  {kind:32} " + " ".join(cells))
-    print("\n  database tables: rows per crawl, KB per IP, bytes per row (data and indexes)")
+    print("\n  database tables: rows per crawl (per result applied), KB per IP, bytes per row (data and indexes; "
+          "whole pages, so a table of a few rows may show 0)")
     names = sorted({t for o in outs for t, v in o.tables.items() if v[0] > 0 or v[1] > 0},
                    key=lambda t: -max(o.tables.get(t, (0, 0))[1] for o in outs))
     print(f"  {'table':22} " + " ".join(f"{f'{o.ips} IPs':>26}" for o in outs))
@@ -817,7 +825,8 @@ def print_cost_per_ip(outs: list[Outcome]) -> None:
         cells = []
         for o in outs:
             n, b = o.tables.get(name, (0, 0))
-            text = f"{n / max(o.results, 1):.1f} / {b / 1024 / o.ips:.1f} / {b / n:.0f}" if n > 0 else \
+            applied = max(o.tables.get("applied_results", (0, 0))[0], 1)
+            text = f"{n / applied:.1f} / {b / 1024 / o.ips:.1f} / {b / n:.0f}" if n > 0 else \
                 f"0 / {b / 1024 / o.ips:.1f} / -"
             cells.append(f"{text:>26}")
         print(f"  {name:22} " + " ".join(cells))
@@ -912,6 +921,8 @@ def main(argv: list[str] | None = None) -> int:
                   + ("" if out.complete else f" ({out.reason or 'incomplete'})"), flush=True)
             if not out.complete:
                 break
+            if args.progress and ips != args.scales[-1]:  # a long run keeps what it measured so far
+                print_report(outs, floor if not args.no_floor else float("nan"), args)
     except KeyboardInterrupt:
         print("\n  interrupted: everything stopped", flush=True)
     finally:

@@ -95,7 +95,7 @@ def test_load_benchmark_on_the_production_profile(short_tmp, chromium, redis_ser
         client.set("somebody's", "data")  # refused, not wiped
         refused = subprocess.run([sys.executable, "-m", "bench", "load", "--ips", "2", "--no-floor", "--production"],
                                  cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
-        assert refused.returncode == 2 and "REDIS_URL" in refused.stderr, refused.stdout + refused.stderr
+        assert refused.returncode != 0 and "REDIS_URL" in refused.stderr, refused.stdout + refused.stderr
         assert client.get("somebody's") == b"data"
         client.flushdb()
 
