@@ -501,10 +501,14 @@ class Run:
                 if self.args.progress and len(out.samples) % 10 == 0:
                     print(f"    {self.ips} IPs: +{t0 - loaded:4.0f}s, {done} IPs done, queues {queues}", flush=True)
                 time.sleep(max(0.0, SAMPLE_EVERY - (time.monotonic() - t0)))
+        except ProcessDied as e:  # what was measured until then is still reported
+            out.reason = str(e)
         except KeyboardInterrupt:
             out.reason = "interrupted"
             raise
         finally:
+            if out.complete:
+                self.settle(client)
             out.done_ips = last.done if last else 0
             if last is not None:
                 out.cpu = {k: last.usage[k].cpu_s - baseline[k].cpu_s for k in ROWS}
@@ -515,6 +519,25 @@ class Run:
             out.redis_keys = minus(redis_key_sizes(client), keys_before)
             out.tables = minus(table_sizes(), tables_before)
         return out
+
+    def settle(self, client, timeout: float = 20.0) -> None:
+        """Until the last results' Redis writes are in: a result is in the ledger (the database transaction)
+        before its item states are written, so the pipeline queue is empty and the state keys stop changing."""
+        from lib.messaging.queue_stats import queue_counts
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            counts = queue_counts(self.broker, "pipeline")
+            if counts.get("ready", 0) + counts.get("running", 0) == 0:
+                break
+            time.sleep(0.2)
+        keys = -1
+        while time.monotonic() < deadline:
+            now = client.dbsize()
+            if now == keys:
+                break
+            keys = now
+            time.sleep(1.0)
 
     def done_ips(self) -> int:
         from lib.core.db import database
@@ -674,7 +697,8 @@ def run_scale(ips: int, cycles: int, root: Path, chromium: str, args) -> Outcome
     finally:
         if args.production and run.broker is not None:
             empty_services(run.settings, run.broker)
-    if args.keep:
+    if args.keep or not out.complete:  # a failed scale keeps its logs: the reason is in them
+        args.kept = True
         print(f"  {ips} IPs: data and logs kept in {data_dir}")
     else:
         shutil.rmtree(data_dir, ignore_errors=True)
@@ -763,7 +787,8 @@ def print_report(outs: list[Outcome], floor: float, args) -> None:
     for o in outs:
         n = max(o.results, 1)
         print("  " + f"{o.ips:>5} " + " ".join(f"{o.cpu.get(k, 0) / n:>16.3f}" for k in ROWS)
-              + f" {o.redis_kb / o.ips:>12.1f} {o.sqlite_kb / o.ips:>13.1f}")
+              + f" {o.redis_kb / o.ips:>12.1f} "
+              + (f"{'-':>13}" if args.production else f"{o.sqlite_kb / o.ips:>13.1f}"))  # no SQLite file there
     print_cost_per_ip(outs)
     problems = [f"{o.ips} IPs: {o.reason or 'incomplete'}" for o in outs if not o.complete]
     problems += [f"{o.ips} IPs: {o.dead_letters} dead letters" for o in outs if o.dead_letters]
@@ -927,7 +952,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\n  interrupted: everything stopped", flush=True)
     finally:
         signal.signal(signal.SIGTERM, previous)
-        if not args.keep:
+        if not getattr(args, "kept", False):
             shutil.rmtree(root, ignore_errors=True)
     if outs:
         print_report(outs, floor if not args.no_floor else float("nan"), args)
