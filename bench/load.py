@@ -20,7 +20,16 @@ Reported per scale:
   process) every second; Redis (with its AOF-rewrite child) and the bench process (which serves the
   simulator) on their own rows;
 * CPU seconds per crawl per process type (utime + stime of the tree, reaped children included, minus what
-  it had used once booted and idle), Redis memory and SQLite size per IP.
+  it had used once booted and idle);
+* cost per IP: Redis bytes per IP (``INFO memory``'s ``used_memory`` delta, and the state keys' own
+  ``MEMORY USAGE`` summed by kind, item states apart), database bytes per IP (each table's pages: SQLite's
+  ``dbstat``, MySQL/MariaDB's ``information_schema.TABLES`` after ``ANALYZE TABLE``) with rows per crawl and
+  bytes per row of each table, and pipeline latency; each as a ratio to the first scale (flat is the goal).
+
+``--production`` runs the same on the services that ``BROKER_URL``, ``REDIS_URL`` and ``DATABASE_URL`` name
+(RabbitMQ, a Redis server, MySQL/MariaDB: the production profile) instead of the embedded Redis and SQLite.
+They must be empty when it starts (it refuses otherwise, as the demo does); it empties them again after each
+scale (Redis database flushed, the application's queues purged, the tables it created dropped).
 
 Ratios, per the house rule, are against floors measured in the same run: the cost per IP-crawl at the
 smallest scale (the cost per IP should stay flat as IPs grow), and a bare navigate-and-read of the same
@@ -140,6 +149,128 @@ def usage(table: dict[int, Proc], pids: list[int], own_only: bool = False, pss: 
                  pss_mb=sum(pss_mb(p) for p in found) if pss else None)
 
 
+# -- what a scale leaves in Redis and in the database -----------------------------
+
+def key_kind(key: str) -> str:
+    """The kind of a state key, for the per-IP table: item states apart, the rest by their first two parts."""
+    from lib.core import keys
+
+    if key.startswith(keys.item_state(0, "x").split("{")[0]):
+        return "item states"
+    return ":".join(key.replace("{", "").replace("}", "").split(":")[:3])
+
+
+def redis_key_sizes(client) -> dict[str, tuple[int, int]]:
+    """Keys and bytes (``MEMORY USAGE``, nested values all counted) of every key of the state database, by kind."""
+    out: dict[str, list[int]] = {}
+    batch: list[str] = []
+
+    def flush() -> None:
+        pipe = client.pipeline(transaction=False)
+        for key in batch:
+            pipe.memory_usage(key, samples=0)
+        for key, size in zip(batch, pipe.execute(), strict=True):
+            entry = out.setdefault(key_kind(key), [0, 0])
+            entry[0] += 1
+            entry[1] += size or 0  # None: expired since the scan
+        batch.clear()
+
+    for key in client.scan_iter(count=1000):
+        batch.append(key.decode() if isinstance(key, bytes) else key)
+        if len(batch) >= 1000:
+            flush()
+    if batch:
+        flush()
+    return {k: (v[0], v[1]) for k, v in out.items()}
+
+
+def table_sizes() -> dict[str, tuple[int, int]]:
+    """Rows and bytes (data and indexes, in pages) of each application table."""
+    from lib.core.db import database, is_mysql
+    from models import ALL_MODELS
+
+    names = [m._meta.table_name for m in ALL_MODELS]
+    try:
+        rows = {m._meta.table_name: m.select().count() for m in ALL_MODELS}
+        if is_mysql():
+            for t in names:  # InnoDB's sizes are statistics: bring them up to date first
+                database.execute_sql(f"ANALYZE TABLE {t}").fetchall()
+            cursor = database.execute_sql(
+                "SELECT TABLE_NAME, DATA_LENGTH + INDEX_LENGTH FROM information_schema.TABLES "
+                "WHERE TABLE_SCHEMA = DATABASE()")
+        else:  # every page of each table and of its indexes, the write-ahead log's newer pages included
+            cursor = database.execute_sql(
+                "SELECT m.tbl_name, SUM(s.pgsize) FROM dbstat s JOIN sqlite_master m ON m.name = s.name "
+                "GROUP BY m.tbl_name")
+        size = {str(t): int(b or 0) for t, b in cursor.fetchall()}
+        return {t: (rows[t], size.get(t, 0)) for t in names}
+    finally:
+        database.close()
+
+
+def minus(after: dict[str, tuple[int, int]], before: dict[str, tuple[int, int]]) -> dict[str, tuple[int, int]]:
+    zero = (0, 0)
+    return {k: (v[0] - before.get(k, zero)[0], v[1] - before.get(k, zero)[1]) for k, v in after.items()}
+
+
+# -- the production profile --------------------------------------------------------
+
+def production_services() -> dict[str, str]:
+    """BROKER_URL, REDIS_URL and DATABASE_URL from the environment (all three needed for ``--production``)."""
+    from lib.operations.demo import SERVICE_VARIABLES, configured_services
+
+    services = configured_services(os.environ)
+    missing = [name for name in SERVICE_VARIABLES if name not in services]
+    if missing:
+        raise SystemExit(f"python -m bench load --production: set {', '.join(missing)} (the production profile: "
+                         "RabbitMQ, a Redis server, MySQL/MariaDB)")
+    return services
+
+
+def purge_queues(broker) -> None:
+    """Empty the application's queues with their delay and dead-letter queues (a scale starts on a fresh broker)."""
+    from dramatiq.brokers.rabbitmq import RabbitmqBroker
+
+    from lib.messaging.queues import ALL_QUEUES
+
+    if not isinstance(broker, RabbitmqBroker):
+        return  # a Redis broker lives in the Redis database flushed with the state (or its own, flushed too)
+    import pika
+
+    connection = pika.BlockingConnection(broker.parameters)
+    try:
+        for queue in ALL_QUEUES:
+            for name in (queue, f"{queue}.DQ", f"{queue}.XQ"):
+                channel = connection.channel()
+                try:
+                    channel.queue_purge(name)
+                except pika.exceptions.ChannelClosedByBroker:
+                    pass  # never declared
+                finally:
+                    if channel.is_open:
+                        channel.close()
+    finally:
+        connection.close()
+
+
+def empty_services(settings, broker) -> None:
+    """What a production-profile scale wrote, gone: state Redis flushed, queues purged, tables dropped."""
+    import redis
+
+    from lib.core.db import database
+    from lib.core.redis_client import state_redis
+    from models import ALL_MODELS
+
+    state_redis(settings).flushdb()
+    if settings.broker_url and settings.broker_url.startswith(("redis://", "rediss://", "unix://")):
+        redis.Redis.from_url(settings.broker_url).flushdb()
+    purge_queues(broker)
+    try:
+        database.drop_tables(ALL_MODELS, safe=True)
+    finally:
+        database.close()
+
+
 # -- one scale ----------------------------------------------------------------
 
 @dataclass
@@ -169,7 +300,22 @@ class Outcome:
     peak_pss_mb: dict[str, float] = field(default_factory=dict)
     redis_kb: float = 0.0
     sqlite_kb: float = 0.0
+    #: state keys by kind → (keys, bytes) added by the scale (MEMORY USAGE of each key)
+    redis_keys: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: table → (rows, bytes) added by the scale
+    tables: dict[str, tuple[int, int]] = field(default_factory=dict)
     dead_letters: int = 0
+
+    @property
+    def db_kb(self) -> float:
+        return sum(b for _, b in self.tables.values()) / 1024
+
+    @property
+    def redis_keys_kb(self) -> float:
+        return sum(b for _, b in self.redis_keys.values()) / 1024
+
+    def cpu_per_crawl(self, kinds=PROCESS_TYPES) -> float:
+        return sum(self.cpu.get(k, 0) for k in kinds) / self.results if self.results else float("nan")
 
     @property
     def seconds_per_crawl(self) -> float:
@@ -243,10 +389,13 @@ class Run:
         self.sim.server.handle_error = lambda request, address: None
         self.sim.start()
         self.env = load_env(self.data_dir, self.sim.url, speed, self.anchor, self.chromium, self.args)
+        if self.args.production:
+            self.env.update(production_services())
         self.settings = load_settings(self.env)
         use_settings(self.settings)
-        self.redis_server = EmbeddedRedis(self.data_dir)
-        self.redis_server.ensure_running()
+        if not self.args.production:
+            self.redis_server = EmbeddedRedis(self.data_dir)
+            self.redis_server.ensure_running()
         bind_database(self.settings.database_url_resolved)
         create_tables()
         self.broker = build_broker(self.settings)
@@ -264,6 +413,16 @@ class Run:
                                                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
     def redis_pid(self) -> int | None:
+        if self.redis_server is None:  # a configured Redis: its own pid, if it runs on this machine
+            if getattr(self, "_redis_pid", None) is None:
+                from lib.core.redis_client import state_redis
+
+                try:
+                    pid = int(state_redis(self.settings).info("server")["process_id"])
+                    self._redis_pid = pid if os.path.exists(f"/proc/{pid}") else 0
+                except Exception:
+                    self._redis_pid = 0
+            return self._redis_pid or None
         try:
             return int(self.redis_server.pidfile.read_text().strip())
         except (OSError, ValueError, AttributeError):
@@ -315,6 +474,7 @@ class Run:
         baseline = self.wait_idle()
         client = state_redis(self.settings)
         redis_before, sqlite_before = self.redis_memory_kb(client), self.sqlite_kb()
+        keys_before, tables_before = redis_key_sizes(client), table_sizes()
         catalogue = Catalogue(ScheduleStore(client), self.settings, self.clock)
         for keyword in keywords(self.ips):
             catalogue.add(keyword)
@@ -341,10 +501,14 @@ class Run:
                 if self.args.progress and len(out.samples) % 10 == 0:
                     print(f"    {self.ips} IPs: +{t0 - loaded:4.0f}s, {done} IPs done, queues {queues}", flush=True)
                 time.sleep(max(0.0, SAMPLE_EVERY - (time.monotonic() - t0)))
+        except ProcessDied as e:  # what was measured until then is still reported
+            out.reason = str(e)
         except KeyboardInterrupt:
             out.reason = "interrupted"
             raise
         finally:
+            if out.complete:
+                self.settle(client)
             out.done_ips = last.done if last else 0
             if last is not None:
                 out.cpu = {k: last.usage[k].cpu_s - baseline[k].cpu_s for k in ROWS}
@@ -352,15 +516,36 @@ class Run:
                 out.peak_pss_mb = {k: max(s.usage[k].pss_mb or 0 for s in out.samples) for k in ROWS}
             out.redis_kb = self.redis_memory_kb(client) - redis_before
             out.sqlite_kb = self.sqlite_kb() - sqlite_before
+            out.redis_keys = minus(redis_key_sizes(client), keys_before)
+            out.tables = minus(table_sizes(), tables_before)
         return out
+
+    def settle(self, client, timeout: float = 20.0) -> None:
+        """Until the last results' Redis writes are in: a result is in the ledger (the database transaction)
+        before its item states are written, so the pipeline queue is empty and the state keys stop changing."""
+        from lib.messaging.queue_stats import queue_counts
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            counts = queue_counts(self.broker, "pipeline")
+            if counts.get("ready", 0) + counts.get("running", 0) == 0:
+                break
+            time.sleep(0.2)
+        keys = -1
+        while time.monotonic() < deadline:
+            now = client.dbsize()
+            if now == keys:
+                break
+            keys = now
+            time.sleep(1.0)
 
     def done_ips(self) -> int:
         from lib.core.db import database
 
         try:
-            row = database.execute_sql(
-                "SELECT COUNT(*) FROM (SELECT ip_id FROM applied_results GROUP BY ip_id HAVING COUNT(*) >= ?)",
-                (self.cycles,)).fetchone()
+            mark = database.param  # ? on SQLite, %s on MySQL: the placeholder, not a value
+            sql = f"SELECT COUNT(*) FROM (SELECT ip_id FROM applied_results GROUP BY ip_id HAVING COUNT(*) >= {mark}) AS d"  # noqa: E501, S608
+            row = database.execute_sql(sql, (self.cycles,)).fetchone()
             return int(row[0])
         finally:
             database.close()
@@ -377,10 +562,16 @@ class Run:
             return 0.0
 
     def dead_letters(self) -> int:
-        from lib.messaging.queue_stats import queue_counts
+        from lib.messaging.queue_stats import counting_broker, queue_counts
         from lib.messaging.queues import ALL_QUEUES
 
-        return sum(queue_counts(self.broker, q)["dead"] for q in ALL_QUEUES)
+        # a broker of its own: RabbitMQ drops the sampling broker's connection once it has gone unused past the
+        # heartbeat timeout, as it does while the table sizes are read at the end of a large scale
+        broker = counting_broker(self.settings)
+        try:
+            return sum(queue_counts(broker, q)["dead"] for q in ALL_QUEUES)
+        finally:
+            broker.close()
 
     def collect(self, out: Outcome, window_end: float | None = None) -> None:
         """Ledger and crawler log, read after the processes stopped. The window runs from the first crawl's
@@ -428,10 +619,10 @@ class Run:
         from lib.core.db import database
 
         try:
-            row = database.execute_sql(
-                "SELECT MAX(t) FROM (SELECT a.ip_id, (SELECT b.applied_at FROM applied_results b "
-                "WHERE b.ip_id = a.ip_id ORDER BY b.applied_at LIMIT 1 OFFSET ?) AS t "
-                "FROM applied_results a GROUP BY a.ip_id)", (self.cycles - 1,)).fetchone()
+            mark = database.param  # ? on SQLite, %s on MySQL: the placeholder, not a value
+            nth = f"SELECT b.applied_at FROM applied_results b WHERE b.ip_id = a.ip_id ORDER BY b.applied_at LIMIT 1 OFFSET {mark}"  # noqa: E501, S608
+            sql = f"SELECT MAX(t) FROM (SELECT a.ip_id, ({nth}) AS t FROM applied_results a GROUP BY a.ip_id) AS d"  # noqa: S608
+            row = database.execute_sql(sql, (self.cycles - 1,)).fetchone()
             return row[0]
         finally:
             database.close()
@@ -500,9 +691,14 @@ def run_scale(ips: int, cycles: int, root: Path, chromium: str, args) -> Outcome
         out.reason = str(e)
     finally:
         run.close()
-    if run.broker is not None:  # the scale's database was bound
-        run.collect(out, window_end)
-    if args.keep:
+    try:
+        if run.broker is not None:  # the scale's database was bound
+            run.collect(out, window_end)
+    finally:
+        if args.production and run.broker is not None:
+            empty_services(run.settings, run.broker)
+    if args.keep or not out.complete:  # a failed scale keeps its logs: the reason is in them
+        args.kept = True
         print(f"  {ips} IPs: data and logs kept in {data_dir}")
     else:
         shutil.rmtree(data_dir, ignore_errors=True)
@@ -591,7 +787,9 @@ def print_report(outs: list[Outcome], floor: float, args) -> None:
     for o in outs:
         n = max(o.results, 1)
         print("  " + f"{o.ips:>5} " + " ".join(f"{o.cpu.get(k, 0) / n:>16.3f}" for k in ROWS)
-              + f" {o.redis_kb / o.ips:>12.1f} {o.sqlite_kb / o.ips:>13.1f}")
+              + f" {o.redis_kb / o.ips:>12.1f} "
+              + (f"{'-':>13}" if args.production else f"{o.sqlite_kb / o.ips:>13.1f}"))  # no SQLite file there
+    print_cost_per_ip(outs)
     problems = [f"{o.ips} IPs: {o.reason or 'incomplete'}" for o in outs if not o.complete]
     problems += [f"{o.ips} IPs: {o.dead_letters} dead letters" for o in outs if o.dead_letters]
     print()
@@ -610,8 +808,53 @@ def print_report(outs: list[Outcome], floor: float, args) -> None:
                    pct(base.pipeline, .5))
             report(f"Redis memory per IP, {o.ips} IPs (floor: {base.ips} IPs)", o.redis_kb / o.ips,
                    base.redis_kb / base.ips, "KB")
+            report(f"Redis state keys per IP, {o.ips} IPs (floor: {base.ips} IPs)", o.redis_keys_kb / o.ips,
+                   base.redis_keys_kb / base.ips, "KB")
+            report(f"database bytes per IP, {o.ips} IPs (floor: {base.ips} IPs)", o.db_kb / o.ips,
+                   base.db_kb / base.ips, "KB")
     for problem in problems:
         print(f"  ! {problem}")
+
+
+def print_cost_per_ip(outs: list[Outcome]) -> None:
+    """The per-IP table (flat from the first scale is the goal), then where the bytes are: Redis keys by kind
+    and database tables, per IP and per crawl."""
+    print("\n  cost per IP: CPU seconds per crawl (all process types = scheduler + crawler + worker), Redis KB per "
+          "IP (used_memory; the state keys' MEMORY USAGE; item states alone), database KB per IP, pipeline latency")
+    print(f"  {'IPs':>5} {'CPU s/crawl':>11} {'crawler':>8} {'worker':>7} {'Redis KB':>9} {'keys KB':>8} "
+          f"{'items KB':>9} {'DB KB':>7} {'DB rows/crawl':>13} {'pipeline p50/p99 s':>19}")
+    for o in outs:
+        items = o.redis_keys.get("item states", (0, 0))[1] / 1024
+        rows = sum(r for r, _ in o.tables.values())
+        applied = max(o.tables.get("applied_results", (0, 0))[0], 1)  # every result applied, in the window or not
+        print(f"  {o.ips:>5} {o.cpu_per_crawl():>11.3f} {o.cpu_per_crawl(('crawler',)):>8.3f} "
+              f"{o.cpu_per_crawl(('worker',)):>7.3f} {o.redis_kb / o.ips:>9.1f} {o.redis_keys_kb / o.ips:>8.1f} "
+              f"{items / o.ips:>9.1f} {o.db_kb / o.ips:>7.1f} {rows / applied:>13.1f} "
+              f"{pct(o.pipeline, .5):>9.2f} /{pct(o.pipeline, .99):>7.2f}")
+    print("\n  Redis state keys by kind: keys per IP, bytes per key (MEMORY USAGE)")
+    kinds = sorted({k for o in outs for k, v in o.redis_keys.items() if v[0] > 0},
+                   key=lambda k: -max(o.redis_keys.get(k, (0, 0))[1] for o in outs))
+    print(f"  {'kind':32} " + " ".join(f"{f'{o.ips} IPs':>20}" for o in outs))
+    for kind in kinds:
+        cells = []
+        for o in outs:
+            n, b = o.redis_keys.get(kind, (0, 0))
+            cells.append(f"{f'{n / o.ips:.2f} x {b / n:.0f} B' if n > 0 else '-':>20}")
+        print(f"  {kind:32} " + " ".join(cells))
+    print("\n  database tables: rows per crawl (per result applied), KB per IP, bytes per row (data and indexes; "
+          "whole pages, so a table of a few rows may show 0)")
+    names = sorted({t for o in outs for t, v in o.tables.items() if v[0] > 0 or v[1] > 0},
+                   key=lambda t: -max(o.tables.get(t, (0, 0))[1] for o in outs))
+    print(f"  {'table':22} " + " ".join(f"{f'{o.ips} IPs':>26}" for o in outs))
+    for name in names:
+        cells = []
+        for o in outs:
+            n, b = o.tables.get(name, (0, 0))
+            applied = max(o.tables.get("applied_results", (0, 0))[0], 1)
+            text = f"{n / applied:.1f} / {b / 1024 / o.ips:.1f} / {b / n:.0f}" if n > 0 else \
+                f"0 / {b / 1024 / o.ips:.1f} / -"
+            cells.append(f"{text:>26}")
+        print(f"  {name:22} " + " ".join(cells))
 
 
 # -- entry point --------------------------------------------------------------------
@@ -631,6 +874,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="give up a scale after this many real seconds per IP-cycle, plus a minute (5)")
     p.add_argument("--no-floor", action="store_true", help="skip the bare-fetch floor (saves a few seconds)")
     p.add_argument("--progress", action="store_true", help="a progress line every 10 s")
+    p.add_argument("--production", action="store_true",
+                   help="on the services BROKER_URL, REDIS_URL and DATABASE_URL name (RabbitMQ, Redis, MySQL), empty "
+                        "at the start and emptied after each scale, instead of the embedded Redis and SQLite")
     p.add_argument("--keep", action="store_true", help="keep each scale's DATA_DIR (logs, database) and print it")
     args = p.parse_args(argv)
     try:
@@ -643,6 +889,29 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def check_production_services() -> str | None:
+    """The production profile's services, described (credentials redacted); None, with the reason printed, when
+    one of them already holds data (the bench counts from zero and empties them after each scale)."""
+    from lib.core.db import bind_database, database
+    from lib.core.schema import create_tables
+    from lib.core.settings import load_settings, use_settings
+    from lib.operations.demo import describe_services, refuse_non_empty
+
+    services = production_services()
+    settings = load_settings(services)
+    use_settings(settings)
+    bind_database(settings.database_url_resolved)
+    try:
+        create_tables()
+        refused = refuse_non_empty(settings, services)
+    finally:
+        database.close()
+    if refused:
+        print(f"python -m bench load --production: {refused.replace('the demo', 'the benchmark')}", file=sys.stderr)
+        return None
+    return describe_services(settings)
+
+
 def main(argv: list[str] | None = None) -> int:
     from lib.app import configure_logging
     from lib.crawling.install import ensure_chromium
@@ -651,9 +920,14 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging("WARNING")
     chromium = ensure_chromium()
     pages = args.pages[0] + args.pages[1]
+    services = "embedded Redis, SQLite"
+    if args.production:
+        services = check_production_services()
+        if services is None:
+            return 2
     print(f"load: {args.ips} IPs x {args.cycles} cycles, {args.pages[0]} on-sale + {args.pages[1]} sold pages per "
           f"crawl, clock {args.speed:g}x, interval {args.interval:g} real s; real scheduler, crawler "
-          f"({args.crawler_threads} threads, Chromium) and worker processes, embedded Redis, SQLite", flush=True)
+          f"({args.crawler_threads} threads, Chromium) and worker processes, {services}", flush=True)
 
     def on_term(signum, frame):
         raise KeyboardInterrupt
@@ -672,11 +946,13 @@ def main(argv: list[str] | None = None) -> int:
                   + ("" if out.complete else f" ({out.reason or 'incomplete'})"), flush=True)
             if not out.complete:
                 break
+            if args.progress and ips != args.scales[-1]:  # a long run keeps what it measured so far
+                print_report(outs, floor if not args.no_floor else float("nan"), args)
     except KeyboardInterrupt:
         print("\n  interrupted: everything stopped", flush=True)
     finally:
         signal.signal(signal.SIGTERM, previous)
-        if not args.keep:
+        if not getattr(args, "kept", False):
             shutil.rmtree(root, ignore_errors=True)
     if outs:
         print_report(outs, floor if not args.no_floor else float("nan"), args)

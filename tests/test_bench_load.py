@@ -1,5 +1,6 @@
-"""The load benchmark at a tiny scale: it runs to the end, prints its tables with every IP crawled, and
-leaves no process behind. Speeds are printed, never asserted."""
+"""The load benchmark at a tiny scale: it runs to the end, prints its tables with every IP crawled and a cost per
+IP that is there and plausible, and leaves no process behind; on the production profile it also leaves the
+services as empty as it found them. Speeds are printed, never asserted."""
 
 import os
 import re
@@ -10,8 +11,13 @@ import tempfile
 from pathlib import Path
 
 import pytest
+import redis
 
-from .helpers import processes_matching
+from lib.core.redis_urls import with_redis_db
+
+from .conftest import MYSQL_URL, STATE_DB, need
+from .helpers import processes_matching, recreate_mysql_database
+from .test_production_profile import RABBITMQ_URL, purge_queues
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -25,9 +31,36 @@ def short_tmp():
     shutil.rmtree(path, ignore_errors=True)
 
 
+def cost_per_ip(out: str) -> dict[int, dict[str, float]]:
+    """The per-IP table: IPs → CPU s/crawl, crawler, worker, Redis KB, keys KB, items KB, DB KB, DB rows/crawl,
+    pipeline p50."""
+    section = out.split("cost per IP:")[1].split("Redis state keys by kind")[0]
+    names = ("cpu", "crawler", "worker", "redis_kb", "keys_kb", "items_kb", "db_kb", "rows_per_crawl", "p50")
+    rows = re.findall(r"^\s+(\d+)" + r"\s+([\d.]+)" * 9 + r" /\s*[\d.]+$", section, re.M)
+    return {int(r[0]): dict(zip(names, map(float, r[1:]), strict=True)) for r in rows}
+
+
+def check_cost_per_ip(out: str, scales: list[int]) -> None:
+    table = cost_per_ip(out)
+    assert sorted(table) == scales, out
+    for ips, row in table.items():
+        assert row["cpu"] > 0 and row["crawler"] > 0 and row["worker"] > 0, (ips, out)
+        assert row["cpu"] >= row["crawler"] + row["worker"] - 0.002, (ips, out)  # the sum of the types (rounding)
+        # one IP's item states: 240 listings on 1+1 pages, each a key of at least ~50 bytes
+        assert 240 * 0.05 <= row["items_kb"] <= row["keys_kb"], (ips, out)
+        # a crawl writes a ledger row, two search totals and a sighting and snapshot per listing
+        assert row["rows_per_crawl"] >= 3 and row["db_kb"] > 240 * 0.05, (ips, out)
+    keys = out.split("Redis state keys by kind")[1].split("database tables")[0]
+    assert re.search(r"^\s+item states\s+2[34]\d\.\d\d x \d+ B", keys, re.M), out  # ~240 states per IP
+    tables = out.split("database tables:")[1]
+    assert re.search(r"^\s+listing_sightings\s+2[34]\d\.\d / [\d.]+ / \d+", tables, re.M), out  # per crawl
+
+
 def test_load_benchmark_tiny_scale(short_tmp, chromium):
     tmp_path = short_tmp
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)}  # its DATA_DIRs go under tmp_path
+    for name in ("BROKER_URL", "REDIS_URL", "DATABASE_URL"):
+        env.pop(name, None)
     result = subprocess.run([sys.executable, "-m", "bench", "load", "--ips", "3,5", "--cycles", "1"],
                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=150)
     out = result.stdout
@@ -37,8 +70,57 @@ def test_load_benchmark_tiny_scale(short_tmp, chromium):
     assert all(int(r[1]) >= int(r[0]) for r in rows), out  # at least one crawl per IP in the window
     for section in ("queue depth", "peak memory per process type", "CPU seconds per crawl"):
         assert section in out, out
+    check_cost_per_ip(out, [3, 5])
     assert re.search(r"seconds per crawl, 5 IPs \(floor: 3 IPs\).*ratio", out), out
     assert re.search(r"seconds per crawl, 3 IPs \(floor: bare fetch of its pages\).*ratio", out), out
+    assert re.search(r"database bytes per IP, 5 IPs \(floor: 3 IPs\).*ratio", out), out
     assert "!" not in out.split("CPU seconds per crawl")[1], out  # no incomplete scale, no dead letters
     assert processes_matching(str(tmp_path).encode()) == []  # its redis-servers and Chromiums are gone
     assert list(tmp_path.glob("animetop-load-*")) == []  # and its data
+
+
+@pytest.mark.mysql
+@pytest.mark.rabbitmq
+def test_load_benchmark_on_the_production_profile(short_tmp, chromium, redis_server):
+    need(MYSQL_URL, "MySQL/MariaDB")
+    need(RABBITMQ_URL, "RabbitMQ")
+    conn, name = recreate_mysql_database(MYSQL_URL)
+    state = with_redis_db(redis_server, STATE_DB)
+    client = redis.Redis.from_url(state)
+    client.flushdb()
+    purge_queues(RABBITMQ_URL)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(short_tmp), "BROKER_URL": RABBITMQ_URL,
+           "REDIS_URL": state, "DATABASE_URL": MYSQL_URL}
+    try:
+        client.set("somebody's", "data")  # refused, not wiped
+        refused = subprocess.run([sys.executable, "-m", "bench", "load", "--ips", "2", "--no-floor", "--production"],
+                                 cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+        assert refused.returncode != 0 and "REDIS_URL" in refused.stderr, refused.stdout + refused.stderr
+        assert client.get("somebody's") == b"data"
+        client.flushdb()
+
+        result = subprocess.run([sys.executable, "-m", "bench", "load", "--ips", "2", "--no-floor", "--production"],
+                                cwd=ROOT, env=env, capture_output=True, text=True, timeout=150)
+        out = result.stdout
+        assert result.returncode == 0, out + result.stderr
+        assert "broker amqp://" in out and "database mysql://" in out, out  # it said where it ran
+        check_cost_per_ip(out, [2])
+        assert "!" not in out.split("CPU seconds per crawl")[1], out
+        # emptied again: no state keys, no application tables, no messages
+        assert client.dbsize() == 0
+        with conn.cursor() as cur:
+            cur.execute("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s", (name,))
+            assert cur.fetchone()[0] == 0
+        import pika
+
+        connection = pika.BlockingConnection(pika.URLParameters(RABBITMQ_URL))
+        try:
+            channel = connection.channel()
+            for queue in ("crawl", "pipeline", "scheduler"):
+                assert channel.queue_declare(queue, passive=True).method.message_count == 0, queue
+        finally:
+            connection.close()
+        assert processes_matching(str(short_tmp).encode()) == []
+    finally:
+        client.flushdb()
+        conn.close()
