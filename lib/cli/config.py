@@ -20,8 +20,8 @@ def cmd_settings(args) -> int:
         value = getattr(settings, spec.name.lower())
         if ("PASSWORD" in spec.name or "TOKEN" in spec.name) and value:
             value = "***"
-        elif isinstance(value, tuple):
-            value = ",".join(redact_url(v) for v in value)
+        elif isinstance(value, tuple):  # proxy URLs (redacted) or leaderboard windows (hours)
+            value = ",".join(redact_url(v) if isinstance(v, str) else f"{v}h" for v in value)
         elif isinstance(value, str) and "://" in value:
             value = redact_url(value)
         print(f"{spec.name}={'' if value is None else value}")
