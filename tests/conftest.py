@@ -57,7 +57,7 @@ IN_CI = os.environ.get("CI") == "true"
 XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 WORKER_INDEX = int(XDIST_WORKER[2:]) if XDIST_WORKER.startswith("gw") else 0
 
-#: Redis databases the tests flush (TEST_REDIS_DBS="10,11" lets a second test run share the server); each
+#: Redis databases the tests flush (TEST_REDIS_DBS="8,9" lets a second test run share the server); each
 #: xdist worker takes the pair below the previous one's.
 STATE_DB, BROKER_DB = (int(n) - 2 * WORKER_INDEX for n in os.environ.get("TEST_REDIS_DBS", "14,15").split(","))
 if XDIST_WORKER:
