@@ -19,7 +19,6 @@ from pathlib import Path
 from lib.core.clock import FrozenClock, naive_utc
 from lib.core.db import bind_database
 from lib.core.redis_client import state_redis
-from lib.core.schema import create_tables
 from lib.market.read_side import ReadSide
 from lib.web.api import WebContext
 from lib.web.app import create_app
@@ -27,8 +26,8 @@ from lib.web.auth import OperatorAuth
 from lib.web.server import BackgroundServer
 from models import IpMetadata
 
-from .common import bench_settings, best_of, db_option, filled, mark_filled, report
-from .leaderboard import T_END, fill
+from .common import bench_settings, best_of, db_option, report
+from .leaderboard import T_END, fill_or_reuse
 
 T0 = T_END
 
@@ -109,22 +108,10 @@ def run(ips: int = 1000, days: int = 90, keep: Path | None = None) -> None:
     print(f"dashboard: {ips:,} IPs × {days} days of market (floors: the hourly rows by raw SQL; the page fetching "
           f"its JSON without drawing it); load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} "
           f"({os.cpu_count()} cores)")
-    marker = f"{ips} IPs x {days + 7} days, seed 7"
     with tempfile.TemporaryDirectory() as tmp, bench_settings(Path(tmp), keep) as settings:
         bind_database(settings.database_url_resolved)
         path = settings.database_url_resolved.removeprefix("sqlite:///")
-        if filled(keep, marker):
-            started = time.perf_counter()
-            create_tables()  # an index added since the fill
-            print(f"  reusing {keep} ({marker}; schema brought up to date in {time.perf_counter() - started:.0f} s)")
-        else:
-            if keep is not None:
-                keep.unlink(missing_ok=True)
-            create_tables()
-            started = time.perf_counter()
-            fill(ips, days + 7)  # and the week before: the heat's trailing baseline
-            mark_filled(keep, marker)
-            print(f"  filled {ips:,} IPs × {days + 7} days in {time.perf_counter() - started:.0f} s")
+        print(f"  {fill_or_reuse(keep, ips, days)}")
         client = state_redis(settings)
         clock = FrozenClock(T0 - 1)
         side = ReadSide(settings, client, clock)

@@ -92,6 +92,23 @@ def fill(n_ips: int, days: int, seed: int = 7) -> None:
     flush(force=True)
 
 
+def fill_or_reuse(keep: Path | None, n_ips: int, days: int) -> str:
+    """The bound database holding ``n_ips`` IPs over ``days`` days and the week before (the heat's trailing
+    baseline): reused when ``keep`` already holds that data set (its schema brought up to date), else filled.
+    Returns what was done, for the report."""
+    marker = f"{n_ips} IPs x {days + 7} days, seed 7"
+    started = time.perf_counter()
+    if filled(keep, marker):
+        create_tables()  # an index added since the fill
+        return f"reusing {keep}: {marker}; schema brought up to date in {time.perf_counter() - started:.0f} s"
+    if keep is not None:
+        keep.unlink(missing_ok=True)
+    create_tables()
+    fill(n_ips, days + 7)
+    mark_filled(keep, marker)
+    return f"filled {n_ips:,} IPs × {days + 7} days in {time.perf_counter() - started:.0f} s"
+
+
 def floor_once(hours: int) -> None:
     since = naive_utc(T_END - hours * H)
     raw(IpStatsHourly.select(IpStatsHourly.ip_id, IpStatsHourly.inflow, IpStatsHourly.outflow)
@@ -105,20 +122,9 @@ def floor_once(hours: int) -> None:
 
 def run(n_ips: int = 1000, days: int = 30, keep: Path | None = None) -> int:
     print(f"leaderboard: {n_ips:,} IPs × {days} days, cold cache (budget {BUDGET:.0f} s; floor: the rows read raw)")
-    marker = f"{n_ips} IPs x {days + 7} days, seed 7"
     with tempfile.TemporaryDirectory() as tmp, bench_settings(Path(tmp), keep) as settings:
         bind_database(settings.database_url_resolved)
-        if filled(keep, marker):
-            create_tables()  # an index added since the fill
-            print(f"  (reusing {keep}: {marker})")
-        else:
-            if keep is not None:
-                keep.unlink(missing_ok=True)
-            create_tables()
-            started = time.perf_counter()
-            fill(n_ips, days + 7)  # and the week before: the heat's trailing baseline
-            mark_filled(keep, marker)
-            print(f"  (filled in {time.perf_counter() - started:.0f} s)")
+        print(f"  ({fill_or_reuse(keep, n_ips, days)})")
         r = state_redis(settings)
         side = ReadSide(settings, r, FrozenClock(T_END - 1))
         hours = days * 24

@@ -231,26 +231,10 @@ def purge_queues(broker) -> None:
     """Empty the application's queues with their delay and dead-letter queues (a scale starts on a fresh broker)."""
     from dramatiq.brokers.rabbitmq import RabbitmqBroker
 
-    from lib.messaging.queues import ALL_QUEUES
+    from lib.messaging.purge import purge_rabbitmq_queues
 
-    if not isinstance(broker, RabbitmqBroker):
-        return  # a Redis broker lives in the Redis database flushed with the state (or its own, flushed too)
-    import pika
-
-    connection = pika.BlockingConnection(broker.parameters)
-    try:
-        for queue in ALL_QUEUES:
-            for name in (queue, f"{queue}.DQ", f"{queue}.XQ"):
-                channel = connection.channel()
-                try:
-                    channel.queue_purge(name)
-                except pika.exceptions.ChannelClosedByBroker:
-                    pass  # never declared
-                finally:
-                    if channel.is_open:
-                        channel.close()
-    finally:
-        connection.close()
+    if isinstance(broker, RabbitmqBroker):  # a Redis broker lives in the Redis database flushed with the state
+        purge_rabbitmq_queues(broker.parameters)
 
 
 def empty_services(settings, broker) -> None:
