@@ -15,7 +15,7 @@ import tempfile
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 import dramatiq
 import pytest
@@ -139,6 +139,55 @@ def settings(env):
     use_settings(settings)
     yield settings
     use_settings(None)
+
+
+def _worker_vhost_url(base: str) -> str:
+    """``base`` on a virtual host of this xdist worker's own (``<vhost>_gwN``; ``/`` gives ``animetop_test_gwN``):
+    RabbitMQ queues have no namespace, so workers sharing a vhost would take each other's messages."""
+    if not XDIST_WORKER:
+        return base
+    parts = urlsplit(base)
+    vhost = unquote(parts.path[1:]) or "/"
+    own = f"animetop_test_{XDIST_WORKER}" if vhost == "/" else f"{vhost}_{XDIST_WORKER}"
+    return urlunsplit(parts._replace(path="/" + quote(own, safe="")))
+
+
+#: RabbitMQ of the tests: TEST_RABBITMQ_URL (default the local server's ``/``), on this worker's own vhost.
+RABBITMQ_URL = _worker_vhost_url(os.environ.get("TEST_RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:5672/%2F"))
+_rabbitmq_ready: list[bool] = []
+
+
+def need_rabbitmq() -> None:
+    """RabbitMQ reachable (``need``), with this worker's vhost, created with ``rabbitmqctl`` where missing (as
+    root, like Chromium's install); without it the tests fail under CI=true and skip otherwise."""
+    need(RABBITMQ_URL, "RabbitMQ")
+    if _rabbitmq_ready:
+        return
+    import shutil
+    import subprocess
+
+    import pika
+    import pika.exceptions
+
+    def reachable() -> bool:
+        try:
+            pika.BlockingConnection(pika.URLParameters(RABBITMQ_URL)).close()
+            return True
+        except pika.exceptions.AMQPConnectionError:
+            return False
+
+    if not reachable() and shutil.which("rabbitmqctl"):
+        parts = urlsplit(RABBITMQ_URL)
+        vhost, user = unquote(parts.path[1:]), parts.username or "guest"
+        subprocess.run(["rabbitmqctl", "add_vhost", vhost], capture_output=True, timeout=60)
+        subprocess.run(["rabbitmqctl", "set_permissions", "-p", vhost, user, ".*", ".*", ".*"], capture_output=True,
+                       timeout=60)
+    if not reachable():
+        message = f"RabbitMQ vhost of {RABBITMQ_URL} not usable (create it, or run as root with rabbitmqctl)"
+        if IN_CI:
+            pytest.fail(message)
+        pytest.skip(message)
+    _rabbitmq_ready.append(True)
 
 
 MYSQL_URL = os.environ.get("TEST_MYSQL_URL", "mysql://root@127.0.0.1:3306/animetop_test") + (

@@ -15,9 +15,9 @@ import redis
 
 from lib.core.redis_urls import with_redis_db
 
-from .conftest import MYSQL_URL, STATE_DB, need
+from .conftest import MYSQL_URL, RABBITMQ_URL, STATE_DB, need, need_rabbitmq
 from .helpers import processes_matching, recreate_mysql_database
-from .test_production_profile import RABBITMQ_URL, purge_queues
+from .test_production_profile import purge_queues
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -83,7 +83,7 @@ def test_load_benchmark_tiny_scale(short_tmp, chromium):
 @pytest.mark.rabbitmq
 def test_load_benchmark_on_the_production_profile(short_tmp, chromium, redis_server):
     need(MYSQL_URL, "MySQL/MariaDB")
-    need(RABBITMQ_URL, "RabbitMQ")
+    need_rabbitmq()
     conn, name = recreate_mysql_database(MYSQL_URL)
     state = with_redis_db(redis_server, STATE_DB)
     client = redis.Redis.from_url(state)

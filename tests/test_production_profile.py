@@ -20,34 +20,21 @@ import pymysql
 import pytest
 
 from lib.core.redis_urls import with_redis_db
+from lib.messaging.purge import purge_rabbitmq_queues
 from lib.messaging.queues import ALL_QUEUES
 
-from .conftest import MYSQL_URL, STATE_DB, need
+from .conftest import MYSQL_URL, RABBITMQ_URL, STATE_DB, need, need_rabbitmq
 from .helpers import cmdline, descendants, parent_of, processes_matching, recreate_mysql_database, threads, wait_for
 from .test_demo import crawl_sessions, expected_hours
 
 pytestmark = [pytest.mark.slow, pytest.mark.mysql, pytest.mark.rabbitmq]
 
 ROOT = Path(__file__).resolve().parent.parent
-RABBITMQ_URL = os.environ.get("TEST_RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:5672/%2F")
 
 
 def purge_queues(url: str) -> None:
-    """Empty the application's queues (and their delay and dead-letter queues) on RabbitMQ: a fresh broker."""
-    connection = pika.BlockingConnection(pika.URLParameters(url))
-    try:
-        for queue in ALL_QUEUES:
-            for name in (queue, f"{queue}.DQ", f"{queue}.XQ"):
-                channel = connection.channel()
-                try:
-                    channel.queue_purge(name)
-                except pika.exceptions.ChannelClosedByBroker:
-                    pass  # not declared yet
-                finally:
-                    if channel.is_open:
-                        channel.close()
-    finally:
-        connection.close()
+    """A fresh broker: the application's queues (with their delay and dead-letter queues) emptied."""
+    purge_rabbitmq_queues(pika.URLParameters(url))
 
 
 def worker_processes(data_dir: bytes) -> list[int]:
@@ -60,7 +47,7 @@ def worker_processes(data_dir: bytes) -> list[int]:
 
 def test_the_demo_on_rabbitmq_redis_and_mariadb_survives_a_worker_kill(tmp_path, chromium, redis_server):
     need(MYSQL_URL, "MySQL/MariaDB")
-    need(RABBITMQ_URL, "RabbitMQ")
+    need_rabbitmq()
     recreate_mysql_database(MYSQL_URL)[0].close()
     state = with_redis_db(redis_server, STATE_DB)
     import redis
@@ -140,7 +127,7 @@ def test_the_procfile_under_honcho_on_rabbitmq_redis_and_mariadb(tmp_path, chrom
     SIGKILLed mid-run, honcho stopped with Ctrl-C once every IP has three crawls applied: every applied crawl's
     hours equal the simulator's truth, nothing is dead-lettered, nothing is left running."""
     need(MYSQL_URL, "MySQL/MariaDB")
-    need(RABBITMQ_URL, "RabbitMQ")
+    need_rabbitmq()
     import redis
 
     from lib.core.clock import Clock

@@ -1,6 +1,5 @@
 """The dead-letter tool on the RabbitMQ broker."""
 
-import os
 import time
 import uuid
 
@@ -12,17 +11,15 @@ from lib.core.settings import load_settings, use_settings
 from lib.messaging.broker import build_broker
 from lib.messaging.dead_letters import DeadLetters
 
-from .conftest import need
+from .conftest import RABBITMQ_URL, need_rabbitmq
 from .helpers import run_cli, wait_for
-
-RABBITMQ_URL = os.environ.get("TEST_RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:5672/%2F")
 
 pytestmark = pytest.mark.rabbitmq
 
 
 @pytest.fixture
 def rabbit_broker(env):
-    need(RABBITMQ_URL, "RabbitMQ")
+    need_rabbitmq()
     env["BROKER_URL"] = RABBITMQ_URL
     settings = load_settings(env)
     use_settings(settings)

@@ -30,7 +30,7 @@ from lib.scheduling.schedule import InFlight, ScheduleStore
 from lib.standins.simulator import MarketSimulator
 from models import AppliedResult
 
-from ..conftest import need
+from ..conftest import RABBITMQ_URL, need_rabbitmq
 from ..helpers import free_port, processes_matching, wait_for
 
 pytestmark = pytest.mark.slow
@@ -38,7 +38,6 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).parent.parent.parent
 #: honcho 2.0's fixed wait between its SIGTERM and its SIGKILL (honcho.manager.KILL_WAIT).
 HONCHO_KILL_WAIT = 5
-RABBITMQ_URL = os.environ.get("TEST_RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:5672/%2F")
 
 
 @pytest.fixture
@@ -134,7 +133,7 @@ def test_ctrl_c_under_honcho_mid_crawl_leaves_nothing_running_and_the_crawl_is_a
     data = env["DATA_DIR"].encode()
     rabbit = broker_kind == "rabbitmq"
     if rabbit:
-        need(RABBITMQ_URL, "RabbitMQ")
+        need_rabbitmq()
         _purge_rabbitmq(RABBITMQ_URL)
     run_env = {**env, **({"BROKER_URL": RABBITMQ_URL} if rabbit else {}),
                "MERCARI_BASE_URL": sim.url, "CHROMIUM_PATH": chromium, "CHROMIUM_NO_SANDBOX": "true",

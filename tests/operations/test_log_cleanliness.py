@@ -15,13 +15,12 @@ import pytest
 
 from lib.core.redis_client import state_redis
 
-from ..conftest import need
+from ..conftest import RABBITMQ_URL, need_rabbitmq
 from ..helpers import cmdline, descendants, free_port, parent_of, run_cli, threads, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.rabbitmq]
 
 ROOT = Path(__file__).parent.parent.parent
-RABBITMQ_URL = os.environ.get("TEST_RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:5672/%2F")
 
 
 def _consuming_workers(runner: int) -> list[int]:
@@ -31,7 +30,7 @@ def _consuming_workers(runner: int) -> list[int]:
 
 
 def test_a_killed_worker_and_a_clean_stop_log_no_error_on_rabbitmq(env, settings, tmp_path):
-    need(RABBITMQ_URL, "RabbitMQ")
+    need_rabbitmq()
     run_env = {**env, "BROKER_URL": RABBITMQ_URL, "WORKER_PROCESSES": "2", "WORKER_THREADS": "4",
                "METRICS_PORT": str(free_port())}
     assert run_cli(run_env, "db", "init").returncode == 0
