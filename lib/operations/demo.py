@@ -168,7 +168,9 @@ def run_demo(minutes: float, speed: float, ips: int, keep: bool = False, record:
     # every hour bucket the run touched, from the first to the current one
     hours = int((clock.now() // 3600) - (started // 3600)) + 1
     side = ReadSide(settings, state_redis(settings), clock)
-    print(f"\nLeaderboard by outflow (sales), last {hours} simulated hours:")
+    # sales are counted in the hour they happened (event time), and a crawl can see sales from before the run
+    print(f"\nLeaderboard by outflow (sales), last {hours} simulated hours "
+          f"(since {side.window_start(hours):%Y-%m-%d %H:00} UTC):")
     print(f"{'#':>3}  {'IP':22} {'INFLOW':>7} {'OUTFLOW':>8} {'LIQUIDITY':>10}")
     for row in side.leaderboard("outflow", hours, 20):
         liquidity = f"{row['liquidity']:.2f}" if row["liquidity"] is not None else "-"
