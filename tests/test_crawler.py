@@ -10,6 +10,7 @@ import urllib.request
 import pytest
 
 from lib.core.settings import load_settings
+from lib.crawling import page_fetch
 from lib.crawling.crawl import Crawler, CrawlFailed
 from lib.crawling.driver import Browser
 from lib.crawling.page_fetch import ErrorKind, PageError, fetch_page, search_url
@@ -121,6 +122,38 @@ def last_page_keyword(sim, statuses):
         if found % 120 > 60:
             return keyword, found // 120 + 1
     raise AssertionError("no such keyword")
+
+
+@pytest.mark.parametrize("script", ["HUMAN_SCROLL", "FIRST_READ"])
+def test_back_at_the_top_the_list_is_rendered_there(crawl_settings, sim, chromium, script):
+    """A virtual list renders a scroll on its ``scroll`` event, a frame after ``scrollTo``: a read right after
+    the person's scrolling (or the DOM path's first read) ended must see the page's first listings, not the cells
+    of where it had been scrolled to (CI once saw the DOM path miss the first 4 listings of page 1)."""
+    truth = sim.truth(KEYWORD, ON_SALE, 1)
+
+    async def go():
+        browser = await Browser.launch(chromium, no_sandbox=True)
+        try:
+            tab = await browser.new_tab(crawl_settings.mercari_api_pattern, True)
+            await tab.goto(search_url(sim.url, KEYWORD, "on_sale", 1), 15, read_text=False)
+            await tab.wait_for("() => document.querySelector('a[data-testid=\"thumbnail-link\"]')", 15)
+            # well down the list, rendered there; then the script, and a read in the same task (no frame between)
+            down = await tab.evaluate("""async () => {
+              window.scrollBy(0, 1500);
+              await new Promise(r => setTimeout(r, 300));
+              return document.querySelector('a[data-testid="thumbnail-link"]').getAttribute('href');
+            }""")
+            at_top = await tab.evaluate(f"""async () => {{
+              await ({getattr(page_fetch, script)})([]);
+              return document.querySelector('a[data-testid="thumbnail-link"]').getAttribute('href');
+            }}""")
+            return down, at_top
+        finally:
+            await browser.close()
+
+    down, at_top = run(go())
+    assert not down.endswith(truth[0]["id"])  # the scroll down was rendered: the first listing had gone
+    assert at_top.endswith("/" + truth[0]["id"])
 
 
 @pytest.mark.parametrize("statuses, param", [(ON_SALE, "on_sale"), (SOLD, "sold_out|trading")])
