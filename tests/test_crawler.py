@@ -241,39 +241,38 @@ def test_each_block_kind_is_detected(sim, chromium, mode, kind):
     run(go())
 
 
-def test_retry_after_is_honoured(crawl_env, sim):
+def crawl_after_a_429(crawl_env, sim, retry_after: int, task_id: str):
+    """A 3+1-page crawl whose first page answers 429 with ``Retry-After``; (the crawl's result or its
+    ``CrawlFailed``, the simulator's page log of the crawl)."""
     settings = load_settings({**crawl_env, "SCHEDULER_PAGES_ON_SALE": "3", "SCHEDULER_PAGES_SOLD": "1"})
 
     async def go():
         crawler = Crawler.from_settings(settings)
         try:
-            sim.set_mode("429", count=1, retry_after=3)
-            return await crawler.crawl(1, KEYWORD, "t-429")
+            sim.set_mode("429", count=1, retry_after=retry_after)
+            return await crawler.crawl(1, KEYWORD, task_id)
         finally:
             await crawler.close()
 
     before = len(sim.page_log)
-    result = run(go())
-    log = sim.page_log[before:]
+    try:
+        outcome: dict | CrawlFailed = run(go())
+    except CrawlFailed as e:
+        outcome = e
+    return outcome, sim.page_log[before:]
+
+
+def test_retry_after_is_honoured(crawl_env, sim):
+    result, log = crawl_after_a_429(crawl_env, sim, 3, "t-429")
+    assert isinstance(result, dict), result
     assert result["errors"] == {"on_sale:1": "blocked"} and result["pages_crawled"] == 3
     assert log[0][1] == "429" and log[1][0] - log[0][0] >= 3.0  # the next request waited as asked
 
 
 def test_a_retry_after_too_long_ends_the_crawl(crawl_env, sim):
-    settings = load_settings({**crawl_env, "SCHEDULER_PAGES_ON_SALE": "3", "SCHEDULER_PAGES_SOLD": "1"})
-
-    async def go():
-        crawler = Crawler.from_settings(settings)
-        try:
-            sim.set_mode("429", count=1, retry_after=3600)
-            return await crawler.crawl(1, KEYWORD, "t-429-long")
-        finally:
-            await crawler.close()
-
-    before = len(sim.page_log)
-    with pytest.raises(CrawlFailed) as e:
-        run(go())
-    assert e.value.errors == {"on_sale:1": "blocked"} and len(sim.page_log) - before == 1
+    failed, log = crawl_after_a_429(crawl_env, sim, 3600, "t-429-long")
+    assert isinstance(failed, CrawlFailed), failed
+    assert failed.errors == {"on_sale:1": "blocked"} and len(log) == 1
 
 
 def test_no_results_modal_and_malformed_cells(sim, chromium):
