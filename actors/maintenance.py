@@ -7,9 +7,10 @@ from periodiq import cron
 from lib.core.clock import get_clock
 from lib.core.redis_client import state_redis
 from lib.core.settings import get_settings
+from lib.market.daily import roll_up_pending
 from lib.market.read_side import ReadSide
 from lib.market.retention import prune
-from lib.messaging.routes import PING, PRUNE_STORAGE, REFRESH_LEADERBOARDS
+from lib.messaging.routes import PING, PRUNE_STORAGE, REFRESH_LEADERBOARDS, ROLL_UP_DAYS
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +33,17 @@ def prune_storage() -> None:
         logger.info("prune_storage: RETENTION_PRUNE is false; nothing pruned")
         return
     prune(settings, get_clock().now())
+
+
+# Hourly (periodiq), at minute 7: a completed UTC day is rolled up within the hour after midnight, and a past day
+# a late result changed within the hour after it (the per-day series computes such days from the hourly rows
+# meanwhile). One pass at a time across all processes (busy: skip); each IP in its own transaction, so a kill
+# mid-pass loses nothing. README "Storage and retention".
+@ROLL_UP_DAYS.declare(periodic=cron("7 * * * *"), lock_key=ROLL_UP_DAYS.actor_name, on_lock_busy="skip",
+                      max_retries=1, time_limit=3_600_000)
+def roll_up_days() -> None:
+    """Roll up the completed days whose hourly rows changed into daily rows (``lib.market.daily``)."""
+    roll_up_pending(get_clock().now())
 
 
 # Every minute (periodiq); one run at a time across all processes (busy: skip, the running one does the work).

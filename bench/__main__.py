@@ -1,17 +1,18 @@
 """``python -m bench [NAME ...] [OPTIONS]``: every benchmark (or the named ones), each as ratios against a floor
 measured in the same run. Options go to a single named benchmark: ``python -m bench load --ips 100,1000``,
-``python -m bench dashboard --db /tmp/market.sqlite3`` (keep the filled database and reuse it next time)."""
+``python -m bench dashboard --db /tmp/market.sqlite3`` (also ``days``: keep the filled database and reuse it
+next time)."""
 
 import sys
 
-from . import collect, crawl, dashboard, encoding, leaderboard, load, pool, process_result, schedule_tick
+from . import collect, crawl, dashboard, days, encoding, leaderboard, load, pool, process_result, schedule_tick
 
 BENCHMARKS = {"encoding": encoding.main, "schedule_tick": schedule_tick.main, "process_result": process_result.main,
               "pool": pool.main, "collect": collect.main, "crawl": crawl.main, "leaderboard": leaderboard.main,
-              "dashboard": dashboard.main, "load": load.main}
+              "dashboard": dashboard.main, "days": days.main, "load": load.main}
 
-#: Benchmarks that take options (``load``: its scales; ``leaderboard``, ``dashboard``: ``--db PATH``).
-WITH_OPTIONS = {"load": load.main, "leaderboard": leaderboard.main, "dashboard": dashboard.main}
+#: Benchmarks that take options (``load``: its scales; ``leaderboard``, ``dashboard``, ``days``: ``--db PATH``).
+WITH_OPTIONS = {"load": load.main, "leaderboard": leaderboard.main, "dashboard": dashboard.main, "days": days.main}
 
 
 def main(argv: list[str]) -> int:

@@ -7,15 +7,15 @@ from .execution_state import JobExecutionState
 from .ip import IpMetadata
 from .market import AlertDelivery, AppliedResult, IpAlert, IpStatsHourly, ItemSnapshot, ListingEvent, ListingSighting
 from .pool import Content, Title
-from .retention import IpStatsDaily, StorageMark
+from .retention import IpDayPending, IpStatsDaily, StorageMark
 
 #: Every table ``animetop db init`` creates, in dependency order.
 ALL_MODELS: list[type[BaseModel]] = [
     IpMetadata, JobExecutionState, ItemSnapshot, IpStatsHourly, IpAlert, AppliedResult, Title, Content,
     CollectionTask, CollectedRow, AlertDelivery, CrawlSearchTotal, ListingSighting, ListingEvent,
-    IpStatsDaily, StorageMark,
+    IpStatsDaily, IpDayPending, StorageMark,
 ]
 
 __all__ = ["ALL_MODELS", "AlertDelivery", "AppliedResult", "BaseModel", "CollectedRow", "CollectionTask", "Content",
-           "CrawlSearchTotal", "IpAlert", "IpMetadata", "IpStatsDaily", "IpStatsHourly", "ItemSnapshot",
+           "CrawlSearchTotal", "IpAlert", "IpDayPending", "IpMetadata", "IpStatsDaily", "IpStatsHourly", "ItemSnapshot",
            "JobExecutionState", "ListingEvent", "ListingSighting", "StorageMark", "Title"]

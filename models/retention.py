@@ -4,8 +4,8 @@ from .base import BaseModel
 
 
 class IpStatsDaily(BaseModel):
-    """One IP's market flow in one UTC day, rolled up from its hourly rows before they are pruned (README
-    "Storage and retention"): the long history outlives the hourly rows and the per-listing facts."""
+    """One IP's market flow in one completed UTC day, rolled up from its hourly rows and sales (README "Storage
+    and retention"): the per-day series reads these, and they outlive the hourly rows and the per-listing facts."""
 
     id = peewee.AutoField()  # peewee's implicit key, declared for the type checker
 
@@ -25,6 +25,20 @@ class IpStatsDaily(BaseModel):
     class Meta:
         table_name = "ip_stats_daily"
         indexes = ((("ip_id", "day"), True),)
+
+
+class IpDayPending(BaseModel):
+    """A UTC day of one IP whose hourly rows changed since its daily row was computed: written in the transaction
+    that changes them, removed by the rollup that recomputes the day (``lib.market.daily``)."""
+
+    id = peewee.AutoField()  # peewee's implicit key, declared for the type checker
+
+    ip_id = peewee.IntegerField()
+    day = peewee.DateTimeField()  # naive UTC, midnight
+
+    class Meta:
+        table_name = "ip_days_pending"
+        indexes = ((("ip_id", "day"), True), (("day", "ip_id"), False))
 
 
 class StorageMark(BaseModel):

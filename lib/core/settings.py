@@ -120,7 +120,7 @@ class Settings:
             "Longest window the stored facts answer exactly: pruning keeps all a window up to this long reads "
             "(with its previous window and 7-day baseline: 2 x this + 8 days); longer windows are refused.")
     retention_daily: float = setting("730d", parsers.parse_duration,
-            "How long the daily rollup rows (ip_stats_daily) are kept.")
+            "How long the daily rows (ip_stats_daily) are kept: the longest per-day series answered.")
     retention_prune: bool = setting("true", parsers.boolean,
             "Whether the hourly prune_storage actor prunes (false: keep everything; `animetop db prune` still works).")
     # crawler (seed 000 §3)

@@ -13,11 +13,12 @@ from zoneinfo import ZoneInfo
 import redis
 
 from lib.core import keys
-from lib.core.clock import Clock, get_clock
+from lib.core.clock import Clock, get_clock, naive_utc
 from lib.core.settings import Settings
+from lib.market.daily import day_series
 from lib.market.retention import WindowBeyondRetention, check_window, pruned_before
 from lib.market.series import outflow_sparklines
-from lib.market.statistics import hour_bucket
+from lib.market.statistics import day_of, hour_bucket
 from lib.market.windows import window_measures
 from models import IpAlert, IpMetadata, IpStatsHourly
 
@@ -275,6 +276,39 @@ class ReadSide:
                     "series": series, "alerts": alerts}
         return _cached(self.client, keys.ip_cache(ip_id, f"detail:{hours}"), self.settings.cache_ttl, compute,
                        _ip_index(ip_id))
+
+    def max_days(self) -> int:
+        """The longest per-day series answered: RETENTION_DAILY in whole days."""
+        return max(1, int(self.settings.retention_daily // 86400))
+
+    def ip_days(self, ip_id: int, days: int) -> dict[str, Any]:
+        """The IP's per-day series over the last ``days`` UTC days, today's partial day included (README "Storage
+        and retention"): flows, tracked hours and the sold-price median, quartiles, mean and range of each day,
+        from the daily rows (``lib.market.daily.day_series``). Up to RETENTION_DAILY days, also before the hourly
+        rows' horizon; a day without a row (not tracked) is left out."""
+        if not 1 <= days <= self.max_days():
+            raise WindowBeyondRetention(f"ask for 1 to {self.max_days()} days (RETENTION_DAILY keeps daily rows "
+                                        f"{self.max_days()} days)")
+        last = day_of(naive_utc(self.clock.now()))
+        first = last - timedelta(days=days - 1)
+
+        def compute() -> dict[str, Any]:
+            if IpMetadata.get_or_none(IpMetadata.id == ip_id) is None:
+                raise LookupError(f"no IP with id {ip_id}")
+            floor = pruned_before()
+            rows = day_series(ip_id, first, last, None if floor is None else naive_utc(floor))
+
+            def price(value: Any) -> float | None:
+                return None if value is None else float(value)
+
+            series = [{"day": f"{r['day']:%Y-%m-%d}", "partial": r["day"] == last, "hours": r["hours"],
+                       "inflow": r["inflow"], "outflow": r["outflow"], "samples": r["sample_count"],
+                       **{name: price(r[name]) for name in ("median_price", "p25_price", "p75_price", "avg_price",
+                                                            "min_price", "max_price")}} for r in rows]
+            return {"ip_id": ip_id, "days": days, "first_day": f"{first:%Y-%m-%d}", "last_day": f"{last:%Y-%m-%d}",
+                    "series": series}
+        return _cached(self.client, keys.ip_cache(ip_id, f"days:{days}:{last:%Y%m%d}"), self.settings.cache_ttl,
+                       compute, _ip_index(ip_id))
 
     def _display(self, naive_utc_dt) -> str:
         from datetime import timezone

@@ -7,7 +7,8 @@ answers loses a row it reads; longer windows are refused (``check_window``), nev
 
 Before the horizon:
 
-* hourly rows are rolled up into daily rows (``ip_stats_daily``, kept ``RETENTION_DAILY``), then deleted (on
+* hourly rows are rolled up into daily rows (``ip_stats_daily``, kept ``RETENTION_DAILY``; ``lib.market.daily``
+  keeps them current for every completed day, and here the days not rolled up yet are), then deleted (on
   MySQL/MariaDB, where they are partitioned by month, whole months are dropped: ``lib.market.partitions``);
 * a listing last seen before the horizon is dormant: its sightings, events and snapshot go;
 * a listing still seen keeps, of its sightings before the horizon, the ones its events depend on (the first and
@@ -24,7 +25,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from dataclasses import asdict, dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import peewee
@@ -32,7 +33,8 @@ import peewee
 from lib.core.clock import naive_utc, to_timestamp
 from lib.core.db import database, is_mysql, on_conflict_update, write_transaction
 from lib.core.settings import Settings
-from lib.market.statistics import HOUR, hour_bucket, hour_values, tuples
+from lib.market.daily import roll_up
+from lib.market.statistics import HOUR, hour_bucket, tuples
 from lib.market.windows import BASELINE
 from models import (
     AppliedResult,
@@ -233,37 +235,3 @@ def redundant_sightings(ip_id: int, limit: float) -> list[int]:
             if seen[k - 1][1] == seen[k][1] == seen[k + 1][1] and k != first_created:
                 redundant.append(seen[k][0])
     return redundant
-
-
-def roll_up(ip_id: int, before: datetime) -> int:
-    """Daily rows of the IP's days before ``before`` that have hourly rows and no daily row yet: the hours'
-    counts summed, and the prices over the day's sales (mean, quartiles, range: README definition 4, by day).
-    Returns the number of days rolled up."""
-    hourly = tuples(IpStatsHourly.select(IpStatsHourly.hour_bucket, IpStatsHourly.inflow, IpStatsHourly.outflow)
-                    .where((IpStatsHourly.ip_id == ip_id) & (IpStatsHourly.hour_bucket < before)))
-    if not hourly:
-        return 0
-    done = {d for (d,) in tuples(IpStatsDaily.select(IpStatsDaily.day).where(IpStatsDaily.ip_id == ip_id))}
-    days: dict[datetime, list[int]] = defaultdict(lambda: [0, 0, 0])
-    for bucket, inflow, outflow in hourly:
-        day = bucket.replace(hour=0, minute=0, second=0, microsecond=0)
-        if day in done:
-            continue
-        days[day][0] += 1
-        days[day][1] += inflow
-        days[day][2] += outflow
-    if not days:
-        return 0
-    prices: dict[datetime, list[int]] = defaultdict(list)
-    for bucket, price in tuples(ListingEvent.select(ListingEvent.hour_bucket, ListingEvent.price).where(
-            (ListingEvent.ip_id == ip_id) & (ListingEvent.kind == "sold") & ListingEvent.price.is_null(False)
-            & (ListingEvent.hour_bucket >= min(days)) & (ListingEvent.hour_bucket < before))):
-        prices[bucket.replace(hour=0, minute=0, second=0, microsecond=0)].append(price)
-    rows = []
-    for day, (hours, inflow, outflow) in sorted(days.items()):
-        values = hour_values(inflow, outflow, prices.get(day, []))
-        values.pop("liquidity_index")
-        rows.append({"ip_id": ip_id, "day": day, "hours": hours, **values})
-    for start in range(0, len(rows), 200):
-        IpStatsDaily.insert_many(rows[start:start + 200]).on_conflict_ignore().execute()
-    return len(rows)

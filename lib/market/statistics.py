@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -13,7 +14,7 @@ from lib.core.clock import naive_utc
 from lib.core.db import on_conflict_update
 from lib.core.settings import Settings
 from lib.market import robust
-from models import IpAlert, IpStatsHourly, ListingEvent
+from models import IpAlert, IpDayPending, IpStatsHourly, ListingEvent
 
 HOUR = 3600
 
@@ -21,6 +22,19 @@ HOUR = 3600
 def hour_bucket(ts: float) -> datetime:
     """The UTC hour a Unix time falls in, as the naive datetime the database stores."""
     return naive_utc(ts - ts % HOUR)
+
+
+def day_of(at: datetime) -> datetime:
+    """The UTC midnight (naive) of a naive UTC time."""
+    return at.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def mark_pending(ip_id: int, buckets: Iterable[datetime]) -> None:
+    """Mark the days of these hours pending: their daily rows must be (re)computed (``lib.market.daily``). Called
+    in the transaction that writes the hours' rows, so a day's change and its mark commit together."""
+    days = sorted({day_of(b) for b in buckets})
+    if days:
+        IpDayPending.insert_many([{"ip_id": ip_id, "day": d} for d in days]).on_conflict_ignore().execute()
 
 
 def tuples(query: Any) -> list[tuple[Any, ...]]:
@@ -66,6 +80,7 @@ def ensure_hours(ip_id: int, first: datetime, last: datetime) -> None:
         bucket += timedelta(hours=1)
     for start in range(0, len(rows), 500):
         IpStatsHourly.insert_many(rows[start:start + 500]).on_conflict_ignore().execute()
+    mark_pending(ip_id, [r["hour_bucket"] for r in rows])
 
 
 def refresh_hours(ip_id: int, buckets: set[datetime], tracked: tuple[datetime, datetime]) -> None:
@@ -87,6 +102,7 @@ def refresh_hours(ip_id: int, buckets: set[datetime], tracked: tuple[datetime, d
                 flows[bucket][1] += 1
                 if price is not None:
                     prices[bucket].append(price)
+    mark_pending(ip_id, ordered)
     rows, empty = [], []
     for bucket in ordered:
         inflow, outflow = flows[bucket]

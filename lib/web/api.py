@@ -80,7 +80,8 @@ def measures() -> list[schemas.Measure]:
 def meta(request: Request, ctx: WebContext = Depends(context)) -> schemas.Meta:
     session = ctx.auth.request_session(request)
     return schemas.Meta(measures=measures(), windows=list(COMMON_WINDOWS),
-                        max_hours=max_window_hours(ctx.settings), timezone=ctx.settings.display_tz,
+                        max_hours=max_window_hours(ctx.settings), max_days=ctx.read_side.max_days(),
+                        timezone=ctx.settings.display_tz,
                         operator_enabled=ctx.auth.enabled, operator=session is not None,
                         csrf_token=ctx.auth.csrf_token(session) if session else None)
 
@@ -144,6 +145,24 @@ def ip_series_csv(ip_id: int, ctx: WebContext = Depends(context), hours: int = D
     rows = detail["series"]
     columns = list(dict.fromkeys(k for r in rows for k in r)) or ["hour", "inflow", "outflow"]
     return _csv(rows, columns, f"animetop-ip-{ip_id}-{hours}h.csv")
+
+
+@router.get("/ips/{ip_id}/days", response_model=schemas.IpDays,
+            responses={200: {"content": {"text/csv": {}}}, 400: {"model": schemas.Problem},
+                       404: {"model": schemas.Problem}})
+def ip_days(ip_id: int, ctx: WebContext = Depends(context),
+            days: int = Query(90, ge=1, description="UTC days back, today included; at most RETENTION_DAILY "
+                              "(`max_days` of /meta), reaching before the hourly rows' horizon"),
+            format: Literal["json", "csv"] = "json") -> Any:
+    try:
+        result = ctx.read_side.ip_days(ip_id, days)
+    except LookupError as e:
+        raise HTTPException(404, str(e)) from None
+    except WindowBeyondRetention as e:
+        raise HTTPException(400, str(e)) from None
+    if format == "csv":
+        return _csv(result["series"], list(schemas.DayPoint.model_fields), f"animetop-ip-{ip_id}-{days}d.csv")
+    return result
 
 
 @router.get("/status", response_model=schemas.Status)

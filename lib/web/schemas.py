@@ -21,6 +21,7 @@ class Meta(BaseModel):
     measures: list[Measure] = Field(description="what the leaderboard can be sorted by")
     windows: list[int] = Field(description="window lengths offered, in hours")
     max_hours: int = Field(description="the longest window the API answers, in hours (RETENTION_WINDOW)")
+    max_days: int = Field(description="the longest per-day series the API answers, in days (RETENTION_DAILY)")
     timezone: str = Field(description="DISPLAY_TZ: the time zone pages show times in")
     operator_enabled: bool = Field(description="whether DASHBOARD_TOKEN is set (requeue and purge possible)")
     operator: bool = Field(description="whether this request carries a valid operator session")
@@ -102,6 +103,29 @@ class IpDetail(BaseModel):
     alerts: list[AlertOut]
     latest_sales: list[Sale]
     search_totals: list[SearchPoint]
+
+
+class DayPoint(BaseModel):
+    day: str = Field(description="the UTC day, YYYY-MM-DD")
+    partial: bool = Field(description="today: the day so far")
+    hours: int = Field(description="tracked hours of the day")
+    inflow: int
+    outflow: int
+    samples: int = Field(description="sales with a real price in the day")
+    median_price: float | None = None
+    p25_price: float | None = None
+    p75_price: float | None = None
+    avg_price: float | None = None
+    min_price: float | None = None
+    max_price: float | None = None
+
+
+class IpDays(BaseModel):
+    ip_id: int
+    days: int
+    first_day: str = Field(description="the first UTC day of the range, YYYY-MM-DD")
+    last_day: str = Field(description="today (UTC), YYYY-MM-DD")
+    series: list[DayPoint] = Field(description="the days with a row (tracked), oldest first")
 
 
 class QueueCounts(BaseModel):

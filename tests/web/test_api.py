@@ -54,6 +54,9 @@ def test_every_read_endpoint_matches_its_openapi_document(dashboard):
                       ("/api/v1/leaderboard", "/api/v1/leaderboard?by=nope"),
                       ("/api/v1/ips/{ip_id}", f"/api/v1/ips/{ip}?hours=48"),
                       ("/api/v1/ips/{ip_id}", "/api/v1/ips/999999"),
+                      ("/api/v1/ips/{ip_id}/days", f"/api/v1/ips/{ip}/days?days=30"),
+                      ("/api/v1/ips/{ip_id}/days", "/api/v1/ips/999999/days"),
+                      ("/api/v1/ips/{ip_id}/days", f"/api/v1/ips/{ip}/days?days=100000"),
                       ("/api/v1/status", "/api/v1/status"),
                       ("/api/v1/deadletters", "/api/v1/deadletters")]:
         reply = call(dashboard.url + url)
@@ -95,6 +98,31 @@ def test_leaderboard_numbers_order_filter_and_sparkline(dashboard):
     assert [r["ip_id"] for r in by_inflow["rows"]] == [ip for ip, _, _ in
                                                        sorted(((ip, i, o) for ip, (i, o) in sums.items()),
                                                               key=lambda t: (-t[1], -t[2], t[0]))]
+
+
+def test_per_day_series_sums_the_hours_of_each_utc_day(dashboard):
+    """/ips/{id}/days: per UTC day, the flows of that day's hourly rows summed here (the daily rows' definition is
+    tested in tests/market/test_daily.py); as CSV the same; a range beyond RETENTION_DAILY is refused."""
+    now = dashboard.clock.now()
+    meta = call(f"{dashboard.url}/api/v1/meta").json()
+    assert meta["max_days"] == 730
+    for ip in (i.id for i in dashboard.ips):
+        reply = call(f"{dashboard.url}/api/v1/ips/{ip}/days?days=30").json()
+        first = naive_utc(now - now % (24 * H)) - timedelta(days=29)
+        sums: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+        for r in IpStatsHourly.select().where((IpStatsHourly.ip_id == ip) & (IpStatsHourly.hour_bucket >= first)):
+            day = sums[f"{r.hour_bucket:%Y-%m-%d}"]
+            day[0] += 1
+            day[1] += r.inflow
+            day[2] += r.outflow
+        assert {r["day"]: [r["hours"], r["inflow"], r["outflow"]] for r in reply["series"]} == sums
+        assert sum(o for _, _, o in sums.values()) > 0
+        assert reply["series"][-1]["partial"] and reply["last_day"] == f"{naive_utc(now):%Y-%m-%d}"
+        rows = list(csv.DictReader(io.StringIO(call(f"{dashboard.url}/api/v1/ips/{ip}/days?days=30&format=csv")
+                                               .body.decode())))
+        assert [(r["day"], int(r["outflow"])) for r in rows] == [(r["day"], r["outflow"]) for r in reply["series"]]
+    assert call(f"{dashboard.url}/api/v1/ips/{ip}/days?days=731").status == 400
+    assert call(f"{dashboard.url}/api/v1/ips/{ip}/days?days=0").status == 422
 
 
 def test_exports(dashboard):

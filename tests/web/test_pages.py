@@ -125,7 +125,7 @@ def test_ip_page_draws_every_chart(site, chromium, tmp_path):
             page = await new_page(browser)
             await page.open(f"{url}/ip/{top['ip_id']}?hours=168")
             drawn = {chart: await page.drawn(f"#{chart}")
-                     for chart in ("flow-hourly", "flow-daily", "price", "tts", "supply")}
+                     for chart in ("flow-hourly", "flow-daily", "price-daily", "price", "tts", "supply")}
             name = await page.js("() => document.getElementById('name').textContent")
             sales = await page.js("() => Array.from(document.querySelectorAll('#sales tbody a'))"
                                   ".map(a => a.getAttribute('href'))")

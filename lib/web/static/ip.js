@@ -1,8 +1,9 @@
 "use strict";
 (async () => {
-  const {el, api, meta, showError, value, params, setParams, windowLabel, time, day, safeUrl} = Animetop;
+  const {el, api, meta, showError, value, params, setParams, windowLabel, time, safeUrl} = Animetop;
   const ipId = document.body.dataset.ipId;
   const hoursSelect = document.getElementById("hours");
+  const daysSelect = document.getElementById("days");
   const ts = (iso) => Date.parse(iso) / 1000;
 
   // A window measure {value, n}: its value, or "insufficient" with the count it rests on.
@@ -25,20 +26,22 @@
          v && v.n !== undefined ? el("div", {class: "muted"}, `n = ${v.n}`) : null)));
   }
 
-  function daily(series) {
-    const days = new Map();
-    for (const r of series) {
-      const key = day(ts(r.hour));
-      const d = days.get(key) || {x: ts(r.hour), listed: 0, sold: 0};
-      d.listed += r.inflow; d.sold += r.outflow;
-      days.set(key, d);
-    }
-    const rows = [...days.values()];
+  // The per-day series (/days: the daily rows, reaching back RETENTION_DAILY): flows and the sold-price band.
+  async function loadDays(days) {
+    setParams({days});
+    daysSelect.value = days;
+    document.getElementById("days-csv").href = `/api/v1/ips/${ipId}/days?days=${days}&format=csv`;
+    document.getElementById("days-json").href = `/api/v1/ips/${ipId}/days?days=${days}`;
+    const d = await api(`/api/v1/ips/${ipId}/days?days=${days}`);
+    const rows = d.series.map(r => ({...r, x: Date.parse(`${r.day}T00:00:00Z`) / 1000}));
     if (rows.length === 1) {  // one day alone: empty neighbours keep the time axis to days, not years
-      rows.unshift({x: rows[0].x - 86400, listed: null, sold: null});
-      rows.push({x: rows[1].x + 86400, listed: null, sold: null});
+      rows.unshift({x: rows[0].x - 86400, inflow: null, outflow: null});
+      rows.push({x: rows[1].x + 86400, inflow: null, outflow: null});
     }
-    return [rows.map(r => r.x), rows.map(r => r.listed), rows.map(r => r.sold)];
+    const xs = rows.map(r => r.x);
+    Charts.flows(document.getElementById("flow-daily"), xs, rows.map(r => r.inflow), rows.map(r => r.outflow), "/day");
+    Charts.band(document.getElementById("price-daily"), xs, rows.map(r => r.median_price ?? null),
+                rows.map(r => r.p25_price ?? null), rows.map(r => r.p75_price ?? null), "¥");
   }
 
   function price(d) {
@@ -116,7 +119,6 @@
     cards(d);
     const xs = d.series.map(r => ts(r.hour));
     Charts.flows(document.getElementById("flow-hourly"), xs, d.series.map(r => r.inflow), d.series.map(r => r.outflow), "/h");
-    Charts.flows(document.getElementById("flow-daily"), ...daily(d.series), "/day");
     price(d); timeToSell(d); supply(d); cuts(d); alerts(d); sales(d);
   }
 
@@ -126,7 +128,11 @@
     const windows = [...new Set([...info.windows, current])].sort((a, b) => a - b);
     hoursSelect.replaceChildren(...windows.map(h => el("option", {value: h}, `last ${windowLabel(h)}`)));
     hoursSelect.addEventListener("change", () => load(hoursSelect.value).catch(showError));
-    await load(String(current));
+    const currentDays = Number(params().get("days") || 90);
+    const ranges = [...new Set([30, 90, 365, info.max_days, currentDays])].filter(n => n <= info.max_days).sort((a, b) => a - b);
+    daysSelect.replaceChildren(...ranges.map(n => el("option", {value: n}, `last ${n} days`)));
+    daysSelect.addEventListener("change", () => loadDays(daysSelect.value).catch(showError));
+    await Promise.all([load(String(current)), loadDays(String(Math.min(currentDays, info.max_days)))]);
     document.body.dataset.ready = "1";
   } catch (error) { showError(error); }
 })();

@@ -1,0 +1,153 @@
+"""Daily rows (README "Storage and retention"): each IP's completed UTC days rolled up from their hourly rows and
+sales into ``ip_stats_daily``, kept current as late results change past days, and the per-day series read from
+them.
+
+A day's row: ``hours``, the tracked hours (hourly rows) of the day; ``inflow`` and ``outflow``, their sums; and
+over the day's sales with a real price the sample count, mean, median, quartiles and range (README definition 4,
+by day). Flows are in event time, so a late result can change a past day: every write of hourly rows marks their
+days pending (``IpDayPending``, in the same transaction), and the rollup recomputes the pending days, dropping
+their marks in its own transaction. The per-day series reads the daily rows, and computes from the hourly rows
+only the days that have none yet or are pending (today, a day a result just changed): the same values either way.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from typing import Any, cast
+
+from lib.core.clock import naive_utc, to_timestamp
+from lib.core.db import is_mysql, on_conflict_update, write_transaction
+from lib.market.statistics import day_of, hour_values, mark_pending, tuples
+from models import IpDayPending, IpMetadata, IpStatsDaily, IpStatsHourly, ListingEvent, StorageMark
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["compute_days", "day_of", "day_series", "mark_pending", "roll_up", "roll_up_pending"]
+
+ONE_DAY = timedelta(days=1)
+#: The storage mark set once every IP's days before it were rolled up (the first pass after an upgrade rolls up
+#: the days of hourly rows written before days were marked pending).
+BACKFILLED = "daily_backfilled_to"
+_VALUES = ("hours", "inflow", "outflow", "sample_count", "avg_price", "min_price", "max_price", "median_price",
+           "p25_price", "p75_price")
+
+
+def compute_days(ip_id: int, first: datetime, last: datetime,
+                 only: set[datetime] | None = None) -> dict[datetime, dict[str, Any]]:
+    """The daily rows (values by day) of the IP's days from ``first`` to ``last`` (UTC midnights) that have
+    hourly rows, or of the days in ``only`` among them: the one computation of a day's row (module docstring)."""
+    end = last + ONE_DAY
+    days: dict[datetime, list[int]] = defaultdict(lambda: [0, 0, 0])
+    for bucket, inflow, outflow in tuples(
+            IpStatsHourly.select(IpStatsHourly.hour_bucket, IpStatsHourly.inflow, IpStatsHourly.outflow)
+            .where((IpStatsHourly.ip_id == ip_id) & (IpStatsHourly.hour_bucket >= first)
+                   & (IpStatsHourly.hour_bucket < end))):
+        day = day_of(bucket)
+        if only is None or day in only:
+            counts = days[day]
+            counts[0] += 1
+            counts[1] += inflow
+            counts[2] += outflow
+    if not days:
+        return {}
+    prices: dict[datetime, list[int]] = defaultdict(list)
+    for bucket, price in tuples(ListingEvent.select(ListingEvent.hour_bucket, ListingEvent.price).where(
+            (ListingEvent.ip_id == ip_id) & (ListingEvent.kind == "sold") & ListingEvent.price.is_null(False)
+            & (ListingEvent.hour_bucket >= min(days)) & (ListingEvent.hour_bucket < max(days) + ONE_DAY))):
+        prices[day_of(bucket)].append(price)
+    rows = {}
+    for day, (hours, inflow, outflow) in sorted(days.items()):
+        values = hour_values(inflow, outflow, prices.get(day, []))
+        values.pop("liquidity_index")
+        rows[day] = {"hours": hours, **values}
+    return rows
+
+
+def _pending(ip_id: int, before: datetime) -> set[datetime]:
+    """The IP's pending days before ``before``. On MySQL/MariaDB their marks are locked first thing in the
+    transaction: a result marking one of them again waits for this transaction, and one that marked it before
+    has committed its hours before the reads that follow (they see it); SQLite's write transaction already
+    excludes every other writer."""
+    query = IpDayPending.select(IpDayPending.day).where((IpDayPending.ip_id == ip_id) & (IpDayPending.day < before))
+    if is_mysql():
+        query = query.for_update()
+    return {d for (d,) in tuples(query)}
+
+
+def roll_up(ip_id: int, before: datetime, *, missing: bool = True) -> int:
+    """(Re)compute the IP's daily rows before ``before`` (a UTC midnight) that are pending, and with ``missing``
+    also the days that have hourly rows and no daily row yet; then drop those days' marks. Run it inside a write
+    transaction. Returns the number of days rolled up."""
+    pending = _pending(ip_id, before)
+    days = set(pending)
+    if missing:
+        hourly = {day_of(b) for (b,) in tuples(IpStatsHourly.select(IpStatsHourly.hour_bucket).where(
+            (IpStatsHourly.ip_id == ip_id) & (IpStatsHourly.hour_bucket < before)))}
+        done = {d for (d,) in tuples(IpStatsDaily.select(IpStatsDaily.day).where(
+            (IpStatsDaily.ip_id == ip_id) & (IpStatsDaily.day < before)))}
+        days |= hourly - done
+    if not days:
+        return 0
+    rows = compute_days(ip_id, min(days), max(days), days)
+    stored = [{"ip_id": ip_id, "day": day, **values} for day, values in rows.items()]
+    for start in range(0, len(stored), 200):
+        on_conflict_update(IpStatsDaily.insert_many(stored[start:start + 200]),
+                           [IpStatsDaily.ip_id, IpStatsDaily.day],
+                           preserve=[getattr(IpStatsDaily, name) for name in _VALUES]).execute()
+    if pending:
+        IpDayPending.delete().where((IpDayPending.ip_id == ip_id) & IpDayPending.day.in_(sorted(pending))).execute()
+    return len(rows)
+
+
+def roll_up_pending(now: float) -> int:
+    """The periodic rollup (``roll_up_days``): every IP's completed days (before today, UTC) that are pending, one
+    transaction per IP; the first pass after an upgrade also rolls up the days missing a daily row. Idempotent,
+    and two passes at once are safe (``_pending``). Returns the number of days rolled up."""
+    today = day_of(naive_utc(now))
+    backfilled = StorageMark.get_or_none(StorageMark.name == BACKFILLED)
+    if backfilled is None:
+        ips = [i for (i,) in tuples(IpMetadata.select(IpMetadata.id).order_by(IpMetadata.id))]
+    else:
+        ips = [i for (i,) in tuples(IpDayPending.select(IpDayPending.ip_id).where(IpDayPending.day < today)
+                                    .distinct().order_by(IpDayPending.ip_id))]
+    done = 0
+    for ip_id in ips:
+        with write_transaction():
+            done += roll_up(ip_id, today, missing=backfilled is None)
+    if backfilled is None:
+        with write_transaction():
+            on_conflict_update(StorageMark.insert(name=BACKFILLED, value=to_timestamp(today)), [StorageMark.name],
+                               preserve=[StorageMark.value]).execute()
+    if done:
+        logger.info("daily rollup: %d day(s) of %d IP(s) rolled up", done, len(ips))
+    return done
+
+
+def day_series(ip_id: int, first: datetime, last: datetime, floor: datetime | None = None) -> list[dict[str, Any]]:
+    """The IP's per-day rows from ``first`` to ``last`` (UTC midnights), oldest first, each with its ``day``:
+    the stored daily rows, except the days that are pending or have none yet (today, the days before the first
+    rollup), computed from the hourly rows the same way. ``floor``: the day the hourly rows start (pruned before
+    it; None: never pruned): a stored day before it is read as it is."""
+    query = (IpStatsDaily.select(IpStatsDaily.day, *[getattr(IpStatsDaily, n) for n in _VALUES])
+             .where((IpStatsDaily.ip_id == ip_id) & (IpStatsDaily.day >= first) & (IpStatsDaily.day <= last)))
+    stored: dict[datetime, dict[str, Any]] = {r["day"]: r for r in cast(Iterable[dict[str, Any]], query.dicts())}
+    fresh_from = max(first, floor) if floor is not None else first
+    if StorageMark.get_or_none(StorageMark.name == BACKFILLED) is None:
+        fresh = compute_days(ip_id, fresh_from, last)  # nothing rolled up yet: every day from the hourly rows
+        stale = {d for d in stored if d >= fresh_from}
+    else:
+        stale = {d for (d,) in tuples(IpDayPending.select(IpDayPending.day).where(
+            (IpDayPending.ip_id == ip_id) & (IpDayPending.day >= fresh_from) & (IpDayPending.day <= last)))}
+        stale |= {d for d in (last, last - ONE_DAY) if d >= fresh_from and d not in stored}
+        fresh = compute_days(ip_id, min(stale), max(stale), stale) if stale else {}
+    rows = {d: r for d, r in stored.items() if d not in stale}
+    rows.update({d: {"day": d, **values} for d, values in fresh.items()})
+    return [rows[d] for d in sorted(rows)]
+
+
+def first_day(last: datetime, days: int) -> datetime:
+    return last - (days - 1) * ONE_DAY
+
