@@ -392,6 +392,10 @@ class Run:
             env = {**inherited, **self.env}
             if kind == "crawler":
                 env["LOG_LEVEL"] = "INFO"  # its event lines carry each crawl's duration (pipeline latency)
+            elif kind == "scheduler":
+                # its runner's restarts of periodiq and periodiq's sends (a few lines a minute): a scheduler that
+                # dies mid-scale says what it was doing
+                env["LOG_LEVEL"] = "INFO"
             with open(self.logs / f"{kind}.log", "w") as log:
                 self.procs[kind] = subprocess.Popen([sys.executable, "-m", "lib.cli", "run", kind], env=env,
                                                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -442,9 +446,9 @@ class Run:
         return last
 
     def check_alive(self) -> None:
-        dead = [k for k, p in self.procs.items() if p.poll() is not None]
+        dead = [f"{k} {exit_status(p.returncode)}" for k, p in self.procs.items() if p.poll() is not None]
         if dead:
-            raise ProcessDied(f"{', '.join(dead)} exited; see {self.logs}")
+            raise ProcessDied(f"{', '.join(dead)}; see {self.logs}")
 
     # -- run ------------------------------------------------------------------
     def run(self) -> Outcome:
@@ -660,6 +664,16 @@ class Run:
 
 class ProcessDied(RuntimeError):
     pass
+
+
+def exit_status(code: int) -> str:
+    """How a process ended, from ``Popen.returncode``: a signal (negative) by its name."""
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exited with code {code}"
 
 
 def run_scale(ips: int, cycles: int, root: Path, chromium: str, args) -> Outcome:
