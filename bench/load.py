@@ -392,6 +392,10 @@ class Run:
             env = {**inherited, **self.env}
             if kind == "crawler":
                 env["LOG_LEVEL"] = "INFO"  # its event lines carry each crawl's duration (pipeline latency)
+            elif kind == "scheduler":
+                # its runner's restarts of periodiq and periodiq's sends (a few lines a minute): a scheduler that
+                # dies mid-scale says what it was doing
+                env["LOG_LEVEL"] = "INFO"
             with open(self.logs / f"{kind}.log", "w") as log:
                 self.procs[kind] = subprocess.Popen([sys.executable, "-m", "lib.cli", "run", kind], env=env,
                                                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -442,9 +446,9 @@ class Run:
         return last
 
     def check_alive(self) -> None:
-        dead = [k for k, p in self.procs.items() if p.poll() is not None]
+        dead = [f"{k} {exit_status(p.returncode)}" for k, p in self.procs.items() if p.poll() is not None]
         if dead:
-            raise ProcessDied(f"{', '.join(dead)} exited; see {self.logs}")
+            raise ProcessDied(f"{', '.join(dead)}; see {self.logs}")
 
     # -- run ------------------------------------------------------------------
     def run(self) -> Outcome:
@@ -492,6 +496,7 @@ class Run:
             raise
         finally:
             if out.complete:
+                self.stop_crawling(client)
                 self.settle(client)
             out.done_ips = last.done if last else 0
             if last is not None:
@@ -503,6 +508,17 @@ class Run:
             out.redis_keys = minus(redis_key_sizes(client), keys_before)
             out.tables = minus(table_sizes(), tables_before)
         return out
+
+    def stop_crawling(self, client) -> None:
+        """No crawl past the scale's cycles: the schedule paused (no tick sends one) and the crawls queued but not
+        taken dropped. The process types run until ``close()``, and the sizes are read after this; the IPs
+        crawled first were due again long before the last one was done, so without it a small scale measured
+        1.5 crawls per IP and a large one 1.04, and its bytes per IP looked smaller than they are."""
+        from lib.messaging.queues import CRAWL
+        from lib.scheduling.tick import Scheduler
+
+        Scheduler(self.settings, client, self.broker).pause()
+        self.broker.flush(CRAWL)
 
     def settle(self, client, timeout: float = 20.0) -> None:
         """Until the last results' Redis writes are in: a result is in the ledger (the database transaction)
@@ -662,23 +678,33 @@ class ProcessDied(RuntimeError):
     pass
 
 
+def exit_status(code: int) -> str:
+    """How a process ended, from ``Popen.returncode``: a signal (negative) by its name."""
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exited with code {code}"
+
+
 def run_scale(ips: int, cycles: int, root: Path, chromium: str, args) -> Outcome:
     data_dir = root / f"{ips}"
     run = Run(ips, cycles, data_dir, chromium, args)
     out, window_end = Outcome(ips, cycles), None
     try:
-        run.start()
-        out = run.run()
-        window_end = run.done_at() if out.complete else None
-        out.dead_letters = run.dead_letters()
-    except ProcessDied as e:
-        out.reason = str(e)
-    finally:
-        run.close()
-    try:
+        try:
+            run.start()
+            out = run.run()
+            window_end = run.done_at() if out.complete else None
+            out.dead_letters = run.dead_letters()
+        except ProcessDied as e:
+            out.reason = str(e)
+        finally:
+            run.close()
         if run.broker is not None:  # the scale's database was bound
             run.collect(out, window_end)
-    finally:
+    finally:  # interrupted too: the next run refuses services that hold data
         if args.production and run.broker is not None:
             empty_services(run.settings, run.broker)
     if args.keep or not out.complete:  # a failed scale keeps its logs: the reason is in them

@@ -5,6 +5,7 @@ services as empty as it found them. Speeds are printed, never asserted."""
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -18,7 +19,7 @@ from lib.core.embedded_redis import EmbeddedRedis
 from lib.core.redis_urls import with_redis_db
 
 from .conftest import MYSQL_URL, RABBITMQ_URL, need, need_rabbitmq
-from .helpers import processes_matching, recreate_mysql_database
+from .helpers import cmdline, processes_matching, recreate_mysql_database, wait_for
 from .test_production_profile import purge_queues
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -79,6 +80,35 @@ def test_load_benchmark_tiny_scale(short_tmp, chromium):
     assert "!" not in out.split("CPU seconds per crawl")[1], out  # no incomplete scale, no dead letters
     assert processes_matching(str(tmp_path).encode()) == []  # its redis-servers and Chromiums are gone
     assert list(tmp_path.glob("animetop-load-*")) == []  # and its data
+
+
+def test_a_process_type_that_dies_mid_scale_is_named_with_how_it_ended_and_its_logs_are_kept(short_tmp, chromium):
+    """A scheduler that went away mid-scale once left only "scheduler exited": the report names the signal or
+    exit code, the scale's logs stay for the reason, and nothing of the scale is left running."""
+    tmp_path = short_tmp
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)}
+    for name in ("BROKER_URL", "REDIS_URL", "DATABASE_URL"):
+        env.pop(name, None)
+    bench = subprocess.Popen([sys.executable, "-m", "bench", "load", "--ips", "200", "--no-floor"], cwd=ROOT,
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        def scheduler_runner() -> list[int]:  # `python -m lib.cli run scheduler` of this bench's scale
+            return [p for p in processes_matching(b"DATA_DIR=" + str(tmp_path).encode(), "environ")
+                    if cmdline(p).endswith(b"\0run\0scheduler\0")]
+
+        (runner,) = wait_for(scheduler_runner, timeout=90, what="the scale's scheduler process type")
+        os.kill(runner, signal.SIGKILL)
+        out, _ = bench.communicate(timeout=150)
+    finally:
+        if bench.poll() is None:
+            bench.kill()
+            bench.wait()
+    assert bench.returncode == 1, out
+    assert re.search(r"! 200 IPs: scheduler killed by SIGKILL; see \S+/logs", out), out
+    kept = re.search(r"200 IPs: data and logs kept in (\S+)", out)
+    assert kept and (Path(kept.group(1)) / "logs" / "scheduler.log").exists(), out
+    # its periodiq went with it (the runner's death signal), and the bench stopped the rest
+    assert processes_matching(str(tmp_path).encode()) == []
 
 
 @pytest.mark.mysql
