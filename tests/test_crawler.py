@@ -124,7 +124,7 @@ def last_page_keyword(sim, statuses):
     raise AssertionError("no such keyword")
 
 
-@pytest.mark.parametrize("script", ["HUMAN_SCROLL", "FIRST_READ"])
+@pytest.mark.parametrize("script", ["BACK_TO_TOP", "FIRST_READ"])
 def test_back_at_the_top_the_list_is_rendered_there(crawl_settings, sim, chromium, script):
     """A virtual list renders a scroll on its ``scroll`` event, a frame after ``scrollTo``: a read right after
     the person's scrolling (or the DOM path's first read) ended must see the page's first listings, not the cells

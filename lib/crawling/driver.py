@@ -283,6 +283,13 @@ class Tab:
     async def evaluate(self, js: str, *args) -> Any:
         return await self._page.evaluate(js, *args)
 
+    async def evaluate_detached(self, js: str, *args) -> Any:
+        """``evaluate``, for a caller that may be cancelled: the evaluation then ends on its own, its outcome
+        unread (a cancelled pyppeteer evaluation errs later, at its answer or the connection's close)."""
+        evaluation = asyncio.ensure_future(self._page.evaluate(js, *args))
+        evaluation.add_done_callback(_retrieve)
+        return await asyncio.shield(evaluation)
+
     def _discard_captured(self) -> None:
         for _, future in self._captured:
             # bodies nobody read: their outcome is seen when it comes, never cancelled (pyppeteer errs when a
