@@ -124,7 +124,7 @@ def last_page_keyword(sim, statuses):
     raise AssertionError("no such keyword")
 
 
-@pytest.mark.parametrize("script", ["HUMAN_SCROLL", "FIRST_READ"])
+@pytest.mark.parametrize("script", ["BACK_TO_TOP", "FIRST_READ"])
 def test_back_at_the_top_the_list_is_rendered_there(crawl_settings, sim, chromium, script):
     """A virtual list renders a scroll on its ``scroll`` event, a frame after ``scrollTo``: a read right after
     the person's scrolling (or the DOM path's first read) ended must see the page's first listings, not the cells
@@ -439,3 +439,29 @@ def test_chromium_starts_under_a_long_tmpdir(chromium, tmp_path, monkeypatch):
             await browser.close()
 
     assert run(go()) == 42
+
+
+@pytest.mark.parametrize("block", [True, False])
+def test_a_browser_that_blocks_resources_requests_no_image(crawl_env, sim, block):
+    """``CRAWL_BLOCK_RESOURCES``: the crawler's browser does not request the thumbnails at all (dropping each
+    request through the Fetch domain cost a round trip to the crawler per image, at every render of the list);
+    without it they are requested."""
+    settings = load_settings({**crawl_env, "CRAWL_BLOCK_RESOURCES": str(block).lower()})
+    images: list[str] = []
+
+    async def go():
+        crawler = Crawler.from_settings(settings)
+        try:
+            async with crawler.manager.tab() as tab:
+                tab._page.on("request", lambda r: images.append(r.url) if r.resourceType == "image" else None)
+                for n in (1, 2):  # page 2's navigation comes after every request page 1's cells made
+                    await fetch_page(tab, search_url(sim.url, KEYWORD, "on_sale", n), sim.url, timeout=15,
+                                     first_page=n == 1)
+                    await tab.wait_for("() => document.querySelector('li[data-testid=\"item-cell\"] img')", 15)
+                if not block:
+                    await wait_until(lambda: images, timeout=15)
+        finally:
+            await crawler.close()
+
+    run(go())
+    assert bool(images) is not block, images[:3]

@@ -63,7 +63,9 @@ class Crawler:
         chromium = find_chromium(settings.chromium_path)
 
         async def launch(proxy: str | None) -> Browser:
-            return await Browser.launch(chromium, no_sandbox=settings.chromium_no_sandbox, proxy=proxy)
+            # CRAWL_BLOCK_RESOURCES: images are not loaded at all (the Fetch domain drops the rest)
+            return await Browser.launch(chromium, no_sandbox=settings.chromium_no_sandbox, proxy=proxy,
+                                        images=not settings.crawl_block_resources)
 
         rotator = ProxyRotator(settings.proxy_urls, switch_after=settings.proxy_switch_after,
                                cooldown=settings.proxy_cooldown, check_url=settings.mercari_base_url)

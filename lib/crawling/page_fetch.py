@@ -250,10 +250,21 @@ async def fetch_page(tab: Tab, url: str, base_url: str, *, timeout: float, first
     blocked = _detect_block(nav.status, nav.title, nav.text)
     if blocked:
         raise PageError(ErrorKind.BLOCKED, blocked, retry_after_seconds(nav.headers.get("retry-after")))
-    left = max(1.0, timeout - (asyncio.get_running_loop().time() - started))
     # a person scrolls a little while the page loads (seed 000 §3.4: first page only); the API's answer does not
-    # wait for the scrolling to end (it ends with the page), the DOM is read only after it
-    scrolling = _in_background(_human_scroll(tab)) if first_page else None
+    # wait for the scrolling to end: once the page is read from it, the scrolling stops there (between two steps,
+    # before the tab moves on); the DOM is read only after the scrolling ended, back at the top
+    scrolling = asyncio.ensure_future(_human_scroll(tab)) if first_page else None
+    try:
+        return await _read(tab, base_url, timeout, started, use_api, cross_check, search_status, api_grace,
+                           scrolling)
+    finally:
+        await _stop(scrolling)
+
+
+async def _read(tab: Tab, base_url: str, timeout: float, started: float, use_api: bool, cross_check: bool,
+                search_status: str, api_grace: float, scrolling: asyncio.Task | None) -> PageResult:
+    """The page's items once it is loading: from the API's answer, or else from the DOM."""
+    left = max(1.0, timeout - (asyncio.get_running_loop().time() - started))
     api, dom_ready = await _first_signal(tab, left, use_api, api_grace)
     if api is not None:
         result = _from_api(api, base_url, search_status)
@@ -419,34 +430,37 @@ async def _read_dom(tab: Tab, base_url: str, deadline: float) -> PageResult:
                       anomalies=anomalies)
 
 
-#: A person's scrolling on the first page while it loads: 2–3 small uneven scrolls and pauses, then back to the
-#: top; run inside the page (one round trip over CDP, not one per scroll).
-HUMAN_SCROLL = f"""async (steps) => {{
-  for (const [dy, pause] of steps) {{
-    window.scrollBy(0, dy);
-    await new Promise(r => setTimeout(r, pause));
-  }}
-  await ({_TO_TOP})();
-}}"""
-
-
-#: Tasks running on their own (held here: the event loop keeps only weak references to tasks).
-_BACKGROUND: set[asyncio.Task] = set()
-
-
-def _in_background(coroutine) -> asyncio.Task:
-    task = asyncio.ensure_future(coroutine)
-    _BACKGROUND.add(task)
-    task.add_done_callback(_BACKGROUND.discard)
-    return task
+#: A person's scroll: one small step down (the pauses between steps are the crawler's, see ``_human_scroll``).
+HUMAN_STEP = "(dy) => window.scrollBy(0, dy)"
+#: The end of a person's scrolling: back to the top of the list, rendered there.
+BACK_TO_TOP = _TO_TOP
 
 
 async def _human_scroll(tab: Tab) -> None:
-    """A few small, uneven scrolls and pauses, as a person would (first page only, while it loads)."""
-    steps = [[random.randint(120, 420), random.randint(30, 100)] for _ in range(random.randint(2, 3))]
+    """A few small, uneven scrolls and pauses, as a person would (first page only, while it loads), then back to
+    the top. Driven step by step from here, not as one script inside the page: it can be stopped between two
+    steps (the API path stops it once its page is read, before the tab moves on to the next page; a script left
+    running in the page was still scrolling, and re-rendering the list, when the next page was requested)."""
+    steps = [(random.randint(120, 420), random.randint(30, 100)) for _ in range(random.randint(2, 3))]
     try:
-        await tab.evaluate(HUMAN_SCROLL, steps)
+        for dy, pause in steps:
+            await tab.evaluate_detached(HUMAN_STEP, dy)
+            await asyncio.sleep(pause / 1000)
+        await tab.evaluate_detached(BACK_TO_TOP)
+    except asyncio.CancelledError:
+        raise
     except Exception:  # the page went away (a block page, a navigation): nothing to imitate on
+        pass
+
+
+async def _stop(task: asyncio.Task | None) -> None:
+    """Stop a background task (between two of its steps) and wait until it has stopped."""
+    if task is None or task.done():
+        return
+    task.cancel()
+    try:
+        await task
+    except BaseException:
         pass
 
 
