@@ -43,6 +43,56 @@ def mysql_admin(url: str):
     return conn, parts.path.strip("/")
 
 
+#: What a test could change of a database's schema: its default collation, tables and columns (types,
+#: collations), indexes and partitions.
+_SCHEMA_QUERIES = (
+    "SELECT DEFAULT_CHARACTER_SET_NAME, DEFAULT_COLLATION_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = %s",
+    "SELECT TABLE_NAME, COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, COLUMN_DEFAULT, COLLATION_NAME, EXTRA"
+    " FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s ORDER BY 1, 2",
+    "SELECT TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX, COLUMN_NAME, NON_UNIQUE"
+    " FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = %s ORDER BY 1, 2, 3",
+    "SELECT TABLE_NAME, PARTITION_NAME, PARTITION_DESCRIPTION"
+    " FROM information_schema.PARTITIONS WHERE TABLE_SCHEMA = %s ORDER BY 1, 2",
+)
+
+
+def mysql_schema(url: str) -> str:
+    """A fingerprint of the schema of ``url``'s database (``_SCHEMA_QUERIES``)."""
+    import hashlib
+
+    conn, name = mysql_admin(url)
+    try:
+        with conn.cursor() as cur:
+            rows = []
+            for query in _SCHEMA_QUERIES:
+                cur.execute(query, (name,))
+                rows.append(cur.fetchall())
+    finally:
+        conn.close()
+    return hashlib.sha256(repr(rows).encode()).hexdigest()
+
+
+def empty_mysql_tables(url: str, schema: str, drop: tuple[str, ...] = ()) -> bool:
+    """Empty every table of ``url``'s database if its schema is still ``schema`` (``mysql_schema``), and drop
+    the tables in ``drop`` (to be created again): a test on the full schema then starts from empty tables (and
+    ids from 1) without the seconds of creating them all again. False, touching nothing, when a test changed
+    the schema (or dropped the database)."""
+    if mysql_schema(url) != schema:
+        return False
+    conn, name = mysql_admin(url)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s", (name,))
+            tables = [t for (t,) in cur.fetchall()]
+            cur.execute(f"USE `{name}`")
+            cur.execute("SET FOREIGN_KEY_CHECKS = 0")
+            for table in tables:
+                cur.execute(f"{'DROP' if table in drop else 'TRUNCATE'} TABLE `{table}`")
+    finally:
+        conn.close()
+    return True
+
+
 def recreate_mysql_database(url: str, name: str | None = None, collate: str | None = None):
     """Drop and create the MySQL/MariaDB database of ``url`` (or ``name`` on its server), empty, in utf8mb4;
     returns the administrator's connection (autocommit) and the database's name, for more set-up."""

@@ -10,6 +10,7 @@ import urllib.request
 import pytest
 
 from lib.core.settings import load_settings
+from lib.crawling import page_fetch
 from lib.crawling.crawl import Crawler, CrawlFailed
 from lib.crawling.driver import Browser
 from lib.crawling.page_fetch import ErrorKind, PageError, fetch_page, search_url
@@ -123,6 +124,38 @@ def last_page_keyword(sim, statuses):
     raise AssertionError("no such keyword")
 
 
+@pytest.mark.parametrize("script", ["HUMAN_SCROLL", "FIRST_READ"])
+def test_back_at_the_top_the_list_is_rendered_there(crawl_settings, sim, chromium, script):
+    """A virtual list renders a scroll on its ``scroll`` event, a frame after ``scrollTo``: a read right after
+    the person's scrolling (or the DOM path's first read) ended must see the page's first listings, not the cells
+    of where it had been scrolled to (CI once saw the DOM path miss the first 4 listings of page 1)."""
+    truth = sim.truth(KEYWORD, ON_SALE, 1)
+
+    async def go():
+        browser = await Browser.launch(chromium, no_sandbox=True)
+        try:
+            tab = await browser.new_tab(crawl_settings.mercari_api_pattern, True)
+            await tab.goto(search_url(sim.url, KEYWORD, "on_sale", 1), 15, read_text=False)
+            await tab.wait_for("() => document.querySelector('a[data-testid=\"thumbnail-link\"]')", 15)
+            # well down the list, rendered there; then the script, and a read in the same task (no frame between)
+            down = await tab.evaluate("""async () => {
+              window.scrollBy(0, 1500);
+              await new Promise(r => setTimeout(r, 300));
+              return document.querySelector('a[data-testid="thumbnail-link"]').getAttribute('href');
+            }""")
+            at_top = await tab.evaluate(f"""async () => {{
+              await ({getattr(page_fetch, script)})([]);
+              return document.querySelector('a[data-testid="thumbnail-link"]').getAttribute('href');
+            }}""")
+            return down, at_top
+        finally:
+            await browser.close()
+
+    down, at_top = run(go())
+    assert not down.endswith(truth[0]["id"])  # the scroll down was rendered: the first listing had gone
+    assert at_top.endswith("/" + truth[0]["id"])
+
+
 @pytest.mark.parametrize("statuses, param", [(ON_SALE, "on_sale"), (SOLD, "sold_out|trading")])
 def test_the_dom_alone_reads_full_and_last_pages(crawl_settings, sim, chromium, statuses, param):
     """Without the captured API response: the virtual list (~20 cells live at a time) is scrolled, the lazily
@@ -208,39 +241,38 @@ def test_each_block_kind_is_detected(sim, chromium, mode, kind):
     run(go())
 
 
-def test_retry_after_is_honoured(crawl_env, sim):
+def crawl_after_a_429(crawl_env, sim, retry_after: int, task_id: str):
+    """A 3+1-page crawl whose first page answers 429 with ``Retry-After``; (the crawl's result or its
+    ``CrawlFailed``, the simulator's page log of the crawl)."""
     settings = load_settings({**crawl_env, "SCHEDULER_PAGES_ON_SALE": "3", "SCHEDULER_PAGES_SOLD": "1"})
 
     async def go():
         crawler = Crawler.from_settings(settings)
         try:
-            sim.set_mode("429", count=1, retry_after=3)
-            return await crawler.crawl(1, KEYWORD, "t-429")
+            sim.set_mode("429", count=1, retry_after=retry_after)
+            return await crawler.crawl(1, KEYWORD, task_id)
         finally:
             await crawler.close()
 
     before = len(sim.page_log)
-    result = run(go())
-    log = sim.page_log[before:]
+    try:
+        outcome: dict | CrawlFailed = run(go())
+    except CrawlFailed as e:
+        outcome = e
+    return outcome, sim.page_log[before:]
+
+
+def test_retry_after_is_honoured(crawl_env, sim):
+    result, log = crawl_after_a_429(crawl_env, sim, 3, "t-429")
+    assert isinstance(result, dict), result
     assert result["errors"] == {"on_sale:1": "blocked"} and result["pages_crawled"] == 3
     assert log[0][1] == "429" and log[1][0] - log[0][0] >= 3.0  # the next request waited as asked
 
 
 def test_a_retry_after_too_long_ends_the_crawl(crawl_env, sim):
-    settings = load_settings({**crawl_env, "SCHEDULER_PAGES_ON_SALE": "3", "SCHEDULER_PAGES_SOLD": "1"})
-
-    async def go():
-        crawler = Crawler.from_settings(settings)
-        try:
-            sim.set_mode("429", count=1, retry_after=3600)
-            return await crawler.crawl(1, KEYWORD, "t-429-long")
-        finally:
-            await crawler.close()
-
-    before = len(sim.page_log)
-    with pytest.raises(CrawlFailed) as e:
-        run(go())
-    assert e.value.errors == {"on_sale:1": "blocked"} and len(sim.page_log) - before == 1
+    failed, log = crawl_after_a_429(crawl_env, sim, 3600, "t-429-long")
+    assert isinstance(failed, CrawlFailed), failed
+    assert failed.errors == {"on_sale:1": "blocked"} and len(log) == 1
 
 
 def test_no_results_modal_and_malformed_cells(sim, chromium):

@@ -4,8 +4,9 @@ import threading
 
 import dramatiq
 import peewee
+import pytest
 
-from lib.core.db import database, open_database
+from lib.core.db import MYSQL_DEADLOCK, database, open_database, retrying_deadlocks
 from models import ALL_MODELS, BaseModel
 
 from .helpers import run_cli, wait_for
@@ -80,3 +81,51 @@ def test_db_init_is_idempotent(database_url, tmp_path, env):
     tables = set(db.get_tables())
     assert {m._meta.table_name for m in ALL_MODELS} <= tables
     db.close()
+
+
+@pytest.mark.parametrize("database_url", ["mysql"], indirect=True)
+@pytest.mark.parametrize("attempts", [1, 3])
+def test_a_deadlock_victim_runs_again(db, database_url, attempts):
+    """Two transactions locking two rows in opposite orders: InnoDB rolls back the one that wrote less (ours)
+    with error 1213; ``retrying_deadlocks`` runs it again once the other has committed. With one attempt the
+    error is raised, as before."""
+    from lib.text_pools.pool import load_rows
+    from models import Title
+
+    load_rows("titles", 1, 1, [f"t{i}" for i in range(50)])
+    first, second = Title.select().order_by(Title.id).limit(2)
+    other = open_database(database_url)
+    other_has_first = threading.Event()
+    ran = []
+
+    def heavier_other() -> None:  # holds the first row (and 48 more), then asks for the second
+        with other.atomic():
+            # by primary-key ranges that skip the second row (a scan through it would wait for its lock)
+            other.execute_sql("UPDATE titles SET text = CONCAT(text, '+') WHERE id = %s OR id > %s",
+                              (first.id, second.id))
+            other_has_first.set()
+            wait_for(lambda: ran, timeout=10, what="our transaction to hold the second row")
+            other.execute_sql("UPDATE titles SET text = CONCAT(text, '+') WHERE id = %s", (second.id,))
+        other.close()
+
+    def ours() -> str:
+        with database.atomic():
+            Title.update(text=Title.text.concat("!")).where(Title.id == second.id).execute()
+            ran.append(1)
+            other_has_first.wait(10)
+            Title.update(text=Title.text.concat("!")).where(Title.id == first.id).execute()
+        return "done"
+
+    thread = threading.Thread(target=heavier_other)
+    thread.start()
+    try:
+        if attempts == 1:
+            with pytest.raises(peewee.OperationalError) as e:
+                retrying_deadlocks(ours, attempts=1)
+            assert e.value.args[0] == MYSQL_DEADLOCK
+        else:
+            assert retrying_deadlocks(ours, attempts=attempts) == "done"
+            assert len(ran) == 2
+            assert Title.get_by_id(first.id).text == "t0+!" and Title.get_by_id(second.id).text == "t1+!"
+    finally:
+        thread.join(20)

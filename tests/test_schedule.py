@@ -211,13 +211,13 @@ def test_a_paused_schedule_sends_nothing_and_ends_the_tick_chain(scheduler, brok
     due, soon = add_ips(scheduler, 2)
     scheduler.store.schedule(due.id, T0 - 5)
     scheduler.store.schedule(soon.id, T0 + 20)  # would ask for a delayed tick
-    scheduler.pause()
+    scheduler.store.pause()
     result = scheduler.tick()
     assert result.paused and result.enqueued == [] and result.follow_up_at is None
     assert crawl_messages(broker) == []
     assert broker.client.hlen(f"{broker.namespace}:scheduler.DQ.msgs") == 0  # no tick to come
     assert scheduler.store.time_of(due.id) == T0 - 5  # nothing was lost: it is still due
-    scheduler.resume()
+    scheduler.store.resume()
     assert scheduler.tick().enqueued == [due.id]
     assert [m["ip_id"] for m in crawl_messages(broker)] == [due.id]
 

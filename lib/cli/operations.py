@@ -1,4 +1,4 @@
-"""``animetop run``, ``status``, ``dashboard``, ``demo`` and the local ``simulator``."""
+"""``animetop run``, ``status``, ``schedule``, ``dashboard``, ``demo`` and the local ``simulator``."""
 
 from __future__ import annotations
 
@@ -50,6 +50,23 @@ def cmd_status(args) -> int:
             time.sleep(args.interval)
         except KeyboardInterrupt:
             return 0
+
+
+@command("schedule")
+def cmd_schedule(args) -> int:
+    from lib.core.redis_client import state_redis
+    from lib.scheduling.schedule import ScheduleStore
+
+    schedule = ScheduleStore(state_redis(app_settings()))
+    if args.action == "pause":
+        schedule.pause()
+        print("schedule paused: no crawl is sent until `animetop schedule resume` (crawls in flight finish)")
+    elif args.action == "resume":
+        schedule.resume()
+        print("schedule resumed: the next tick sends what is due")
+    else:
+        print(f"schedule {'paused' if schedule.paused() else 'running'}: {schedule.count()} IPs scheduled")
+    return 0
 
 
 @command("dashboard")

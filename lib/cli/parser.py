@@ -43,6 +43,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["table", "json", "csv"], default="table",
                    help="show --format csv: the hourly series")
 
+    p = sub.add_parser("schedule", help="pause or resume sending crawls (the schedule itself is kept)")
+    p.add_argument("action", choices=["pause", "resume", "status"],
+                   help="pause: ticks send nothing until resume (crawls in flight finish); resume: the next tick "
+                        "(within a minute, periodiq's) sends what is due; status: paused or not")
+
     p = sub.add_parser("pool", help="title/content pools")
     p.add_argument("action", choices=["load", "status"])
     p.add_argument("kind", nargs="?", help="titles or contents")

@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import logging
+import random
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import peewee
 from playhouse.shortcuts import ReconnectMixin
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: MySQL/MariaDB's "Deadlock found when trying to get lock; try restarting transaction": InnoDB rolled the whole
+#: transaction back, and running it again is the documented answer.
+MYSQL_DEADLOCK = 1213
 
 #: Models bind to this; ``bind_database`` points it at the configured database.
 database = peewee.DatabaseProxy()
@@ -83,3 +93,19 @@ def write_transaction():
     if isinstance(database.obj, peewee.SqliteDatabase):
         return database.atomic("IMMEDIATE")
     return database.atomic()
+
+
+def retrying_deadlocks(work: Callable[[], T], attempts: int = 5) -> T:
+    """``work()`` (a whole transaction, or a statement on its own), run again after a short random pause when
+    MySQL/MariaDB chose it as a deadlock's victim (it was rolled back whole, so nothing is half-applied); the
+    last attempt's error is raised. Two writers that lock the same rows in different orders (a range claimed
+    through an index, ids updated through the primary key) can meet so under load."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return work()
+        except peewee.OperationalError as e:
+            if not e.args or e.args[0] != MYSQL_DEADLOCK or attempt == attempts:
+                raise
+            logger.info("deadlock (attempt %d of %d): running the transaction again", attempt, attempts)
+            time.sleep(random.uniform(0.01, 0.05) * attempt)
+    raise AssertionError("unreachable")

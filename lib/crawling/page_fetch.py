@@ -142,6 +142,17 @@ _SETTLE = """() => new Promise(r => {
     setTimeout(() => { o.disconnect(); r(); }, 150);
   }).then(() => new Promise(r => requestAnimationFrame(r)))"""
 
+#: Back to the top of the list, rendered there: a virtual list re-renders on the ``scroll`` event, which comes
+#: with the next frame, not with ``scrollTo``; reading before it reads the cells of where the page was (the first
+#: listings would go unseen). So: the event (or 500 ms), then the page's next DOM change (or 150 ms), then a frame.
+_TO_TOP = f"""async () => {{
+  if (!window.scrollY) return;
+  const scrolled = new Promise(r => {{ window.addEventListener('scroll', r, {{once: true}}); setTimeout(r, 500); }});
+  window.scrollTo(0, 0);
+  await scrolled;
+  await ({_SETTLE})();
+}}"""
+
 #: The live cells and the page's state, without scrolling (the cross-check's sample).
 STEP = f"""() => ({{cells: ({_CELLS})(), next: !!document.querySelector('{sel.NEXT_BUTTON}')}})"""
 
@@ -150,7 +161,7 @@ STEP = f"""() => ({{cells: ({_CELLS})(), next: !!document.querySelector('{sel.NE
 FIRST_READ = f"""async () => {{
   const scrim = document.querySelector('{sel.MODAL_SCRIM}');
   if (scrim) scrim.remove();
-  if (window.scrollY) {{ const settled = ({_SETTLE})(); window.scrollTo(0, 0); await settled; }}
+  await ({_TO_TOP})();
   const text = document.body.innerText;
   return {{noResults: text.includes('{sel.NO_RESULTS_TEXT}'), title: document.title, text: text.slice(0, 2000)}};
 }}"""
@@ -410,13 +421,13 @@ async def _read_dom(tab: Tab, base_url: str, deadline: float) -> PageResult:
 
 #: A person's scrolling on the first page while it loads: 2–3 small uneven scrolls and pauses, then back to the
 #: top; run inside the page (one round trip over CDP, not one per scroll).
-HUMAN_SCROLL = """async (steps) => {
-  for (const [dy, pause] of steps) {
+HUMAN_SCROLL = f"""async (steps) => {{
+  for (const [dy, pause] of steps) {{
     window.scrollBy(0, dy);
     await new Promise(r => setTimeout(r, pause));
-  }
-  window.scrollTo(0, 0);
-}"""
+  }}
+  await ({_TO_TOP})();
+}}"""
 
 
 #: Tasks running on their own (held here: the event loop keeps only weak references to tasks).

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pika
 import pika.exceptions
 
+from lib.messaging.compat import dead_queue_name, delay_queue_name
 from lib.messaging.queues import ALL_QUEUES
 
 
@@ -16,7 +17,7 @@ def purge_rabbitmq_queues(parameters: pika.connection.Parameters) -> None:
     connection = pika.BlockingConnection(parameters)
     try:
         for queue in ALL_QUEUES:
-            for name in (queue, f"{queue}.DQ", f"{queue}.XQ"):
+            for name in (queue, delay_queue_name(queue), dead_queue_name(queue)):
                 channel = connection.channel()
                 try:
                     channel.queue_purge(name)

@@ -93,7 +93,6 @@ def run_demo(minutes: float, speed: float, ips: int, keep: bool = False, record:
     from lib.operations.supervisor import die_with
     from lib.scheduling.catalogue import Catalogue
     from lib.scheduling.schedule import ScheduleStore
-    from lib.scheduling.tick import Scheduler
     from lib.standins.simulator import MarketSimulator
 
     configure_logging("WARNING")
@@ -154,13 +153,13 @@ def run_demo(minutes: float, speed: float, ips: int, keep: bool = False, record:
               "is done …", flush=True)
         stop(procs["scheduler"])
         # the worker runs ticks too (a tick asks for the next one as a delayed message): pausing ends that chain
-        scheduler = Scheduler(settings, state_redis(settings), broker, clock)
-        scheduler.pause()
+        schedule = ScheduleStore(state_redis(settings))
+        schedule.pause()
         drained = drain(broker, settings, ("crawl", "pipeline"), timeout=90)
         stop(procs["crawler"])  # finishes the crawl it is in and sends its result
         drained = drain(broker, settings, ("pipeline",), timeout=90) and drained
         stop(procs["worker"])
-        scheduler.resume()  # what is left in Redis is a normal (stopped) deployment's state
+        schedule.resume()  # what is left in Redis is a normal (stopped) deployment's state
         sim.stop()
         if not drained:
             print("! some work was still queued at the end (it stays in the broker)", flush=True)

@@ -44,6 +44,7 @@ def gather(settings: Settings, broker: Broker, client) -> dict:
         "broker": redact_url(settings.broker_url_resolved),
         "crawl_rate_limit": settings.crawl_rate_limit,
         **counts(broker, client),
+        "schedule_paused": schedule.paused(),
         "due_now": len(schedule.due(now, limit=10_000)),
         "next_due_at": next_time,
         "locks": sorted(locks, key=lambda x: x["lock"]),
@@ -77,7 +78,8 @@ def render(status: dict) -> str:
     for queue, c in status["queues"].items():
         lines.append(f"{queue:12} {c['ready']:>7} {c.get('running', '-'):>8} {c['delayed']:>8} {c['dead']:>6}")
     lines += ["", f"scheduled IPs: {status['scheduled_ips']}, due now: {status['due_now']}, "
-                  f"next due: {_when(status['next_due_at'])}",
+                  f"next due: {_when(status['next_due_at'])}"
+                  + (" (PAUSED: `animetop schedule resume`)" if status.get("schedule_paused") else ""),
               f"crawls in flight: {len(status['in_flight_crawls'])} {status['in_flight_crawls'][:20]}",
               _crawl_rate_line(status), f"locks held: {len(status['locks'])}"]
     lines += [f"  {lock['lock']} (expires in {lock['expires_in_ms'] / 1000:.1f}s)" for lock in status["locks"][:10]]

@@ -37,6 +37,19 @@ class ScheduleStore:
         self.client = client
         self.key = key
 
+    def pause(self) -> None:
+        """Stop sending crawls: ticks do nothing until ``resume``, and the chain of delayed ticks ends, so with
+        the periodic scheduler stopped no tick comes again (how the demo stops before draining the crawls; an
+        operator's ``animetop schedule pause``). The schedule itself is kept."""
+        self.client.set(keys.SCHEDULE_PAUSED, "1")
+
+    def resume(self) -> None:
+        """Ticks send crawls again (the periodic scheduler's next tick, within a minute, restarts the chain)."""
+        self.client.delete(keys.SCHEDULE_PAUSED)
+
+    def paused(self) -> bool:
+        return bool(self.client.exists(keys.SCHEDULE_PAUSED))
+
     def schedule(self, ip_id: int, at: float) -> None:
         """Set or move the IP's next crawl time."""
         self.client.zadd(self.key, {str(ip_id): at})

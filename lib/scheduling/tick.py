@@ -92,19 +92,8 @@ class Scheduler:
             logger.info("schedule was empty: rebuilt %d IPs from the database", len(times))
         return len(times)
 
-    def pause(self) -> None:
-        """Stop sending crawls: ticks do nothing until ``resume``, and the chain of delayed ticks ends, so with
-        the periodic scheduler stopped no tick comes again (how the demo stops before draining the crawls)."""
-        self.client.set(keys.SCHEDULE_PAUSED, "1")
-
-    def resume(self) -> None:
-        self.client.delete(keys.SCHEDULE_PAUSED)
-
-    def paused(self) -> bool:
-        return bool(self.client.exists(keys.SCHEDULE_PAUSED))
-
     def tick(self) -> TickResult:
-        if self.paused():
+        if self.store.paused():
             return TickResult(paused=True)
         now = self.clock.now()
         result = TickResult(rebuilt=self.rebuild_if_empty())

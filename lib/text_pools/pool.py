@@ -25,7 +25,7 @@ import redis
 
 from lib.core import keys
 from lib.core.clock import Clock, get_clock
-from lib.core.db import is_mysql, write_transaction
+from lib.core.db import is_mysql, retrying_deadlocks, write_transaction
 from lib.core.execution_state import ExecutionState
 from lib.core.settings import Settings
 from models import Content, Title
@@ -166,19 +166,27 @@ class PoolFiller:
         The rows are locked while claimed (SELECT … FOR UPDATE on MySQL; SQLite's write transaction locks
         the whole database), so a database-fallback consumer cannot take one in between.
         """
-        try:
+        def by_range() -> list[tuple[int, str, int]]:
             with write_transaction():
                 rows = self._select_available(model, group_id, need)
                 if rows and self._queue_through(model, group_id, rows[-1]) != len(rows):
                     raise _RangeMoved()  # rows came into the range meanwhile: undo, and claim by id
-        except _RangeMoved:
-            logger.info("%s group %s changed while claiming: claiming by id", model._meta.table_name, group_id)
+                return rows
+
+        def by_id() -> list[tuple[int, str, int]]:
             with write_transaction():
                 rows = self._select_available(model, group_id, need)
                 ids = [r[0] for r in rows]
                 for start in range(0, len(ids), ID_CHUNK):
                     model.update(status=QUEUED, updated_at=self.clock.utcnow()) \
                         .where(model.id.in_(ids[start:start + ID_CHUNK])).execute()
+                return rows
+
+        try:
+            rows = retrying_deadlocks(by_range)
+        except _RangeMoved:
+            logger.info("%s group %s changed while claiming: claiming by id", model._meta.table_name, group_id)
+            rows = retrying_deadlocks(by_id)
         return [Item(row_id, text) for row_id, text, _ in rows]
 
     @staticmethod
@@ -228,8 +236,9 @@ def mark_used(model: type[PoolRow], ids, clock: Clock | None = None) -> int:
     now = (clock or get_clock()).utcnow()
     done = 0
     for start in range(0, len(ids), 500):
-        done += model.update(status=USED, updated_at=now) \
-            .where(model.id.in_(ids[start:start + 500]) & (model.status != USED)).execute()
+        query = model.update(status=USED, updated_at=now).where(model.id.in_(ids[start:start + 500])
+                                                                 & (model.status != USED))
+        done += retrying_deadlocks(lambda q=query: int(q.execute()))  # type: ignore[misc]
     return done
 
 

@@ -18,12 +18,14 @@ import time
 from pathlib import Path
 
 import dramatiq
+import pika
 import pytest
 
 from lib.core.db import bind_database, database
 from lib.core.redis_client import state_redis
 from lib.core.schema import create_tables
 from lib.messaging import compat
+from lib.messaging.purge import purge_rabbitmq_queues
 from lib.messaging.queues import CRAWL
 from lib.scheduling.catalogue import Catalogue
 from lib.scheduling.schedule import InFlight, ScheduleStore
@@ -101,27 +103,6 @@ def _free_port_pair() -> int:
     raise RuntimeError("no two consecutive free ports")
 
 
-def _purge_rabbitmq(url: str) -> None:
-    """Empty the app's queues on the test's RabbitMQ vhost (a previous run may have left messages)."""
-    import pika
-
-    from lib.messaging.compat import dead_queue_name, delay_queue_name
-    from lib.messaging.queues import CRAWLER_QUEUES, WORKER_QUEUES
-
-    connection = pika.BlockingConnection(pika.URLParameters(url))
-    try:
-        for queue in (*CRAWLER_QUEUES, *WORKER_QUEUES):
-            for name in (queue, delay_queue_name(queue), dead_queue_name(queue)):
-                channel = connection.channel()
-                try:
-                    channel.queue_purge(name)
-                    channel.close()
-                except pika.exceptions.ChannelClosedByBroker:
-                    pass  # not declared yet
-    finally:
-        connection.close()
-
-
 def _assert_no_error_lines(log: str) -> None:
     bad = [line for line in log.splitlines() if re.search(r"\bERROR\b|\bCRITICAL\b|Traceback", line)]
     assert bad == [], "\n".join(bad[:20])
@@ -134,7 +115,7 @@ def test_ctrl_c_under_honcho_mid_crawl_leaves_nothing_running_and_the_crawl_is_a
     rabbit = broker_kind == "rabbitmq"
     if rabbit:
         need_rabbitmq()
-        _purge_rabbitmq(RABBITMQ_URL)
+        purge_rabbitmq_queues(pika.URLParameters(RABBITMQ_URL))
     run_env = {**env, **({"BROKER_URL": RABBITMQ_URL} if rabbit else {}),
                "MERCARI_BASE_URL": sim.url, "CHROMIUM_PATH": chromium, "CHROMIUM_NO_SANDBOX": "true",
                "CRAWLER_THREADS": "1", "WORKER_PROCESSES": "1", "WORKER_THREADS": "2",
