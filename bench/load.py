@@ -515,9 +515,9 @@ class Run:
         crawled first were due again long before the last one was done, so without it a small scale measured
         1.5 crawls per IP and a large one 1.04, and its bytes per IP looked smaller than they are."""
         from lib.messaging.queues import CRAWL
-        from lib.scheduling.tick import Scheduler
+        from lib.scheduling.schedule import ScheduleStore
 
-        Scheduler(self.settings, client, self.broker).pause()
+        ScheduleStore(client).pause()
         self.broker.flush(CRAWL)
 
     def settle(self, client, timeout: float = 20.0) -> None:
