@@ -11,6 +11,12 @@ from pathlib import Path
 from lib.core.settings import load_settings, use_settings
 
 
+def load_average() -> str:
+    """The machine's load, for a report: the measurements of a shared machine mean little without it."""
+    one, five, _ = os.getloadavg()
+    return f"{one:.1f} (5 min {five:.1f}) on {os.cpu_count()} cores"
+
+
 def best_of(fn: Callable[[], object], repeat: int = 5) -> float:
     """Fastest of ``repeat`` runs, in seconds (the least disturbed by the rest of the machine)."""
     times = []

@@ -19,7 +19,7 @@ from lib.crawling.driver import Browser, Tab, find_chromium
 from lib.crawling.page_fetch import ErrorKind, PageError, fetch_page, search_url
 from lib.standins.simulator import MarketSimulator
 
-from .common import report
+from .common import load_average, report
 
 KEYWORD = "呪術廻戦"
 SOFT_BLOCK_TIMEOUT = 30.0
@@ -137,11 +137,6 @@ RENAMED_API = r"/v9/renamed:search"
 #: Rounds per size: a 1+1 crawl takes about a second, and one disturbed round moves its ratio far, so it gets
 #: more rounds (the median settles).
 ROUNDS = {5: 5, 1: 15}
-
-
-def load_average() -> str:
-    one, five, _ = os.getloadavg()
-    return f"{one:.1f} (5 min {five:.1f}) on {os.cpu_count()} cores"
 
 
 def run(rounds: dict[int, int] = ROUNDS) -> None:

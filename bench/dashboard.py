@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sqlite3
-import tempfile
 import time
 import urllib.request
 from collections.abc import Callable
@@ -17,7 +15,6 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from lib.core.clock import FrozenClock, naive_utc
-from lib.core.db import bind_database
 from lib.core.redis_client import state_redis
 from lib.market.read_side import ReadSide
 from lib.web.api import WebContext
@@ -26,8 +23,8 @@ from lib.web.auth import OperatorAuth
 from lib.web.server import BackgroundServer
 from models import IpMetadata
 
-from .common import bench_settings, best_of, db_option, report
-from .leaderboard import T_END, fill_or_reuse
+from .common import best_of, db_option, load_average, report
+from .leaderboard import T_END, benchmark_market
 
 T0 = T_END
 
@@ -106,12 +103,8 @@ def leaderboard(base: str, path: str, client, hours: int) -> None:
 
 def run(ips: int = 1000, days: int = 90, keep: Path | None = None) -> None:
     print(f"dashboard: {ips:,} IPs × {days} days of market (floors: the hourly rows by raw SQL; the page fetching "
-          f"its JSON without drawing it); load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} "
-          f"({os.cpu_count()} cores)")
-    with tempfile.TemporaryDirectory() as tmp, bench_settings(Path(tmp), keep) as settings:
-        bind_database(settings.database_url_resolved)
-        path = settings.database_url_resolved.removeprefix("sqlite:///")
-        print(f"  {fill_or_reuse(keep, ips, days)}")
+          f"its JSON without drawing it); load average {load_average()}")
+    with benchmark_market(keep, ips, days) as (settings, path):
         client = state_redis(settings)
         clock = FrozenClock(T0 - 1)
         side = ReadSide(settings, client, clock)
@@ -134,8 +127,7 @@ def run(ips: int = 1000, days: int = 90, keep: Path | None = None) -> None:
             cold, painted, fetched = asyncio.run(paint(server.url, ensure_chromium(), client.flushdb))
             report("leaderboard page: first useful paint, cold cache", cold, fetched, "ms")
             report("leaderboard page: first useful paint (200 rows)", painted, fetched, "ms")
-            print(f"  load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())} "
-                  f"({os.cpu_count()} cores)")
+            print(f"  load average at the end: {load_average()}")
         finally:
             server.stop()
 

@@ -5,22 +5,20 @@ run. Also the first rollup pass over the whole market (every day of every IP).""
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import tempfile
 import time
 from datetime import timedelta
 from pathlib import Path
 
 from lib.core.clock import FrozenClock, naive_utc
-from lib.core.db import bind_database, database
+from lib.core.db import database
 from lib.market.daily import compute_days, roll_up_pending
 from lib.market.read_side import ReadSide
 from lib.market.statistics import day_of
 from models import IpMetadata, IpStatsDaily
 
-from .common import bench_settings, best_of, db_option, report
-from .leaderboard import T_END, fill_or_reuse
+from .common import best_of, db_option, load_average, report
+from .leaderboard import T_END, benchmark_market
 
 DAYS = 90
 SAMPLE = 50  # IPs read per measurement
@@ -35,12 +33,8 @@ def raw_days(path: str, ip_ids: list[int], first: str) -> None:
 
 def run(ips: int = 1000, days: int = 90, keep: Path | None = None) -> None:
     print(f"days: the {DAYS}-day per-day series of {SAMPLE} IPs, {ips:,} IPs × {days} days of market (floor: their "
-          f"daily rows by raw SQL); load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} "
-          f"({os.cpu_count()} cores)")
-    with tempfile.TemporaryDirectory() as tmp, bench_settings(Path(tmp), keep) as settings:
-        bind_database(settings.database_url_resolved)
-        path = settings.database_url_resolved.removeprefix("sqlite:///")
-        print(f"  {fill_or_reuse(keep, ips, days)}")
+          f"daily rows by raw SQL); load average {load_average()}")
+    with benchmark_market(keep, ips, days) as (settings, path):
         now = T_END - 1
         started = time.perf_counter()
         rolled = roll_up_pending(now)
@@ -63,7 +57,7 @@ def run(ips: int = 1000, days: int = 90, keep: Path | None = None) -> None:
         assert all(len(side.ip_days(i, DAYS)["series"]) == len(compute_days(i, first, last)) for i in sample[:3])
         report(f"{DAYS}-day series of {SAMPLE} IPs, from daily rows", best_of(from_daily, 5), floor)
         report(f"{DAYS}-day series of {SAMPLE} IPs, from hourly rows", best_of(from_hourly, 3), floor)
-        print(f"  load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())} ({os.cpu_count()} cores)")
+        print(f"  load average at the end: {load_average()}")
         database.close()
 
 

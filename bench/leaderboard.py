@@ -13,6 +13,8 @@ from __future__ import annotations
 import random
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from lib.core.clock import FrozenClock, naive_utc
 from lib.core.db import bind_database, database
 from lib.core.redis_client import state_redis
 from lib.core.schema import create_tables
+from lib.core.settings import Settings
 from lib.market.read_side import ReadSide
 from lib.market.windows import raw
 from models import CrawlSearchTotal, IpMetadata, IpStatsHourly, ItemSnapshot, ListingEvent
@@ -109,6 +112,16 @@ def fill_or_reuse(keep: Path | None, n_ips: int, days: int) -> str:
     return f"filled {n_ips:,} IPs × {days + 7} days in {time.perf_counter() - started:.0f} s"
 
 
+@contextmanager
+def benchmark_market(keep: Path | None, n_ips: int, days: int) -> Iterator[tuple[Settings, str]]:
+    """Settings on a fresh Redis and the benchmark market's SQLite database (``fill_or_reuse``), bound; yields
+    them with the database file's path, once it has said what it did."""
+    with tempfile.TemporaryDirectory() as tmp, bench_settings(Path(tmp), keep) as settings:
+        bind_database(settings.database_url_resolved)
+        print(f"  {fill_or_reuse(keep, n_ips, days)}")
+        yield settings, settings.database_url_resolved.removeprefix("sqlite:///")
+
+
 def floor_once(hours: int) -> None:
     since = naive_utc(T_END - hours * H)
     raw(IpStatsHourly.select(IpStatsHourly.ip_id, IpStatsHourly.inflow, IpStatsHourly.outflow)
@@ -122,9 +135,7 @@ def floor_once(hours: int) -> None:
 
 def run(n_ips: int = 1000, days: int = 30, keep: Path | None = None) -> int:
     print(f"leaderboard: {n_ips:,} IPs × {days} days, cold cache (budget {BUDGET:.0f} s; floor: the rows read raw)")
-    with tempfile.TemporaryDirectory() as tmp, bench_settings(Path(tmp), keep) as settings:
-        bind_database(settings.database_url_resolved)
-        print(f"  ({fill_or_reuse(keep, n_ips, days)})")
+    with benchmark_market(keep, n_ips, days) as (settings, _):
         r = state_redis(settings)
         side = ReadSide(settings, r, FrozenClock(T_END - 1))
         hours = days * 24
