@@ -45,15 +45,22 @@ def worker_processes(data_dir: bytes) -> list[int]:
             if b"dramatiq" in cmdline(p) and b"dramatiq" in cmdline(parent_of(p)) and threads(p) > 2]
 
 
-def test_the_demo_on_rabbitmq_redis_and_mariadb_survives_a_worker_kill(tmp_path, chromium, redis_server):
+def fresh_production_services(redis_server: str) -> str:
+    """The production profile's services of this test worker, emptied: its MariaDB database made again, its state
+    Redis database flushed, its RabbitMQ vhost's queues purged. Returns the state Redis URL."""
+    import redis
+
     need(MYSQL_URL, "MySQL/MariaDB")
     need_rabbitmq()
     recreate_mysql_database(MYSQL_URL)[0].close()
     state = with_redis_db(redis_server, STATE_DB)
-    import redis
-
     redis.Redis.from_url(state).flushdb()
     purge_queues(RABBITMQ_URL)
+    return state
+
+
+def test_the_demo_on_rabbitmq_redis_and_mariadb_survives_a_worker_kill(tmp_path, chromium, redis_server):
+    state = fresh_production_services(redis_server)
     served = tmp_path / "served.jsonl"
     env = {**os.environ, "PYTHONPATH": os.getcwd(), "BROKER_URL": RABBITMQ_URL, "REDIS_URL": state,
            "DATABASE_URL": MYSQL_URL}
@@ -126,18 +133,11 @@ def test_the_procfile_under_honcho_on_rabbitmq_redis_and_mariadb(tmp_path, chrom
     """The shipped Procfile under ``honcho start`` (its three process types, nothing else), a worker process
     SIGKILLed mid-run, honcho stopped with Ctrl-C once every IP has three crawls applied: every applied crawl's
     hours equal the simulator's truth, nothing is dead-lettered, nothing is left running."""
-    need(MYSQL_URL, "MySQL/MariaDB")
-    need_rabbitmq()
-    import redis
-
     from lib.core.clock import Clock
     from lib.operations.demo import SAMPLE_IPS, demo_env
     from lib.standins.simulator import MarketSimulator
 
-    recreate_mysql_database(MYSQL_URL)[0].close()
-    state = with_redis_db(redis_server, STATE_DB)
-    redis.Redis.from_url(state).flushdb()
-    purge_queues(RABBITMQ_URL)
+    state = fresh_production_services(redis_server)
     served = tmp_path / "served.jsonl"
     speed, anchor = 120.0, time.time()
     sim = MarketSimulator(clock=Clock(speed, anchor), record=str(served)).start()  # the process types' clock
