@@ -145,7 +145,7 @@ _SETTLE = """() => new Promise(r => {
 #: Back to the top of the list, rendered there: a virtual list re-renders on the ``scroll`` event, which comes
 #: with the next frame, not with ``scrollTo``; reading before it reads the cells of where the page was (the first
 #: listings would go unseen). So: the event (or 500 ms), then the page's next DOM change (or 150 ms), then a frame.
-_TO_TOP = f"""async () => {{
+BACK_TO_TOP = f"""async () => {{
   if (!window.scrollY) return;
   const scrolled = new Promise(r => {{ window.addEventListener('scroll', r, {{once: true}}); setTimeout(r, 500); }});
   window.scrollTo(0, 0);
@@ -161,7 +161,7 @@ STEP = f"""() => ({{cells: ({_CELLS})(), next: !!document.querySelector('{sel.NE
 FIRST_READ = f"""async () => {{
   const scrim = document.querySelector('{sel.MODAL_SCRIM}');
   if (scrim) scrim.remove();
-  await ({_TO_TOP})();
+  await ({BACK_TO_TOP})();
   const text = document.body.innerText;
   return {{noResults: text.includes('{sel.NO_RESULTS_TEXT}'), title: document.title, text: text.slice(0, 2000)}};
 }}"""
@@ -432,8 +432,6 @@ async def _read_dom(tab: Tab, base_url: str, deadline: float) -> PageResult:
 
 #: A person's scroll: one small step down (the pauses between steps are the crawler's, see ``_human_scroll``).
 HUMAN_STEP = "(dy) => window.scrollBy(0, dy)"
-#: The end of a person's scrolling: back to the top of the list, rendered there.
-BACK_TO_TOP = _TO_TOP
 
 
 async def _human_scroll(tab: Tab) -> None:
