@@ -47,12 +47,16 @@ def roll_up_days() -> None:
 
 
 # Every minute (periodiq); one run at a time across all processes (busy: skip, the running one does the work).
-# Results no longer drop the cached leaderboards, so this keeps the dashboard's windows computed ahead of their
-# CACHE_TTL and a viewer finds them warm. README "Market data".
+# Results mark their IPs' window rows pending; this recomputes those rows (work in proportion to the IPs whose
+# data changed, and to those whose facts leave a window at the hour), then keeps the dashboard's boards cached
+# ahead of their CACHE_TTL so a viewer finds them warm. README "Market data".
 @REFRESH_LEADERBOARDS.declare(periodic=cron("* * * * *"), lock_key=REFRESH_LEADERBOARDS.actor_name,
                               on_lock_busy="skip", max_retries=0, time_limit=1_800_000)
 def refresh_leaderboards() -> None:
-    """Recompute the common windows' leaderboards that are missing or past half their CACHE_TTL."""
-    done = ReadSide(get_settings(), state_redis(), get_clock()).refresh_common()
+    """Recompute the precomputed windows' rows that results or the hour changed (``lib.market.window_rows``),
+    then the common windows' leaderboards that are missing or past half their CACHE_TTL (read from those rows)."""
+    side = ReadSide(get_settings(), state_redis(), get_clock())
+    side.update_rows()
+    done = side.refresh_common()
     if done:
         logger.info("refresh_leaderboards: recomputed the %s h windows", ", ".join(map(str, done)))

@@ -1,18 +1,34 @@
 """``python -m bench [NAME ...] [OPTIONS]``: every benchmark (or the named ones), each as ratios against a floor
 measured in the same run. Options go to a single named benchmark: ``python -m bench load --ips 100,1000``,
-``python -m bench dashboard --db /tmp/market.sqlite3`` (also ``days``: keep the filled database and reuse it
-next time)."""
+``python -m bench dashboard --db /tmp/market.sqlite3`` (also ``leaderboard`` and ``days``: keep the filled
+database and reuse it next time; ``--ips 10000``: the market's size)."""
 
 import sys
 
-from . import collect, crawl, dashboard, days, encoding, leaderboard, load, pool, process_result, schedule_tick
+from . import (
+    collect,
+    crawl,
+    dashboard,
+    days,
+    encoding,
+    leaderboard,
+    load,
+    long_windows,
+    pool,
+    process_result,
+    schedule_tick,
+    storage,
+)
 
 BENCHMARKS = {"encoding": encoding.main, "schedule_tick": schedule_tick.main, "process_result": process_result.main,
               "pool": pool.main, "collect": collect.main, "crawl": crawl.main, "leaderboard": leaderboard.main,
-              "dashboard": dashboard.main, "days": days.main, "load": load.main}
+              "dashboard": dashboard.main, "days": days.main, "load": load.main,
+              "storage": storage.main, "long_windows": long_windows.main}
 
-#: Benchmarks that take options (``load``: its scales; ``leaderboard``, ``dashboard``, ``days``: ``--db PATH``).
-WITH_OPTIONS = {"load": load.main, "leaderboard": leaderboard.main, "dashboard": dashboard.main, "days": days.main}
+#: Benchmarks that take options (``load``, ``storage``: their scales; ``leaderboard``, ``dashboard``, ``days``,
+#: ``long_windows``: ``--db PATH``, ``--ips N``).
+WITH_OPTIONS = {"load": load.main, "storage": storage.main, "leaderboard": leaderboard.main,
+                "dashboard": dashboard.main, "days": days.main, "long_windows": long_windows.main}
 
 
 def main(argv: list[str]) -> int:

@@ -57,14 +57,18 @@ def bench_settings(tmp: Path, database: Path | None = None):
         use_settings(None)
 
 
-def db_option(argv: list[str], usage: str) -> Path | None:
-    """``--db PATH``: keep the filled SQLite database there and reuse it on the next run (filling takes minutes
-    to tens of minutes at the default sizes)."""
-    if not argv:
-        return None
-    if len(argv) == 2 and argv[0] == "--db":
-        return Path(argv[1]).resolve()
-    raise SystemExit(f"usage: {usage} [--db PATH]")
+def market_options(argv: list[str], usage: str, ips: int) -> tuple[Path | None, int]:
+    """``--db PATH`` (``db_option``) and ``--ips N``: the benchmark market's IPs (``ips`` by default)."""
+    keep, rest = None, list(argv)
+    while rest:
+        if len(rest) >= 2 and rest[0] == "--db":
+            keep = Path(rest[1]).resolve()
+        elif len(rest) >= 2 and rest[0] == "--ips" and rest[1].isdigit() and int(rest[1]) > 0:
+            ips = int(rest[1])
+        else:
+            raise SystemExit(f"usage: {usage} [--db PATH] [--ips N]")
+        rest = rest[2:]
+    return keep, ips
 
 
 def filled(database: Path | None, marker: str) -> bool:

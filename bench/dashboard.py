@@ -23,7 +23,7 @@ from lib.web.auth import OperatorAuth
 from lib.web.server import BackgroundServer
 from models import IpMetadata
 
-from .common import best_of, db_option, load_average, report
+from .common import best_of, load_average, market_options, report
 from .leaderboard import T_END, benchmark_market
 
 T0 = T_END
@@ -133,5 +133,6 @@ def run(ips: int = 1000, days: int = 90, keep: Path | None = None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    run(keep=db_option(argv or [], "python -m bench dashboard"))
+    keep, ips = market_options(argv or [], "python -m bench dashboard", 1000)
+    run(ips=ips, keep=keep)
     return 0

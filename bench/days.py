@@ -17,7 +17,7 @@ from lib.market.read_side import ReadSide
 from lib.market.statistics import day_of
 from models import IpMetadata, IpStatsDaily
 
-from .common import best_of, db_option, load_average, report
+from .common import best_of, load_average, market_options, report
 from .leaderboard import T_END, benchmark_market
 
 DAYS = 90
@@ -62,5 +62,6 @@ def run(ips: int = 1000, days: int = 90, keep: Path | None = None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    run(keep=db_option(argv or [], "python -m bench days"))
+    keep, ips = market_options(argv or [], "python -m bench days", 1000)
+    run(ips=ips, keep=keep)
     return 0

@@ -288,6 +288,12 @@ class Outcome:
     redis_keys: dict[str, tuple[int, int]] = field(default_factory=dict)
     #: table → (rows, bytes) added by the scale
     tables: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: table → (rows, bytes) added by every IP's first crawl (and the few later ones applied by then): ``first_results``
+    first_tables: dict[str, tuple[int, int]] = field(default_factory=dict)
+    first_results: int = 0
+    #: table → (rows, bytes) added by the crawls applied after every IP had its first (the steady state)
+    steady_tables: dict[str, tuple[int, int]] = field(default_factory=dict)
+    steady_results: int = 0
     dead_letters: int = 0
 
     @property
@@ -470,6 +476,7 @@ class Run:
         loaded = time.monotonic()
         deadline = loaded + self.args.timeout_per_ip * self.ips * self.cycles + 60
         last = None
+        first: tuple[dict[str, tuple[int, int]], int] | None = None  # sizes and results once every IP had a crawl
         try:
             while True:
                 t0 = time.monotonic()
@@ -478,6 +485,9 @@ class Run:
                 queues = {q: sum(queue_counts(self.broker, q).get(k, 0) for k in ("ready", "running"))
                           for q in ("crawl", "pipeline")}
                 done = self.done_ips()
+                if first is None and self.cycles > 1 and self.done_ips(1) >= self.ips:
+                    # every first crawl (each IP's listings all new) is in: what comes after is the steady state
+                    first = (table_sizes(), self.applied())
                 last = Sample(t0 - loaded, queues, now, done)
                 out.samples.append(last)
                 if done >= self.ips:
@@ -506,7 +516,11 @@ class Run:
             out.redis_kb = self.redis_memory_kb(client) - redis_before
             out.sqlite_kb = self.sqlite_kb() - sqlite_before
             out.redis_keys = minus(redis_key_sizes(client), keys_before)
-            out.tables = minus(table_sizes(), tables_before)
+            end = table_sizes()
+            out.tables = minus(end, tables_before)
+            if first is not None:
+                out.first_tables, out.first_results = minus(first[0], tables_before), first[1]
+                out.steady_tables, out.steady_results = minus(end, first[0]), self.applied() - first[1]
         return out
 
     def stop_crawling(self, client) -> None:
@@ -539,14 +553,24 @@ class Run:
             keys = now
             time.sleep(1.0)
 
-    def done_ips(self) -> int:
+    def done_ips(self, cycles: int | None = None) -> int:
+        """IPs with ``cycles`` (default: the scale's) results applied."""
         from lib.core.db import database
 
         try:
             mark = database.param  # ? on SQLite, %s on MySQL: the placeholder, not a value
             sql = f"SELECT COUNT(*) FROM (SELECT ip_id FROM applied_results GROUP BY ip_id HAVING COUNT(*) >= {mark}) AS d"  # noqa: E501, S608
-            row = database.execute_sql(sql, (self.cycles,)).fetchone()
+            row = database.execute_sql(sql, (cycles or self.cycles,)).fetchone()
             return int(row[0])
+        finally:
+            database.close()
+
+    def applied(self) -> int:
+        from lib.core.db import database
+        from models import AppliedResult
+
+        try:
+            return AppliedResult.select().count()
         finally:
             database.close()
 
@@ -865,6 +889,37 @@ def print_cost_per_ip(outs: list[Outcome]) -> None:
                 f"0 / {b / 1024 / o.ips:.1f} / -"
             cells.append(f"{text:>26}")
         print(f"  {name:22} " + " ".join(cells))
+    print_steady_state(outs)
+
+
+def _table_total(tables: dict[str, tuple[int, int]], name: str) -> tuple[int, int]:
+    if name == "all tables":
+        return sum(r for r, _ in tables.values()), sum(b for _, b in tables.values())
+    return tables.get(name, (0, 0))
+
+
+def print_steady_state(outs: list[Outcome]) -> None:
+    """Database bytes per crawl, the first crawls apart (each IP's listings all new) from the steady state (the
+    crawls applied once every IP had its first: what a crawl costs from then on). Needs ``--cycles`` 2 or more."""
+    measured = [o for o in outs if o.steady_results > 0]
+    if not measured:
+        print("\n  database bytes per crawl in steady state: needs --cycles 2 or more")
+        return
+    print("\n  database bytes per crawl, per table: first crawls (every IP's first, with the crawls applied by then) "
+          "/ steady state (the crawls after): KB per crawl, rows per crawl")
+    names = sorted({t for o in measured for t, v in o.steady_tables.items() if v[0] or v[1]},
+                   key=lambda t: -max(o.steady_tables.get(t, (0, 0))[1] for o in measured))
+    print(f"  {'table':22} " + " ".join(f"{f'{o.ips} IPs: first / steady KB, rows':>40}" for o in measured))
+    for name in [*names, "all tables"]:
+        cells = []
+        for o in measured:
+            (_, fb), (sr, sb) = _table_total(o.first_tables, name), _table_total(o.steady_tables, name)
+            text = f"{fb / 1024 / max(o.first_results, 1):.1f} / {sb / 1024 / o.steady_results:.1f}, " \
+                   f"{sr / o.steady_results:.1f}"
+            cells.append(f"{text:>40}")
+        print(f"  {name:22} " + " ".join(cells))
+    for o in measured:
+        print(f"  {o.ips} IPs: {o.first_results} results by the last first crawl, {o.steady_results} after")
 
 
 # -- entry point --------------------------------------------------------------------

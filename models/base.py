@@ -5,6 +5,10 @@ from lib.core.db import database, is_mysql
 #: MySQL/MariaDB binary collations, best first. The NO PAD ones also tell "a" from "a " (MariaDB ≥ 10.2,
 #: MySQL ≥ 8.0); plain utf8mb4_bin, the fallback, ignores trailing spaces like every PAD SPACE collation.
 EXACT_COLLATIONS = ("utf8mb4_nopad_bin", "utf8mb4_0900_bin", "utf8mb4_bin")
+#: The largest id an ``AutoField`` holds on every database we run on: a signed 32-bit INTEGER on MySQL/MariaDB
+#: (SQLite's is 64-bit). An id from outside (an API path) beyond it names no row, and one beyond 64 bits cannot
+#: even be bound to a query (SQLite raises OverflowError): such ids are refused before they reach the database.
+MAX_AUTO_ID = 2**31 - 1
 
 
 def exact_collation() -> str:

@@ -52,18 +52,23 @@ class IpStatsHourly(BaseModel):
 
 
 class ListingSighting(BaseModel):
-    """One listing as one crawl saw it: the facts the market measures are derived from (README, "Market
-    measures"). Unique per listing and crawl time, so a redelivered or repeated result adds nothing."""
+    """A run of sightings of one listing: what consecutive crawls of its IP saw of it, unchanged — the same
+    status, price, created time and (sold) updated time — from ``crawled_at`` (the run's first crawl) to
+    ``last_seen`` (its last). The sightings inside a run are the IP's crawls between the two (the ledger,
+    ``applied_results``), so the runs hold every sighting once and nothing twice; a crawl that sees the listing
+    unchanged moves ``last_seen``, any other change starts a run (README "Market measures"). Unique per listing and
+    first crawl time."""
 
     id = peewee.AutoField()  # peewee's implicit key, declared for the type checker
 
     ip_id = peewee.IntegerField()
     source_id = ExactCharField(max_length=64)
-    crawled_at = peewee.DoubleField()  # Unix seconds
+    crawled_at = peewee.DoubleField()  # Unix seconds: the run's first crawl
+    last_seen = peewee.DoubleField(null=True)  # the run's last crawl (None only before ``db init`` migrated it)
     status = peewee.CharField(max_length=16)  # on_sale | sold
     price = peewee.IntegerField(null=True)  # yen; None: no real price
     created = peewee.DoubleField(null=True)  # the site's created time, when the API gave one
-    updated = peewee.DoubleField(null=True)
+    updated = peewee.DoubleField(null=True)  # the site's updated time of a sold listing (its sale time)
 
     class Meta:
         table_name = "listing_sightings"
@@ -88,9 +93,12 @@ class ListingEvent(BaseModel):
 
     class Meta:
         table_name = "listing_events"
-        # the third covers the leaderboard's reads (every IP's sales, or listings created, over a range of hours)
+        # the third covers the leaderboard's reads (every IP's sales, or listings created, from a time on): by
+        # ``event_at``, not also by ``hour_bucket`` (19 bytes a row on SQLite) that the same range implies
         indexes = ((("ip_id", "source_id", "kind", "occurrence"), True), (("ip_id", "hour_bucket"), False),
-                   (("kind", "hour_bucket", "ip_id", "event_at", "source_id", "price", "listed_price"), False))
+                   (("kind", "event_at", "ip_id", "source_id", "price", "listed_price"), False))
+        #: indexes of earlier versions that ``animetop db init`` drops (``lib.core.schema``)
+        retired_indexes = (("kind", "hour_bucket", "ip_id", "event_at", "source_id", "price", "listed_price"),)
 
 
 class IpAlert(BaseModel):

@@ -277,6 +277,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
         elif path.name in SLOW_FILES:
             item.add_marker(pytest.mark.slow)
+        callspec = getattr(item, "callspec", None)
+        if item.get_closest_marker("slow_on_mysql") and callspec and callspec.params.get("database_url") == "mysql":
+            item.add_marker(pytest.mark.slow)
 
 
 class ProcessedCounter(dramatiq.Middleware):
@@ -328,6 +331,16 @@ def start_worker():
     yield start
     for worker in workers:
         worker.stop(timeout=10_000)
+
+
+@pytest.fixture
+def sim():
+    """The market simulator, frozen (``speed=0``): its ground truth does not move during a crawl."""
+    from lib.standins.simulator import MarketSimulator
+
+    server = MarketSimulator(speed=0).start()
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="session")

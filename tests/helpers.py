@@ -372,3 +372,74 @@ def assert_demo_ended_cleanly(stdout: str) -> None:
     """The demo ended with no dead letter and nothing left queued."""
     assert "dead letters: 0" in stdout, stdout
     assert "still queued" not in stdout, stdout
+
+
+# -- a Redis server of a test's own ---------------------------------------------------------------------------
+
+class RedisServer:
+    """The system's ``redis-server`` on a free loopback port, its append-only file synced on every write, so a
+    server killed and started again comes back with everything it acknowledged; for tests that take the state
+    Redis away (the suite's shared Redis is never stopped).
+
+    Parameters:
+      directory: where its files go.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        import shutil
+
+        if shutil.which("redis-server") is None:
+            import pytest
+
+            pytest.skip("redis-server is not installed")
+        self.directory = directory
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def ping(self) -> bool:
+        import redis
+
+        client = redis.Redis(port=self.port, socket_timeout=2, socket_connect_timeout=1)
+        try:
+            return bool(client.ping())
+        except redis.RedisError:
+            return False
+        finally:
+            client.close()
+
+    def start(self) -> "RedisServer":
+        self.process = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--appendonly", "yes",
+             "--appendfsync", "always", "--save", "", "--dir", str(self.directory), "--logfile", "redis.log"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for(self.ping, timeout=30, what=f"redis-server on port {self.port}")
+        return self
+
+    def kill(self) -> None:
+        """SIGKILL: a crash; what it acknowledged is in its append-only file."""
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+            self.process = None
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+            self.process = None
+
+
+def simulator_crawl_env(env: dict[str, str], sim, chromium: str, **extra: str) -> dict[str, str]:
+    """``env`` with the crawler pointed at the simulator ``sim`` through ``chromium`` (unsandboxed: the tests run
+    as root), a 15 s page timeout, and ``extra`` settings."""
+    return {**env, "MERCARI_BASE_URL": sim.url, "CHROMIUM_PATH": chromium, "CHROMIUM_NO_SANDBOX": "true",
+            "CRAWL_PAGE_TIMEOUT": "15s", **extra}

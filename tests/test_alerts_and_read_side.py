@@ -65,6 +65,7 @@ def test_leaderboard_order_cache_and_invalidation(db, settings):
     assert side.leaderboard("outflow", 24)[0]["ip_id"] == ips[0].id
 
 
+@pytest.mark.slow_on_mysql
 def test_read_side_falls_back_to_the_database_when_redis_is_down(db, settings):
     clock = FrozenClock(T0 + 120)
     ips, _ = seed_results(settings, clock)

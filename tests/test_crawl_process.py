@@ -6,8 +6,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from lib.core.db import bind_database, database
 from lib.core.redis_client import state_redis
 from lib.core.schema import create_tables
@@ -15,20 +13,13 @@ from lib.crawling.drift import DriftLog
 from lib.scheduling.catalogue import Catalogue
 from lib.scheduling.schedule import InFlight, ScheduleStore
 from lib.scheduling.tick import Scheduler
-from lib.standins.simulator import MarketSimulator, market
+from lib.standins.simulator import market
 from models import AppliedResult, CrawlSearchTotal
 
 from .chaos.crawl_results import crawl_items
 from .helpers import wait_for
 
 ROOT = Path(__file__).parent.parent
-
-
-@pytest.fixture
-def sim():
-    server = MarketSimulator(speed=0).start()
-    yield server
-    server.stop()
 
 
 def _applied() -> int:
@@ -64,10 +55,13 @@ def test_crawler_stopped_mid_crawl_finishes_it_first(env, settings, broker, sim,
         totals = {row.status: (row.num_found, row.pages_read, row.items_read) for row in CrawlSearchTotal.select()}
         found = {label: market.total("鬼滅の刃", statuses, sim.clock.now()) for label, statuses in
                  (("on_sale", {market.ON_SALE}), ("sold", {market.SOLD_OUT, market.TRADING}))}
-        assert totals == {"on_sale": (found["on_sale"], 5, 600), "sold": (found["sold"], 5, 600)}
-        # the crawler kept the crawl's drift record: every page from the API, 120 items each
+        pages = {label: [len(sim.truth("鬼滅の刃", statuses, n)) for n in range(1, 6)] for label, statuses in
+                 (("on_sale", {market.ON_SALE}), ("sold", {market.SOLD_OUT, market.TRADING}))}
+        assert totals == {label: (found[label], 5, sum(pages[label])) for label in found}
+        # the crawler kept the crawl's drift record: every page from the API, with the items it holds
         [record] = DriftLog(r).recent()
-        assert [(p["source"], p["items"]) for p in record["pages"]] == [("api", 120)] * 10
+        assert [(p["source"], p["items"]) for p in record["pages"]] == [("api", n) for n in
+                                                                        pages["on_sale"] + pages["sold"]]
         assert InFlight(r).members() == set()
     finally:
         for proc in procs:

@@ -15,25 +15,16 @@ from lib.crawling.crawl import Crawler, CrawlFailed
 from lib.crawling.driver import Browser
 from lib.crawling.page_fetch import ErrorKind, PageError, fetch_page, search_url
 from lib.crawling.proxies import ProxyRotator
-from lib.standins.simulator import MarketSimulator
 
-from .helpers import ForwardProxy, alive, wait_until
+from .helpers import ForwardProxy, alive, simulator_crawl_env, wait_until
 
 KEYWORD = "鬼滅の刃"
 ON_SALE, SOLD = {"on_sale"}, {"sold_out", "trading"}
 
 
 @pytest.fixture
-def sim():
-    server = MarketSimulator(speed=0).start()  # a frozen market: ground truth does not move during a crawl
-    yield server
-    server.stop()
-
-
-@pytest.fixture
 def crawl_env(env, sim, chromium):
-    return {**env, "MERCARI_BASE_URL": sim.url, "CHROMIUM_PATH": chromium, "CHROMIUM_NO_SANDBOX": "true",
-            "CRAWL_PAGE_TIMEOUT": "15s", "PROXY_SWITCH_AFTER": "3", "PROXY_COOLDOWN": "1s"}
+    return simulator_crawl_env(env, sim, chromium, PROXY_SWITCH_AFTER="3", PROXY_COOLDOWN="1s")
 
 
 @pytest.fixture
@@ -80,8 +71,10 @@ def test_a_crawl_reads_every_item_of_every_page_exactly(crawl_env, sim, path):
     result = run(go())
     assert result["pages_crawled"] == 10 and result["errors"] == {}
     truth = {x["id"]: x for x in expected(sim, ON_SALE) + expected(sim, SOLD)}
+    sizes = [len(sim.truth(KEYWORD, statuses, n)) for statuses in (ON_SALE, SOLD) for n in range(1, 6)]
+    assert sum(size < 120 for size in sizes) >= 3  # as on the real site, most pages are a few listings short
     got = {x["source_id"]: x for x in result["items"]}
-    assert got.keys() == truth.keys() and len(got) == 1200
+    assert got.keys() == truth.keys() and len(got) == sum(sizes)
     flags = set()
     for sid, t in truth.items():
         g = got[sid]
@@ -104,9 +97,13 @@ def test_a_crawl_reads_every_item_of_every_page_exactly(crawl_env, sim, path):
     # the market's size: the site's count per search (the API's numFound; the DOM does not show it)
     for label, statuses in (("on_sale", ON_SALE), ("sold", SOLD)):
         _, found = sim.page_items(KEYWORD, statuses, 1, sim.clock.now())
-        assert result["search"][label] == {"num_found": found if path == "api" else None, "pages": 5, "items": 600}
+        assert result["search"][label] == {"num_found": found if path == "api" else None, "pages": 5,
+                                           "items": len(expected(sim, statuses))}
     sources = [p["source"] for p in result["drift"]["pages"]]
-    assert sources == [path] * 10 and [p["items"] for p in result["drift"]["pages"]] == [120] * 10
+    assert sources == [path] * 10 and [p["items"] for p in result["drift"]["pages"]] == sizes
+    assert all(p["has_next"] for p in result["drift"]["pages"])
+    # a page a few listings short of 120 with a next page is whole: no drift signal says otherwise
+    assert not [p for p in result["drift"]["pages"] if "short_page" in p["anomalies"]]
     if path == "dom":  # the page rendered while no API response was captured: a drift signal on every page
         assert all(p["anomalies"].get("api_missing") == 1 for p in result["drift"]["pages"])
     else:  # the first page of each search was cross-checked against its cells, without disagreement
@@ -178,6 +175,55 @@ def test_the_dom_alone_reads_full_and_last_pages(crawl_settings, sim, chromium, 
         assert [x["source_id"] for x in result.items] == [t["id"] for t in truth]
         assert [x["price"] for x in result.items] == [want_price(t)[0] for t in truth]
         assert not set(result.anomalies) - {"dom_gap"}  # a gap (a late render) is read again, and said
+        # the lazy load is waited for where it comes; only the end of the last page is waited out (quiet)
+        assert result.waited_out == ({} if n != last else {"quiet": 1})
+
+
+def short_page(sim) -> tuple[set[str], int, list[dict]]:
+    """A page a few listings short of 120 that has a next page (most are: the site drops the listings it
+    filters; see lib/standins/simulator/market.py): its statuses, number and truth."""
+    for statuses in (ON_SALE, SOLD):
+        for n in range(1, 6):
+            truth = sim.truth(KEYWORD, statuses, n)
+            if len(truth) < 120:
+                return statuses, n, truth
+    raise AssertionError("every page full")
+
+
+def test_pages_short_of_120_are_whole_and_a_page_cut_short_is_noticed(crawl_settings, sim, chromium):
+    """A page with a next page and a few listings short of 120 (as the real site's are) is read whole on both
+    paths without waiting for more at its bottom, and counts no ``short_page``; a page that stops rendering
+    after 40 listings (its lazy load never comes) waits its lazy-load wait out and counts one."""
+    statuses, n, truth = short_page(sim)
+    url = search_url(sim.url, KEYWORD, "on_sale" if statuses == ON_SALE else "sold_out|trading", n)
+
+    async def go():
+        browser = await Browser.launch(chromium, no_sandbox=True)
+        try:
+            tab = await browser.new_tab(crawl_settings.mercari_api_pattern, True)
+            dom = await fetch_page(tab, url, sim.url, timeout=15, first_page=False, use_api=False)
+            api = await fetch_page(tab, url, sim.url, timeout=15, first_page=False)
+            sim.set_mode("cut_short", count=1)
+            cut = await fetch_page(tab, url, sim.url, timeout=15, first_page=False, use_api=False)
+            sim.set_mode("cut_short", count=1)
+            cut_api = await fetch_page(tab, url, sim.url, timeout=15, first_page=False)
+            return dom, api, cut, cut_api
+        finally:
+            await browser.close()
+
+    dom, api, cut, cut_api = run(go())
+    ids = [t["id"] for t in truth]
+    for result, source in ((dom, "dom"), (api, "api")):
+        assert result.source == source and result.has_next
+        assert [x["source_id"] for x in result.items] == ids
+        assert [x["price"] for x in result.items] == [want_price(t)[0] for t in truth]
+        assert "short_page" not in result.anomalies
+    assert dom.waited_out == {}  # complete at its bottom: no lazy-load wait spent on it
+    # cut short: what rendered is read, and the page is said to be short (a drift signal)
+    assert cut.source == "dom" and cut.has_next and [x["source_id"] for x in cut.items] == ids[:40]
+    assert cut.anomalies["short_page"] == 1 and cut.waited_out == {"lazy_load": 1}
+    # the API path reads the page's answer, whole whatever the page renders
+    assert cut_api.source == "api" and [x["source_id"] for x in cut_api.items] == ids
 
 
 def test_the_simulator_flatters_no_crawler(sim, chromium):
@@ -234,7 +280,7 @@ def test_each_block_kind_is_detected(sim, chromium, mode, kind):
             # and the next page is fine again
             ok = await fetch_page(tab, search_url(sim.url, KEYWORD, "on_sale", 1), sim.url, timeout=15,
                                   first_page=False)
-            assert len(ok.items) == 120
+            assert len(ok.items) == len(sim.truth(KEYWORD, ON_SALE, 1))
         finally:
             await browser.close()
 
@@ -296,16 +342,17 @@ def test_no_results_modal_and_malformed_cells(sim, chromium):
             await browser.close()
 
     covered, broken, checked, empty = run(go())
-    assert len(covered.items) == 120
     truth = {t["id"]: t for t in sim.truth(KEYWORD, ON_SALE, 1)}
-    # every tenth cell from the fourth is broken, in turn without link, name, price: 12 broken cells
-    assert len(broken.items) == 120 - 4
+    assert len(covered.items) == len(truth)
+    # every tenth cell from the fourth is broken, in turn without link, name, price: 12 broken cells (a page
+    # holds at least 108 listings: the last broken one, the 94th, is there)
+    assert len(broken.items) == len(truth) - 4
     assert broken.anomalies["cell_without_link"] == 4 and broken.anomalies["cell_without_price"] == 4
     assert broken.anomalies["cell_without_name"] == 4
     for item in broken.items:
         assert item["title"] == truth[item["source_id"]]["name"]  # a missing name is read off the image label
         assert item["price"] == want_price(truth[item["source_id"]])[0]  # a missing price too
-    assert checked.source == "api" and len(checked.items) == 120  # the API path does not mind broken cells
+    assert checked.source == "api" and len(checked.items) == len(truth)  # the API path does not mind broken cells
     assert empty[0].items == [] and empty[0].num_found == 0 and empty[1].items == [] and not empty[1].has_next
 
 
@@ -330,7 +377,8 @@ def test_proxy_switch_after_consecutive_failures(crawl_env, sim):
     assert result["errors"] == {"on_sale:1": "network", "on_sale:2": "network", "on_sale:3": "network"}
     assert current == proxy.url and restarts == 1
     assert proxy.requests > 0  # the later pages really went through the new proxy
-    assert result["pages_crawled"] == 3 and len(result["items"]) == 360
+    assert result["pages_crawled"] == 3 and len(result["items"]) == sum(
+        len(sim.truth(KEYWORD, statuses, n)) for statuses, n in ((ON_SALE, 4), (ON_SALE, 5), (SOLD, 1)))
 
 
 def test_proxy_rotation_rules():
@@ -386,7 +434,8 @@ def test_draining_restart_loses_no_page_in_flight(crawl_settings, sim):
             await crawler.close()
 
     result, after, old_pid, new_pid = run(go())
-    assert len(result.items) == 120 and len(after.items) == 120
+    assert len(result.items) == len(sim.truth(KEYWORD, ON_SALE, 1))
+    assert len(after.items) == len(sim.truth(KEYWORD, ON_SALE, 2))
     assert old_pid != new_pid and not alive(old_pid)  # the old browser was closed once its page was done
 
 

@@ -11,22 +11,15 @@ from lib.crawling import drift
 from lib.crawling.crawl import Crawler
 from lib.crawling.drift import DriftLog, assess, metric_families, render_status, status_section
 from lib.crawling.listings import api_anomalies
-from lib.standins.simulator import MarketSimulator
+
+from .helpers import simulator_crawl_env
 
 KEYWORD = "呪術廻戦"
 
 
 @pytest.fixture
-def sim():
-    server = MarketSimulator(speed=0).start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
 def crawl_env(env, sim, chromium):
-    return {**env, "MERCARI_BASE_URL": sim.url, "CHROMIUM_PATH": chromium, "CHROMIUM_NO_SANDBOX": "true",
-            "CRAWL_PAGE_TIMEOUT": "15s", "SCHEDULER_PAGES_ON_SALE": "1", "SCHEDULER_PAGES_SOLD": "1"}
+    return simulator_crawl_env(env, sim, chromium, SCHEDULER_PAGES_ON_SALE="1", SCHEDULER_PAGES_SOLD="1")
 
 
 def crawls(settings, count: int) -> list[dict]:
@@ -54,7 +47,11 @@ def test_the_alert_needs_the_signal_in_every_one_of_the_latest_crawls():
     assert assess([{"pages": [page("dom", api_missing=1, items=0, has_next=False)]}] * drift.CRAWLS) == []
     short = {"pages": [page(items=59), page(items=20, has_next=False)]}  # a last page may be short
     assert assess([short] * drift.CRAWLS) == ["items_per_page_low"]
-    assert assess([{"pages": [page(items=60), page(items=3, has_next=False)]}] * drift.CRAWLS) == []
+    # pages that stop at their first lazily loaded part (half a page) are short too
+    assert assess([{"pages": [page(items=60), page(items=60)]}] * drift.CRAWLS) == ["items_per_page_low"]
+    # a page with a next page holds a few short of 120 (the site drops the listings it filters): not short
+    assert assess([{"pages": [page(items=116), page(items=108), page(items=3, has_next=False)]}] * drift.CRAWLS) == []
+    assert assess([{"pages": [page(items=107), page(items=107)]}] * drift.CRAWLS) == ["items_per_page_low"]
     priceless = {"pages": [page(cross_checked=20, cell_without_price=3)]}  # 15% of the cells read
     assert assess([priceless] * drift.CRAWLS) == ["cells_without_price"]
     assert assess([{"pages": [page(cross_checked=20, cell_without_price=2)]}] * drift.CRAWLS) == []
@@ -76,7 +73,9 @@ def test_taking_the_api_path_away_raises_the_drift_alert(crawl_env, sim, setting
     log = DriftLog(state_redis(settings))
     for result in crawls(dom_only, drift.CRAWLS):
         assert [p["source"] for p in result["drift"]["pages"]] == ["dom", "dom"]
-        assert len(result["items"]) == 240  # still read in full, from the DOM
+        # still read in full, from the DOM
+        assert len(result["items"]) == sum(len(sim.truth(KEYWORD, statuses, 1))
+                                           for statuses in ({"on_sale"}, {"sold_out", "trading"}))
         reasons = log.record(result["drift"])
     assert reasons == ["api_path_missing"]
     section = status_section(state_redis(settings))
@@ -93,6 +92,26 @@ def test_taking_the_api_path_away_raises_the_drift_alert(crawl_env, sim, setting
     assert log.record(healthy["drift"]) == []
 
 
+def test_pages_short_of_120_count_nothing_and_pages_cut_short_raise_the_drift_alert(crawl_env, sim, settings):
+    """On the DOM path: pages a few listings short of 120 with a next page (the site drops the listings it
+    filters) are whole, no signal; pages that stop rendering after 40 listings are each a ``short_page``, and
+    crawls of them raise ``items_per_page_low``."""
+    dom_only = load_settings({**crawl_env, "MERCARI_API_PATTERN": r"/v9/renamed:search"})
+    log = DriftLog(state_redis(settings))
+    [whole] = crawls(dom_only, 1)
+    assert [p["items"] for p in whole["drift"]["pages"]] == [
+        len(sim.truth(KEYWORD, statuses, 1)) for statuses in ({"on_sale"}, {"sold_out", "trading"})]
+    assert all(set(p["anomalies"]) <= {"api_missing", "dom_gap"} for p in whole["drift"]["pages"])
+    sim.set_mode("cut_short")
+    [cut] = crawls(dom_only, 1)
+    assert [(p["items"], p["has_next"], p["anomalies"].get("short_page")) for p in cut["drift"]["pages"]] == \
+        [(40, True, 1)] * 2
+    for record in (whole["drift"], cut["drift"], cut["drift"]):
+        assert "items_per_page_low" not in log.record(record)
+    assert "items_per_page_low" in log.record(cut["drift"])  # the last three crawls: pages cut short
+    assert status_section(state_redis(settings))["anomalies"]["short_page"] == 2 * drift.CRAWLS
+
+
 @pytest.mark.parametrize("path", ["api", "dom"])
 def test_cells_losing_their_price_raise_the_drift_alert(crawl_env, sim, settings, path):
     """On the API path the cross-check's sample sees it; on the DOM path every cell does (prices are then
@@ -103,7 +122,8 @@ def test_cells_losing_their_price_raise_the_drift_alert(crawl_env, sim, settings
     log = DriftLog(state_redis(settings))
     for result in crawls(settings_, drift.CRAWLS):
         anomalies = result["drift"]["pages"][0]["anomalies"]
-        assert anomalies["cell_without_price"] == (120 if path == "dom" else anomalies["cross_checked"])
+        read = len(sim.truth(KEYWORD, {"on_sale"}, 1)) if path == "dom" else anomalies["cross_checked"]
+        assert anomalies["cell_without_price"] == read
         assert all(item["price"] is not None or item["price_flag"] for item in result["items"])
         reasons = log.record(result["drift"])
     assert "cells_without_price" in reasons

@@ -1,13 +1,15 @@
 """Distributed locks: never two holders at once, even for a task that outlives the lock's TTL."""
 
+import logging
 import time
 
 import dramatiq
 
-from lib.core.redis_client import state_redis
+from lib.core.redis_client import connect, state_redis
 from lib.messaging.broker import build_broker
+from lib.messaging.middleware.leases import LeaseKeeper
 
-from .helpers import wait_for
+from .helpers import RedisServer, wait_for
 
 
 def declare_guarded(b, r, *, run_for: float, on_busy: str = "retry"):
@@ -70,3 +72,45 @@ def test_lock_held_by_another_process_blocks(broker, settings, processed, start_
     wait_for(lambda: processed.failed["guarded"] >= 1, what="the message to meet the held lock")
     assert r.get("done") is None  # waited for the holder
     wait_for(lambda: r.get("done") == b"1", timeout=10, what="the run after the foreign lock lapsed")
+
+
+def test_a_lock_whose_release_met_a_state_outage_is_taken_over_by_the_next_run_here(tmp_path):
+    """A run that ends while the state is down cannot release its lock; the message runs again once the state is
+    back, in this process, and must not wait the lock's whole lease for a lock nobody holds. A lock a run of this
+    process still holds is respected."""
+    server = RedisServer(tmp_path / "state").start()
+    try:
+        client = connect(server.url)
+        keeper = LeaseKeeper(lambda: client)
+        first = client.lock("animetop:lock:{x}", timeout=60, blocking=False, thread_local=False)
+        assert keeper.acquire(client, first)
+        keeper.hold(first)
+        twin = client.lock("animetop:lock:{x}", timeout=60, blocking=False, thread_local=False)
+        assert not keeper.acquire(client, twin)  # held by a live run of this process
+
+        server.kill()
+        assert not keeper.release(first)  # the outage: the lock stays in Redis, with its 60 s lease
+        server.start()
+        assert client.pttl("animetop:lock:{x}") > 50_000
+        again = client.lock("animetop:lock:{x}", timeout=60, blocking=False, thread_local=False)
+        assert keeper.acquire(client, again)  # at once
+        assert keeper.release(again) and not client.exists("animetop:lock:{x}")
+    finally:
+        server.stop()
+
+
+def test_a_held_lock_that_vanished_from_the_state_is_taken_back(broker, settings, caplog):
+    """A failover loses the writes its replica had not received yet (a wipe, all of them): a lock taken just
+    before it vanishes while its holder runs. The keeper sets it again with its token at its next re-arming,
+    with a WARNING, rather than an ERROR for a lock lost to another holder."""
+    client = state_redis(settings)
+    keeper = LeaseKeeper(lambda: client, tick=0.05)
+    lock = client.lock("animetop:lock:{vanish}", timeout=0.9, blocking=False, thread_local=False)
+    assert keeper.acquire(client, lock)
+    keeper.hold(lock)
+    token = client.get("animetop:lock:{vanish}")
+    client.delete("animetop:lock:{vanish}")
+    wait_for(lambda: client.get("animetop:lock:{vanish}") == token, timeout=10, what="the lock set again")
+    assert keeper.release(lock)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+    assert any("taken back" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)

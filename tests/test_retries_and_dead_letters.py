@@ -1,14 +1,22 @@
 """Retries with backoff, then the dead-letter queue, then the dead-letter tool (Redis broker)."""
 
+import logging
 import time
 
 import dramatiq
+import pendulum
+import pytest
+from periodiq import cron
 
+from lib.app import setup
 from lib.core.errors import BadMessage
 from lib.core.redis_client import state_redis
+from lib.core.settings import load_settings, use_settings
+from lib.messaging.broker import NAMESPACE
 from lib.messaging.dead_letters import DeadLetters
 
-from .helpers import run_cli, wait_for
+from .conftest import ProcessedCounter
+from .helpers import RedisServer, run_cli, wait_for
 
 
 def test_failing_message_is_retried_then_dead_lettered_then_requeued(broker, settings, env, start_worker):
@@ -137,3 +145,115 @@ def test_one_structured_event_line_per_message(broker, settings, start_worker, c
     assert len(ok) == 1 and "actor=crawlish" in ok[0] and "ip_id=3" in ok[0] and "outcome=ok" in ok[0]
     assert "duration_ms=" in ok[0]
     assert len(bad) == 1 and "outcome=failed" in bad[0] and 'error="RuntimeError: nope"' in bad[0]
+
+
+# == a state outage (lib.core.state_errors) ====================================================================
+
+@pytest.fixture
+def state_server(tmp_path):
+    """A state Redis of the test's own, not started yet: the outage is there from the first message."""
+    server = RedisServer(tmp_path / "state")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def outage_app(env, state_server):
+    """Settings and broker whose application state is ``state_server`` (the broker stays on the suite's Redis)."""
+
+    def build(**overrides: str):
+        settings = load_settings({**env, "REDIS_URL": state_server.url, **overrides})
+        use_settings(settings)
+        return settings, setup(settings)
+
+    built = []
+
+    def make(**overrides: str):
+        built.append(build(**overrides))
+        return built[-1]
+
+    yield make
+    for _, broker in built:
+        broker.close()
+    use_settings(None)
+
+
+def errors_in(caplog) -> list[str]:
+    return [f"{r.levelname} {r.name}: {r.getMessage()}" for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def test_a_state_outage_is_ridden_out_without_spending_retries(outage_app, state_server, start_worker, caplog):
+    """The idempotency middleware cannot reach the state: StateUnavailable. An actor with no retries at all
+    (``max_retries=0``, as the periodic ones have) is run again with backoff until the state is back, and then
+    once: no dead letter, no ERROR line."""
+    settings, broker = outage_app()
+    counter = ProcessedCounter()
+    broker.add_middleware(counter)
+
+    @dramatiq.actor(broker=broker, queue_name="work", max_retries=0)
+    def touch() -> None:
+        state_redis(settings).incr("touched")
+
+    touch.send()
+    start_worker(broker)
+    wait_for(lambda: counter.failed["touch"] >= 3, timeout=30, what="the message to meet the outage three times")
+    state_server.start()
+    wait_for(lambda: counter.processed["touch"] == 1, timeout=30, what="the message to run once the state is back")
+    assert state_redis(settings).get("touched") == b"1"
+    assert DeadLetters.for_broker(broker, broker.reasons).list() == []
+    assert errors_in(caplog) == []
+    events = [r.getMessage() for r in caplog.records if r.name == "animetop.events" and "actor=touch" in r.getMessage()]
+    assert all("outcome=retry" in e and "StateUnavailable" in e for e in events[:-1]) and "outcome=ok" in events[-1]
+
+
+def test_a_periodic_tick_that_meets_a_state_outage_is_left_to_the_next_tick(outage_app, state_server, start_worker,
+                                                                            caplog):
+    settings, broker = outage_app()
+    counter = ProcessedCounter()
+    broker.add_middleware(counter)
+
+    @dramatiq.actor(broker=broker, queue_name="work", periodic=cron("* * * * *"), max_retries=2)
+    def every_minute() -> None:
+        state_redis(settings).incr("ticks")
+
+    def tick():  # as periodiq sends it
+        every_minute.send_with_options(scheduled_at=str(pendulum.now().replace(microsecond=0)))
+
+    tick()
+    start_worker(broker)
+    wait_for(lambda: counter.failed["every_minute"] == 1, timeout=30, what="the tick to meet the outage")
+    broker.join("work", timeout=10_000)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING
+                and "every_minute" in r.getMessage()]
+    assert len(warnings) == 1 and "next tick" in warnings[0], warnings
+    assert counter.failed["every_minute"] == 1  # not run again: the next tick does the work
+    state_server.start()
+    time.sleep(1.1)  # periodiq's ticks are a second apart at least (their scheduled_at, the idempotency key)
+    tick()
+    wait_for(lambda: counter.processed["every_minute"] == 1, timeout=30, what="the next tick to run")
+    assert state_redis(settings).get("ticks") == b"1"
+    assert DeadLetters.for_broker(broker, broker.reasons).list() == []
+    assert errors_in(caplog) == []
+    events = [r.getMessage() for r in caplog.records if r.name == "animetop.events"]
+    assert any("actor=every_minute" in e and "outcome=next_tick" in e for e in events)
+
+
+def test_an_outage_longer_than_the_tolerance_spends_retries_and_pages(outage_app, state_server, start_worker,
+                                                                      caplog):
+    settings, broker = outage_app(STATE_OUTAGE_TOLERANCE="1s")
+
+    @dramatiq.actor(broker=broker, queue_name="work", max_retries=1)
+    def touch() -> None:
+        state_redis(settings).incr("touched")
+
+    started = time.monotonic()
+    message = touch.send()
+    start_worker(broker)
+    wait_for(lambda: broker.client.zcard(f"{NAMESPACE}:work.XQ"), timeout=30, what="the message dead-lettered")
+    assert time.monotonic() - started > 1.0  # not before the tolerance ran out
+    state_server.start()  # the dead-letter tool reads the reasons from the state
+    dead = DeadLetters.for_broker(broker, broker.reasons).list("work")
+    assert [d.message_id for d in dead] == [message.message_id]
+    errors = errors_in(caplog)
+    assert any("longer than STATE_OUTAGE_TOLERANCE" in e for e in errors), errors
+    assert any("dead-lettered message" in e for e in errors), errors

@@ -25,7 +25,11 @@ class LockBusy(MiddlewareError, Retry):
 
 
 class StateUnavailable(MiddlewareError):
-    """Redis could not be asked whether the message may run: retry it later rather than run it unguarded."""
+    """Redis could not be asked whether the message may run: retry it later rather than run it unguarded.
+
+    Raised *from* the state client's error, so that ``lib.core.state_errors.is_transient`` tells an outage
+    (retried with backoff, without spending the actor's retries) from an error no retry cures.
+    """
 
 
 def key_of(option, message, what: str) -> str:

@@ -139,3 +139,6 @@ def notify_event(event_id: str) -> str:
 # crawler drift (lib/crawling/drift.py)
 #: LIST of the latest crawls' drift records (JSON), newest first, trimmed to a fixed length.
 CRAWLER_DRIFT = f"{PREFIX}:crawler:drift"
+#: HASH of the tab recoveries of the crawlers (a tab that stopped rendering): a count per step, the last step
+#: and when (``lib.crawling.recovery``).
+CRAWLER_TAB_RECOVERIES = f"{PREFIX}:crawler:tab_recoveries"

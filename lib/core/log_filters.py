@@ -7,6 +7,7 @@ import logging
 from dramatiq.errors import ActorNotFound
 
 from lib.core.errors import BadMessage
+from lib.core.state_errors import is_transient
 
 #: Bad input: a message that can never run (wrong arguments, bad data, an actor this app does not have).
 BAD_INPUT = (BadMessage, ActorNotFound)
@@ -16,10 +17,16 @@ class BadMessageTraceback(logging.Filter):
     """Drops Dramatiq's "Failed to process message … with unhandled exception" traceback when the exception is
     bad input (``BAD_INPUT``): it is dead-lettered at once and the event line (``outcome=failed error="…"``)
     already says why, in one line. Dramatiq's ``throws`` option cannot do it for a ``BadMessage`` raised by a
-    middleware (the argument check), which Dramatiq reports before it looks the actor up."""
+    middleware (the argument check), which Dramatiq reports before it looks the actor up.
+
+    Also when the exception is a transient state error (``lib.core.state_errors``): the Retries middleware, which
+    runs after this line is written, decides what it is (riding out an outage: the event line at INFO; a periodic
+    tick left to the next one: one WARNING; an outage longer than STATE_OUTAGE_TOLERANCE: an ERROR line) and
+    says so itself."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not (record.exc_info and isinstance(record.exc_info[1], BAD_INPUT))
+        exception = record.exc_info[1] if record.exc_info else None
+        return not (exception is not None and (isinstance(exception, BAD_INPUT) or is_transient(exception)))
 
 
 class SkippedMessage(logging.Filter):

@@ -7,13 +7,14 @@ import threading
 from typing import cast
 
 import redis
-from redis.backoff import ExponentialBackoff
+from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.cluster import ClusterNode, RedisCluster
 from redis.retry import Retry
 
 from lib.core import redis_urls
 from lib.core.embedded_redis import EmbeddedRedis
 from lib.core.settings import Settings, get_settings
+from lib.core.state_errors import ride_out
 
 _lock = threading.Lock()
 _clients: dict[str, redis.Redis] = {}
@@ -29,7 +30,27 @@ def ensure_redis_server(settings: Settings) -> None:
 
 
 def _retry() -> Retry:
+    """The standalone client's retries: 0.1, 0.2, 0.4, 0.8 and 1 s apart, about ``state_errors.CLIENT_PATIENCE``."""
     return Retry(ExponentialBackoff(cap=1.0, base=0.05), retries=5)
+
+
+class PatientRedisCluster(RedisCluster):
+    """redis-py's cluster client, waiting between its retries.
+
+    redis-py 8's cluster client retries a command that met a connection error, a time-out, ``CLUSTERDOWN`` or an
+    uncovered slot ``retry.get_retries()`` times, re-reading the slot map before each, but without waiting: its
+    ``retry`` object only gives the count (its docstring says so; the backoff is "not yet fully utilized"). A
+    master that is down but not yet failed over (up to ``cluster-node-timeout``) refuses all of them within
+    milliseconds. So the client makes one immediate retry (which follows a failover that already happened) and this
+    class calls each command again with exponential backoff for ``state_errors.CLIENT_PATIENCE`` seconds, as the
+    standalone client's retries wait: a master restarted within that, or a slot migrating (``TRYAGAIN``), costs
+    the caller nothing. A longer outage (a failover takes ``cluster-node-timeout`` and an election) is the
+    messages' to ride out, without holding a worker thread (``lib.messaging.middleware.retries``). Pipelines
+    (``ClusterPipeline``) keep redis-py's own retries; their callers' messages retry them.
+    """
+
+    def execute_command(self, *args, **kwargs):
+        return ride_out(lambda: super(PatientRedisCluster, self).execute_command(*args, **kwargs))
 
 
 def connect(url: str) -> redis.Redis:
@@ -53,14 +74,14 @@ def connect(url: str) -> redis.Redis:
 
 
 def connect_cluster(url: str) -> RedisCluster:
-    """redis-py's cluster client for a ``redis+cluster://host:port[,host:port…]`` URL."""
+    """redis-py's cluster client (``PatientRedisCluster``) for a ``redis+cluster://host:port[,host:port…]`` URL."""
     parsed = redis_urls.parse_cluster_url(url)
-    return RedisCluster(
+    return PatientRedisCluster(
         startup_nodes=[ClusterNode(host, port) for host, port in parsed.nodes],
         username=parsed.username,
         password=parsed.password,
         ssl=parsed.tls,
-        retry=_retry(),
+        retry=Retry(NoBackoff(), retries=1),  # one at once, on the re-read slot map; then PatientRedisCluster waits
         **_TIMEOUTS,
     )
 

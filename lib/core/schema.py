@@ -20,6 +20,7 @@ def create_tables() -> list[str]:
     """Create every model's table that does not exist yet; safe to run again."""
     database.create_tables(ALL_MODELS, safe=True)
     _add_missing_columns(ALL_MODELS)
+    _drop_retired_indexes(ALL_MODELS)
     _add_missing_indexes(ALL_MODELS)
     if is_mysql():
         _make_exact_columns_exact(ALL_MODELS)
@@ -51,6 +52,23 @@ def _make_exact_columns_exact(models) -> None:
             database.execute(ctx)
             logger.info("%s.%s: collation %s → %s (compared exactly)", table, field.column_name, current,
                         exact_collation())
+
+
+def _drop_retired_indexes(models) -> None:
+    """Drop the indexes a model's ``Meta.retired_indexes`` names (by their columns): replaced by slimmer ones."""
+    for model in models:
+        retired = set(getattr(model._meta, "retired_indexes", ()))
+        if not retired:
+            continue
+        table = model._meta.table_name
+        for index in database.get_indexes(table):
+            if tuple(index.columns) in retired:
+                ctx = database.get_sql_context()  # DROP INDEX `name` [ON `table`: MySQL]
+                ctx.literal("DROP INDEX ").sql(peewee.Entity(index.name))
+                if is_mysql():
+                    ctx.literal(" ON ").sql(peewee.Entity(table))
+                database.execute(ctx)
+                logger.info("%s: index on %s dropped", table, ", ".join(index.columns))
 
 
 def _add_missing_indexes(models) -> None:

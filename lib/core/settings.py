@@ -114,11 +114,16 @@ class Settings:
             "(refresh_leaderboards recomputes the dashboard's windows at half of it).")
     leaderboard_precompute: tuple[int, ...] = setting("1d,7d,30d", parsers.hour_windows,
             "Leaderboard windows refresh_leaderboards keeps computed, so viewers find them warm (each at least every "
-            "CACHE_TTL/2); add 90d for the longest, at about a minute of CPU per refresh at 1,000 IPs.")
+            "CACHE_TTL/2), and keeps as one precomputed row per IP beside the standard 1, 7 and 30 days (Market "
+            "data); add 90d for the longest.")
     # storage (README "Storage and retention")
     retention_window: float = setting("90d", parsers.parse_duration,
             "Longest window the stored facts answer exactly: pruning keeps all a window up to this long reads "
             "(with its previous window and 7-day baseline: 2 x this + 8 days); longer windows are refused.")
+    retention_detail: float = setting("10d", parsers.parse_duration,
+            "How long the per-listing facts (sightings, events, snapshots) are kept: windows reaching further back "
+            "read the pruned listings from daily summaries (exact counts; prices and times to sell within stated "
+            "bounds), and a crawl result older than this is skipped.")
     retention_daily: float = setting("730d", parsers.parse_duration,
             "How long the daily rows (ip_stats_daily) are kept: the longest per-day series answered.")
     retention_prune: bool = setting("true", parsers.boolean,
@@ -141,7 +146,7 @@ class Settings:
     proxy_cooldown: float = setting("30m", parsers.parse_duration,
             "Least time between two proxy switches.")
     crawl_page_timeout: float = setting("30s", parsers.parse_duration,
-            "Time limit of one search page.")
+            "Time limit of one search page: every wait on it (each call to the browser) ends by then.")
     crawl_max_pages: int = setting("2", parsers.positive_int,
             "Browser pages open at once per crawler process.")
     crawl_browser_max_crawls: int = setting("50", parsers.positive_int,
@@ -223,6 +228,9 @@ class Settings:
             "Default time limit of an actor run.")
     idempotency_ttl: float = setting("24h", parsers.parse_duration,
             "How long a processed message's key is remembered.")
+    state_outage_tolerance: float = setting("60s", parsers.parse_duration,
+            "How long the application-state Redis may be unreachable (a failover, a restart) before messages "
+            "that meet it spend their retries: shorter outages are retried with backoff, no dead letter, no ERROR.")
     lock_ttl: float = setting("30s", parsers.parse_duration,
             "Default lock lease; extended while the holder runs.")
     lock_busy_retry_delay: float = setting("2s", parsers.parse_duration,

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 from lib.core.redaction import redact_url
-from lib.crawling.driver import Browser, DriverError, Tab
+from lib.crawling.driver import CALL_TIMEOUT, Browser, DriverError, Tab
 
 logger = logging.getLogger(__name__)
 
@@ -33,13 +33,15 @@ class _Slot:
 
 class BrowserManager:
     def __init__(self, launch: Launcher, *, api_pattern: str, block_resources: bool, max_pages: int,
-                 max_crawls: int, drain_timeout: float = 60.0, proxy: str | None = None) -> None:
+                 max_crawls: int, drain_timeout: float = 60.0, proxy: str | None = None,
+                 call_timeout: float = CALL_TIMEOUT) -> None:
         self._launch = launch
         self.api_pattern = api_pattern
         self.block_resources = block_resources
         self.max_crawls = max_crawls
         self.drain_timeout = drain_timeout
         self.proxy = proxy
+        self.call_timeout = call_timeout  # the bound of each CDP call of its tabs (the page timeout)
         self._pages = asyncio.Semaphore(max_pages)
         self._current: _Slot | None = None
         self._switch = asyncio.Lock()
@@ -68,7 +70,7 @@ class BrowserManager:
             tab = None
             try:
                 try:
-                    tab = await slot.browser.new_tab(self.api_pattern, self.block_resources)
+                    tab = await slot.browser.new_tab(self.api_pattern, self.block_resources, self.call_timeout)
                 except DriverError:
                     slot.dead = True  # the next page gets a new browser
                     raise
@@ -119,6 +121,11 @@ class BrowserManager:
         if self._current is not None:
             await self._current.browser.close()
             self._current = None
+
+    @property
+    def browser(self) -> Browser | None:
+        """The browser new tabs open in (None before the first)."""
+        return self._current.browser if self._current else None
 
     @property
     def browser_pid(self) -> int | None:

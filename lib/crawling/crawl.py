@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 
 from lib.core.clock import get_clock
@@ -22,13 +23,15 @@ from lib.crawling.page_fetch import (
     ErrorKind,
     PageError,
     PageResult,
+    TabStalled,
     fetch_page,
     search_url,
 )
 from lib.crawling.proxies import ProxyRotator
 from lib.crawling.rate_limit import CrawlRateLimit
+from lib.crawling.recovery import BRING_TO_FRONT, BROWSER_RESTART, NEW_TAB, STEPS, RecoveryLog
 from lib.crawling.selectors import ON_SALE_PARAM, SOLD_PARAM
-from lib.operations.metrics import observe_rate_wait
+from lib.operations.metrics import observe_rate_wait, observe_tab_recovery
 
 logger = logging.getLogger(__name__)
 
@@ -48,8 +51,10 @@ class CrawlFailed(RuntimeError):
 
 class Crawler:
     def __init__(self, settings: Settings, manager: BrowserManager, rotator: ProxyRotator,
-                 rate_limit: CrawlRateLimit | None = None) -> None:
+                 rate_limit: CrawlRateLimit | None = None,
+                 on_recovery: Callable[[str], None] | None = None) -> None:
         self.settings = settings
+        self.on_recovery = on_recovery  # told each tab recovery step taken (``lib.crawling.recovery``)
         self.manager = manager
         self.rotator = rotator
         self._idle_tab: _CrawlTab | None = None  # the last crawl's tab, for the next one
@@ -71,8 +76,9 @@ class Crawler:
                                cooldown=settings.proxy_cooldown, check_url=settings.mercari_base_url)
         manager = BrowserManager(launch, api_pattern=settings.mercari_api_pattern,
                                  block_resources=settings.crawl_block_resources, max_pages=settings.crawl_max_pages,
-                                 max_crawls=settings.crawl_browser_max_crawls, proxy=rotator.current)
-        return cls(settings, manager, rotator)
+                                 max_crawls=settings.crawl_browser_max_crawls, proxy=rotator.current,
+                                 call_timeout=settings.crawl_page_timeout)
+        return cls(settings, manager, rotator, on_recovery=_recovery_tally(settings))
 
     async def crawl(self, ip_id: int, keyword: str, task_id: str) -> dict:
         """The crawl result message for ``process_result`` (plus ``drift``, for the crawler process)."""
@@ -114,14 +120,7 @@ class Crawler:
                     break
                 url = search_url(base, keyword, status_param, number)
                 try:
-                    tab = await tabs.get()
-                    # CRAWL_RATE_LIMIT, fleet-wide: the turn is taken once the browser is up, just before the load
-                    await self.rate_limit.wait_for_turn(self.rotator.current)
-                    # one cheap cross-check of the two sources per search: its first page
-                    result = await fetch_page(tab, url, base, timeout=self.settings.crawl_page_timeout,
-                                              first_page=number == 1 and label == "on_sale",
-                                              cross_check=number == 1, search_status=label,
-                                              api_grace=API_GRACE_AFTER_MISS if self._api_missed else API_GRACE)
+                    result = await self._page(tabs, url, number, label, f"IP {ip_id} task {task_id}")
                 except PageError as e:
                     await tabs.drop()  # the next page starts on a fresh tab
                     errors[f"{label}:{number}"] = e.kind.value
@@ -150,6 +149,63 @@ class Crawler:
                     break
             total["items"] = len(read)
             search[label] = total
+
+    async def _page(self, tabs: _CrawlTab, url: str, number: int, label: str, who: str) -> PageResult:
+        """One page, read again after each recovery step while its tab stops rendering (``TabStalled``)."""
+        steps = iter(STEPS)
+        while True:
+            tab = await tabs.get()
+            # CRAWL_RATE_LIMIT, fleet-wide: the turn is taken once the browser is up, just before the load
+            await self.rate_limit.wait_for_turn(self.rotator.current)
+            try:
+                # one cheap cross-check of the two sources per search: its first page
+                return await fetch_page(tab, url, self.settings.mercari_base_url,
+                                        timeout=self.settings.crawl_page_timeout,
+                                        first_page=number == 1 and label == "on_sale",
+                                        cross_check=number == 1, search_status=label,
+                                        api_grace=API_GRACE_AFTER_MISS if self._api_missed else API_GRACE)
+            except PageError as e:
+                stalled = isinstance(e, TabStalled)
+                # a page timeout in a tab that gives no frame (a navigation that never ends in a frozen tab):
+                # the tab's fault, not the site's
+                if not stalled and e.kind is ErrorKind.TIMEOUT and not await _renders(tab):
+                    stalled = True
+                if not stalled:
+                    raise
+                logger.warning("%s: %s page %d: the tab stopped rendering (%s)", who, label, number, e)
+                if not await self._recover(steps, tab, tabs):
+                    raise
+
+    async def _recover(self, steps, tab: Tab, tabs: _CrawlTab) -> bool:
+        """Take the next recovery step that applies (``lib.crawling.recovery``); False when none is left."""
+        for step in steps:
+            self._count_recovery(step)
+            if step == BRING_TO_FRONT:
+                try:
+                    await tab.bring_to_front()
+                    if await tab.renders():
+                        logger.info("the tab renders again, brought to the front")
+                        return True
+                except Exception as e:
+                    logger.info("bringing the tab to the front failed: %s", e)
+                logger.info("the tab still does not render at the front")
+            elif step == NEW_TAB:
+                await tabs.drop()  # the next ``tabs.get()`` opens a new tab
+                logger.info("reading the page again in a new tab")
+                return True
+            elif step == BROWSER_RESTART:
+                await tabs.drop()
+                await self.manager.restart("a tab stopped rendering", self.manager.proxy)
+                return True
+        return False
+
+    def _count_recovery(self, step: str) -> None:
+        if self.on_recovery is None:
+            return
+        try:
+            self.on_recovery(step)
+        except Exception as e:  # a tally must never cost a page
+            logger.warning("could not count the tab recovery step %s: %s", step, e)
 
     async def _after_page(self, kind: ErrorKind | None, retry_after: float | None = None) -> bool:
         """Proxy rotation and back-off after a page; True when the crawl should stop (a Retry-After too long to
@@ -206,6 +262,24 @@ class _CrawlTab:
             await stack.aclose()
 
     close = drop
+
+
+async def _renders(tab: Tab) -> bool:
+    try:
+        return await tab.renders()
+    except Exception:  # the tab is gone: not a tab that stopped rendering
+        return True
+
+
+def _recovery_tally(settings: Settings) -> Callable[[str], None]:
+    """Counts each recovery step: the crawler's Prometheus counter and the fleet's tally in Redis."""
+    from lib.core.redis_client import state_redis
+
+    def tally(step: str) -> None:
+        observe_tab_recovery(step)
+        RecoveryLog(state_redis(settings)).record(step)
+
+    return tally
 
 
 def _page_record(status: str, number: int, result: PageResult) -> dict:

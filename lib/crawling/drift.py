@@ -6,7 +6,9 @@ items, whether it had a next page, and its anomalies) is kept in a short Redis l
 
 - ``api_path_missing``: no page came from the API while pages rendered items (the API was renamed or
   reshaped: ``MERCARI_API_PATTERN`` no longer matches, the crawler reads the DOM);
-- ``items_per_page_low``: pages that had a next page held on average less than ``MIN_FILL`` of ``PAGE_SIZE``;
+- ``items_per_page_low``: pages that had a next page held on average less than ``MIN_FILL`` of ``PAGE_SIZE``
+  (``FULL_PAGE_MIN``: what such a page holds once the site dropped the few listings it filters; pages that
+  routinely stop at their first lazily loaded part, half a page, are well under it);
 - ``cells_without_price``: more than ``MAX_PRICELESS`` of the cells read had no price element (the price
   markup changed; prices are then read off the image label, or missing).
 
@@ -22,13 +24,13 @@ from collections import Counter
 from typing import Any
 
 from lib.core import keys
-from lib.crawling.selectors import PAGE_SIZE
+from lib.crawling.selectors import FULL_PAGE_MIN, PAGE_SIZE
 
 logger = logging.getLogger(__name__)
 
 #: Crawls kept in Redis, and the crawls in a row a signal must hold in to raise the alert.
 KEEP, CRAWLS = 50, 3
-MIN_FILL = 0.5
+MIN_FILL = FULL_PAGE_MIN / PAGE_SIZE
 MAX_PRICELESS = 0.1
 
 

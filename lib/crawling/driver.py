@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
+import inspect
 import logging
 import os
 import re
@@ -17,14 +18,17 @@ import shutil
 import signal
 import tempfile
 import warnings
+from collections.abc import Awaitable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
 from lib.crawling import loop_errors
 from lib.crawling.selectors import ANALYTICS_URL_PATTERNS, BLOCKED_RESOURCE_TYPES
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 #: Chromium puts unix sockets in its profile and temporary directories and exits at once, without a word,
 #: when their paths are longer than the kernel allows (108 bytes): with a long TMPDIR both go under /tmp.
@@ -40,10 +44,42 @@ def _short_tmpdir() -> str:
 CHROMIUM_CANDIDATES = ("/usr/lib/chromium/chromium", "/usr/bin/chromium", "/usr/bin/chromium-browser",
                        "/usr/bin/google-chrome", "/usr/bin/google-chrome-stable")
 
-#: Flags that keep a headless Chromium quiet on a closed network (no update, sync or metrics calls).
+#: Flags that keep a headless Chromium quiet on a closed network (no update, sync or metrics calls), and a
+#: renderer from being throttled or backgrounded. The second group comes from the default arguments of Puppeteer
+#: (puppeteer-core, ChromeLauncher.defaultArgs) and Playwright (playwright-core, chromiumSwitches.ts), both of
+#: which pass every one of them today; pyppeteer's own defaults date from 2020 and have only the first:
+#: - ``--disable-background-timer-throttling``: timers of a page Chromium thinks is in the background keep
+#:   their pace (the in-page waits below end on timers);
+#: - ``--disable-backgrounding-occluded-windows``, ``--disable-renderer-backgrounding``: a window Chromium
+#:   thinks is covered, and its renderer, keep their priority and keep producing frames;
+#: - ``--disable-ipc-flooding-protection``: many CDP calls in a row are not rate-limited by the browser;
+#: - ``--disable-hang-monitor``: a renderer busy for a while is not reported as hung;
+#: - ``CalculateNativeWinOcclusion`` (in ``--disable-features``; Puppeteer disabled it until 2024): Chromium
+#:   does not compute whether a window is covered (Windows only, harmless elsewhere).
+#: Chromium reads only the last ``--disable-features``: every feature goes in this one (pyppeteer's
+#: ``--disable-features=site-per-process`` comes first and is overridden, as it was before).
 BASE_ARGS = ("--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
              "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
-             "--disable-features=Translate,MediaRouter", "--mute-audio", "--window-size=1280,900")
+             "--disable-features=Translate,MediaRouter,CalculateNativeWinOcclusion", "--mute-audio",
+             "--window-size=1280,900",
+             "--disable-background-timer-throttling", "--disable-backgrounding-occluded-windows",
+             "--disable-renderer-backgrounding", "--disable-ipc-flooding-protection", "--disable-hang-monitor")
+
+#: Bound of a CDP call outside a page's own deadline (opening, preparing and closing a tab): the page timeout
+#: where the crawler gives one (``Tab``'s ``call_timeout``).
+CALL_TIMEOUT = 30.0
+#: How long a tab may take to produce an animation frame once asked, before it is said to have stopped
+#: rendering (a loaded machine takes tens of milliseconds).
+FRAME_WAIT = 2.0
+#: While a long in-page evaluation (a read of the list) runs, how often the tab is checked for frames.
+FRAME_CHECK = 3.0
+#: Added to an in-page wait's own time limit for the crawler's bound on it (the round trip, a busy renderer).
+WAIT_SLACK = 2.0
+#: The longest a tab's close is waited for.
+CLOSE_TIMEOUT = 10.0
+#: A tab's frame probe: a requested animation frame, or ``false`` when a timer comes first (a page whose timers
+#: stopped too leaves the bound on the crawler's side).
+_FRAME = "(ms) => new Promise(r => { requestAnimationFrame(() => r(true)); setTimeout(() => r(false), ms); })"
 
 USER_AGENT = ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
               "Chrome/156.0.0.0 Safari/537.36")
@@ -71,6 +107,20 @@ try {
 
 class DriverError(RuntimeError):
     """The browser could not be started or has gone away."""
+
+
+class CallTimeout(asyncio.TimeoutError):
+    """A CDP call (an evaluation, a navigation, a response body) outlived its deadline. A ``TimeoutError``
+    whose message starts with "timeout": the crawler classes it as a page timeout."""
+
+
+class RenderingStopped(Exception):
+    """The tab stopped producing animation frames (its page is frozen, hidden or starved): nothing that waits on
+    a frame will end there. ``visible``: the page's visibility then (None if it could not be read)."""
+
+    def __init__(self, detail: str, visible: bool | None) -> None:
+        super().__init__(detail)
+        self.visible = visible
 
 
 def find_chromium(configured: str | None) -> str:
@@ -147,13 +197,18 @@ class ApiResponse:
 
 
 class Tab:
-    """One browser page."""
+    """One browser page. Every CDP call it makes has a deadline: the page's (``page_deadline``) while a page is
+    read, else ``call_timeout`` seconds; past it the call raises ``CallTimeout`` (the call itself is left to end
+    on its own, its outcome unread: a cancelled pyppeteer call errs later, at its answer or the connection's
+    close)."""
 
-    def __init__(self, page, api_pattern: str) -> None:
+    def __init__(self, page, api_pattern: str, call_timeout: float = CALL_TIMEOUT) -> None:
         self._page = page
         self._api = re.compile(api_pattern)
         self._captured: list[tuple[Any, asyncio.Future]] = []
         self._arrived = asyncio.Event()
+        self.call_timeout = call_timeout
+        self._deadline: float | None = None
         page.on("response", self._on_response)
 
     def _on_response(self, response) -> None:
@@ -161,15 +216,47 @@ class Tab:
             self._captured.append((response, asyncio.ensure_future(response.json())))
             self._arrived.set()
 
+    @contextmanager
+    def page_deadline(self, seconds: float) -> Iterator[None]:
+        """No call made inside outlives ``seconds`` from now (one page's time)."""
+        outer, self._deadline = self._deadline, asyncio.get_running_loop().time() + seconds
+        try:
+            yield
+        finally:
+            self._deadline = outer
+
+    def time_left(self, timeout: float | None = None) -> float:
+        """Seconds a call may take now: ``timeout`` (else ``call_timeout``), within the page's deadline."""
+        left = self.call_timeout if timeout is None else timeout
+        if self._deadline is not None:
+            left = min(left, self._deadline - asyncio.get_running_loop().time())
+        return left
+
+    async def _bounded(self, awaitable: Awaitable[T], what: str, timeout: float | None = None) -> T:
+        """``awaitable`` within ``time_left(timeout)``, else ``CallTimeout``. Shielded: on a timeout (or when
+        the caller is cancelled) the call ends on its own, its outcome unread."""
+        left = self.time_left(timeout)
+        if left <= 0:
+            if inspect.iscoroutine(awaitable):
+                awaitable.close()  # never started
+            raise CallTimeout(f"timeout: no time left for {what}")
+        call = asyncio.ensure_future(awaitable)
+        call.add_done_callback(_retrieve)
+        try:
+            return await asyncio.wait_for(asyncio.shield(call), left)
+        except asyncio.TimeoutError:
+            raise CallTimeout(f"timeout: {what} took over {left:.1f}s") from None
+
     async def prepare(self, block_resources: bool, proxy_auth: tuple[str, str] | None = None) -> None:
-        await self._page.setUserAgent(USER_AGENT)
-        await self._page.setExtraHTTPHeaders({"Accept-Language": "ja-JP,ja;q=0.9"})
-        await self._page.evaluateOnNewDocument(STEALTH)
+        await self._bounded(self._page.setUserAgent(USER_AGENT), "setting the user agent")
+        await self._bounded(self._page.setExtraHTTPHeaders({"Accept-Language": "ja-JP,ja;q=0.9"}),
+                            "setting the headers")
+        await self._bounded(self._page.evaluateOnNewDocument(STEALTH), "adding the stealth script")
         if not block_resources and proxy_auth is None:
             return
         # The CDP Fetch domain: drop unneeded resources, and answer the proxy's 407 with its credentials (the
         # only way to give Chromium a proxy password; it must then see every request, not just blocked ones).
-        session = await self._page.target.createCDPSession()
+        session = await self._bounded(self._page.target.createCDPSession(), "opening a CDP session")
         if proxy_auth is None:
             patterns = [{"resourceType": t, "requestStage": "Request"} for t in BLOCKED_RESOURCE_TYPES]
             patterns += [{"urlPattern": u, "requestStage": "Request"} for u in ANALYTICS_URL_PATTERNS]
@@ -198,14 +285,20 @@ class Tab:
 
         session.on("Fetch.requestPaused", paused)
         session.on("Fetch.authRequired", auth_required)
-        await session.send("Fetch.enable", {"patterns": patterns, "handleAuthRequests": proxy_auth is not None})
+        await self._bounded(session.send("Fetch.enable", {"patterns": patterns,
+                                                          "handleAuthRequests": proxy_auth is not None}),
+                            "enabling the Fetch domain")
 
     async def goto(self, url: str, timeout: float, read_text: bool = True) -> Navigation:
         """Navigate (until the document is parsed) and read its title and text. ``read_text=False``: only
         when the answer is not a success (a page that loaded normally is read later, with its readiness: one
         round trip to a busy renderer less per page)."""
         self._discard_captured()
-        response = await self._page.goto(url, waitUntil="domcontentloaded", timeout=int(timeout * 1000))
+        # pyppeteer's own timeout covers the wait for the document, not the Page.navigate command before it
+        left = self.time_left(timeout)
+        response = await self._bounded(
+            self._page.goto(url, waitUntil="domcontentloaded", timeout=max(1, int(left * 1000))),
+            "the navigation", timeout)
         status = response.status if response else None
         title = text = ""
         if read_text or status is None or status >= 400:
@@ -221,14 +314,15 @@ class Tab:
 
     async def api_response(self, timeout: float) -> ApiResponse | None:
         """The first search API response since the last navigation, as soon as it arrives (over CDP), or None
-        if none came within ``timeout`` seconds."""
+        if none came within ``timeout`` seconds (and the page's deadline); its body None when it could not be
+        read in that time."""
         try:
-            await asyncio.wait_for(self._arrived.wait(), timeout)
+            await asyncio.wait_for(self._arrived.wait(), max(0.0, self.time_left(timeout)))
         except asyncio.TimeoutError:
             return None
         response, body = self._captured[0]
         try:
-            payload = await asyncio.wait_for(asyncio.shield(body), timeout)
+            payload = await self._bounded(body, "the API response's body", timeout)
         except Exception as e:  # a body that never arrived or is not JSON: the DOM is the fallback
             logger.debug("could not read a captured API response: %s", e)
             payload = None
@@ -237,13 +331,15 @@ class Tab:
 
     async def wait_for(self, js_predicate: str, timeout: float, polling: int | str = 100) -> Any:
         """Until the predicate holds in the page (``polling``: milliseconds, or "raf" / "mutation": at the next
-        frame, at the next change of the DOM), returning its (truthy) value; ``asyncio.TimeoutError`` after
-        ``timeout`` seconds.
+        frame, at the next change of the DOM; each also ends on a timer, a page that stopped rendering or
+        changing is polled all the same), returning its (truthy) value; ``asyncio.TimeoutError`` after
+        ``timeout`` seconds (``CallTimeout`` when the page did not answer by then: its predicate or its timers
+        hung).
 
         The wait runs in the page (one evaluation), not in pyppeteer's poller, so it can be cancelled when no
         longer needed: pyppeteer's waitForFunction, cancelled, later sets the result of a cancelled future."""
         if polling == "raf":
-            pause = "new Promise(r => requestAnimationFrame(r))"
+            pause = "new Promise(r => { requestAnimationFrame(r); setTimeout(r, 100); })"
         elif polling == "mutation":
             pause = ("new Promise(r => { const o = new MutationObserver(() => { o.disconnect(); r(); });"
                      " o.observe(document, {childList: true, subtree: true, attributes: true, characterData: true});"
@@ -269,30 +365,66 @@ class Tab:
                 await {pause};
               }}
             }}"""
-            # shielded: when the wait is no longer needed (cancelled), the evaluation still ends on its own (in
-            # pyppeteer, a cancelled evaluation errs at the connection's close: "invalid state")
-            evaluation = asyncio.ensure_future(self._page.evaluate(js))
-            evaluation.add_done_callback(_retrieve)
             try:
-                held = await asyncio.shield(evaluation)
+                # the page ends the wait by its own clock; this bound is for a page that does not answer at all
+                held = await self._bounded(self._page.evaluate(js), f"waiting for {js_predicate[:60]!r}",
+                                           left + WAIT_SLACK)
                 if held:
                     return held["value"]
-            except asyncio.CancelledError:
+            except (asyncio.CancelledError, asyncio.TimeoutError):
                 raise
             except Exception as e:  # a navigation replaced the document: wait on in the new one
                 if "context" not in str(e).lower():
                     raise
                 await asyncio.sleep(0.05)
 
-    async def evaluate(self, js: str, *args) -> Any:
-        return await self._page.evaluate(js, *args)
+    async def evaluate(self, js: str, *args, timeout: float | None = None) -> Any:
+        """Evaluate in the page, within ``timeout`` (else ``call_timeout``) and the page's deadline. Cancelling
+        the caller leaves the evaluation to end on its own, its outcome unread."""
+        return await self._bounded(self._page.evaluate(js, *args), f"evaluating {_head(js)!r}", timeout)
 
-    async def evaluate_detached(self, js: str, *args) -> Any:
-        """``evaluate``, for a caller that may be cancelled: the evaluation then ends on its own, its outcome
-        unread (a cancelled pyppeteer evaluation errs later, at its answer or the connection's close)."""
+    #: The same (every evaluation now survives its caller's cancellation).
+    evaluate_detached = evaluate
+
+    async def evaluate_watched(self, js: str, *args) -> Any:
+        """``evaluate`` for a long evaluation that waits on the page's frames (a read of the list): every
+        ``FRAME_CHECK`` seconds while it runs, the tab is asked for a frame; a tab that gives none within
+        ``FRAME_WAIT`` raises ``RenderingStopped`` (within seconds, not at the page's deadline)."""
         evaluation = asyncio.ensure_future(self._page.evaluate(js, *args))
         evaluation.add_done_callback(_retrieve)
-        return await asyncio.shield(evaluation)
+        while True:
+            try:
+                return await self._bounded(evaluation, f"evaluating {_head(js)!r}", FRAME_CHECK)
+            except CallTimeout:
+                if self.time_left() <= 0:
+                    raise
+            await self.check_rendering()
+
+    async def renders(self, within: float = FRAME_WAIT) -> bool:
+        """Whether the tab produces an animation frame within ``within`` seconds of being asked."""
+        try:
+            return bool(await self.evaluate(_FRAME, int(within * 1000), timeout=within + WAIT_SLACK))
+        except asyncio.TimeoutError:  # its timers stopped as well
+            return False
+
+    async def check_rendering(self) -> None:
+        """``RenderingStopped`` unless the tab produces a frame within ``FRAME_WAIT``."""
+        if await self.renders():
+            return
+        try:  # a synchronous read: answered even where the page's frames and timers stopped
+            state = await self.evaluate("() => [document.visibilityState, performance.now()]", timeout=FRAME_WAIT)
+            visible, detail = state[0] == "visible", f"page {state[0]}, its clock at {state[1]:.0f} ms"
+        except Exception as e:
+            visible, detail = None, f"page state unreadable: {e}"
+        raise RenderingStopped(f"the tab produced no animation frame within {FRAME_WAIT:.0f}s ({detail})", visible)
+
+    async def bring_to_front(self) -> None:
+        """Make this tab the browser's active one (CDP ``Page.bringToFront``)."""
+        await self._bounded(self._page.bringToFront(), "bringing the tab to the front", FRAME_WAIT * 2)
+
+    async def send(self, method: str, params: dict | None = None) -> Any:
+        """A raw CDP command to this tab's page (tests freeze a tab with it)."""
+        return await self._bounded(self._page._client.send(method, params or {}), method)
 
     def _discard_captured(self) -> None:
         for _, future in self._captured:
@@ -304,7 +436,10 @@ class Tab:
 
     async def close(self) -> None:
         self._discard_captured()
-        await _quietly(self._page.close())
+        try:  # a frozen page may never confirm its close: the browser's drain or close ends it then
+            await self._bounded(self._page.close(), "closing the tab", min(self.call_timeout, CLOSE_TIMEOUT))
+        except Exception:
+            pass
 
 
 class Browser:
@@ -347,13 +482,20 @@ class Browser:
             and not getattr(connection, "_closed", False)
         return bool(process and process.poll() is None and connected)
 
-    async def new_tab(self, api_pattern: str, block_resources: bool) -> Tab:
+    async def new_tab(self, api_pattern: str, block_resources: bool, call_timeout: float = CALL_TIMEOUT) -> Tab:
+        """A prepared page; ``call_timeout``: the bound of its CDP calls (the crawler's page timeout)."""
+        opening = asyncio.ensure_future(self._browser.newPage())
+        opening.add_done_callback(_retrieve)
         try:
-            page = await self._browser.newPage()
+            page = await asyncio.wait_for(asyncio.shield(opening), call_timeout)
         except Exception as e:
-            raise DriverError(f"could not open a page: {e}") from None
-        tab = Tab(page, api_pattern)
-        await tab.prepare(block_resources, proxy_credentials(self.proxy))
+            raise DriverError(f"could not open a page: {type(e).__name__}: {e}") from None
+        tab = Tab(page, api_pattern, call_timeout)
+        try:
+            await tab.prepare(block_resources, proxy_credentials(self.proxy))
+        except Exception as e:
+            await tab.close()
+            raise DriverError(f"could not prepare a page: {type(e).__name__}: {e}") from None
         return tab
 
     async def close(self) -> None:
@@ -381,6 +523,11 @@ def _blocked(event) -> bool:
     url = event.get("request", {}).get("url", "")
     return event.get("resourceType") in BLOCKED_RESOURCE_TYPES or any(
         fnmatch.fnmatchcase(url, pattern) for pattern in ANALYTICS_URL_PATTERNS)
+
+
+def _head(js: str) -> str:
+    """A script's first line, to name it in an error."""
+    return js.strip().splitlines()[0][:60] if js.strip() else js
 
 
 def _retrieve(future: asyncio.Future) -> None:

@@ -5,9 +5,10 @@ Two sources, raced from the moment the page starts loading:
   soft block (no items while the search has some) within seconds, and the search's total count;
 - the DOM, when the API response is not captured (the API renamed or reshaped: ``MERCARI_API_PATTERN`` no
   longer matches). It reads only what the real page renders: cells are collected while scrolling through the
-  virtual list; at the bottom it waits for the lazily loaded rest of the page; a page with a next page
-  (``a[data-testid="pagination-next-button"]``) holds ``PAGE_SIZE`` items, and the last page is done when the
-  list stops growing.
+  virtual list; at the bottom it waits for the lazily loaded rest of the page. A page with a next page
+  (``a[data-testid="pagination-next-button"]``) is whole at ``PAGE_SIZE`` items, or at the bottom of its list
+  with at least ``FULL_PAGE_MIN`` once the list is quiet (the site drops a few filtered listings from a page:
+  see ``_QUIET_LIST``); the last page is done when the list stops growing.
 Each page reports which source was read and what looked unexpected (``anomalies``: drift signals).
 """
 
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from lib.crawling import selectors as sel
-from lib.crawling.driver import ApiResponse, Tab
+from lib.crawling.driver import FRAME_WAIT, ApiResponse, RenderingStopped, Tab
 from lib.crawling.listings import (
     api_anomalies,
     cell_anomalies,
@@ -33,14 +34,19 @@ from lib.crawling.listings import (
 )
 
 PAGE_SIZE = sel.PAGE_SIZE
+FULL_PAGE_MIN = sel.FULL_PAGE_MIN
 #: Once the DOM shows items, how long the API response may still take to be captured before the DOM is read.
 #: The page renders from the response, but CDP may report the response after the render (a loaded machine:
 #: over a second), and a page read from the DOM loses the listings' creation times. Once a crawl saw no API
 #: response on a page, its next pages wait only ``API_GRACE_AFTER_MISS``.
 API_GRACE = 3.0
 API_GRACE_AFTER_MISS = 0.3
-#: At the bottom of a page that should hold more items (it has a next page): how long to wait for the lazy load.
+#: At the bottom of a page that should hold more items (it has a next page and fewer than ``FULL_PAGE_MIN``): how
+#: long to wait for the lazy load.
 LAZY_WAIT = 5.0
+#: At the bottom of a page with a next page and at least ``FULL_PAGE_MIN`` items: how long the list must have had
+#: no cell added or removed (then a frame) to be whole.
+LIST_QUIET = 0.15
 #: At the bottom of the last page: how long the list must stay the same to be done.
 QUIET = 2.0
 #: How far one step scrolls the list, in viewports (consecutive reads overlap).
@@ -75,6 +81,14 @@ class PageError(Exception):
         self.retry_after = retry_after
 
 
+class TabStalled(PageError):
+    """The tab stopped rendering while its page was read (a timeout, noticed within seconds): the crawl recovers
+    the tab and reads the page again."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(ErrorKind.TIMEOUT, detail)
+
+
 @dataclass
 class PageResult:
     items: list[dict] = field(default_factory=list)
@@ -82,6 +96,9 @@ class PageResult:
     has_next: bool = False
     source: str = "api"  # or "dom"
     anomalies: Counter[str] = field(default_factory=Counter)
+    #: The DOM path's waits at the bottom of the list for more items that did not come, by kind: ``lazy_load``
+    #: (``LAZY_WAIT``, a page with a next page holding too few) and ``quiet`` (``QUIET``, the end of the list).
+    waited_out: Counter[str] = field(default_factory=Counter)
 
 
 def search_url(base_url: str, keyword: str, status: str, page: int) -> str:
@@ -135,12 +152,16 @@ _CELLS = f"""() => Array.from(document.querySelectorAll('{sel.CELL}')).map(cell 
   }})"""
 
 #: Let the page render a scroll: its next change of the DOM (or 150 ms for a list that does not change), then
-#: the next frame.
-_SETTLE = """() => new Promise(r => {
-    const o = new MutationObserver(() => { o.disconnect(); r(); });
-    o.observe(document.body, {childList: true, subtree: true});
-    setTimeout(() => { o.disconnect(); r(); }, 150);
-  }).then(() => new Promise(r => requestAnimationFrame(r)))"""
+#: the next frame. Resolves to whether a frame came: ``false`` after ``FRAME_WAIT`` without one (the tab stopped
+#: rendering; a frame that never comes must not hold the read).
+_SETTLE = f"""() => new Promise(r => {{
+    const o = new MutationObserver(() => {{ o.disconnect(); r(); }});
+    o.observe(document.body, {{childList: true, subtree: true}});
+    setTimeout(() => {{ o.disconnect(); r(); }}, 150);
+  }}).then(() => new Promise(r => {{
+    requestAnimationFrame(() => r(true));
+    setTimeout(() => r(false), {int(FRAME_WAIT * 1000)});
+  }}))"""
 
 #: Back to the top of the list, rendered there: a virtual list re-renders on the ``scroll`` event, which comes
 #: with the next frame, not with ``scrollTo``; reading before it reads the cells of where the page was (the first
@@ -166,12 +187,47 @@ FIRST_READ = f"""async () => {{
   return {{noResults: text.includes('{sel.NO_RESULTS_TEXT}'), title: document.title, text: text.slice(0, 2000)}};
 }}"""
 
+#: When a page with a next page is whole at the bottom of its list: with at least ``FULL_PAGE_MIN`` listings
+#: read, every cell read, and the list quiet: no cell added or removed for ``ms`` and then a frame (or 100 ms:
+#: a tab whose frames stopped must not hold the read), the page no taller than when it was read.
+#: Why not at ``PAGE_SIZE`` only: the site fills a page from 120 hits and then drops the listings it filters
+#: (real pages hold 116 to 119 with a next page), so a page short of 120 is normal, and waiting at its bottom
+#: for listings that never come cost the lazy-load wait on every page. Why the count still matters: a list that
+#: stopped growing is not yet a whole list (a lazy load comes when it comes: a loaded machine, a slow site), and
+#: only the count tells a page that stopped rendering, at its first part (half a page) or at 40, from a whole
+#: one; ``FULL_PAGE_MIN`` is far above the first and just below what a page holds after the site's filter.
+#: The quiet list makes sure the bottom is not read in the middle of a render.
+#: Resolves true once quiet, false if the list is still changing after ``maxMs``.
+_QUIET_LIST = f"""(ms, maxMs) => new Promise(resolve => {{
+    const cell = document.querySelector('{sel.CELL}');
+    const list = (cell && cell.parentElement) || document.body;
+    let changes = 0, timer = null, over = false;
+    const finish = value => {{
+      if (over) return;
+      over = true; observer.disconnect(); clearTimeout(timer); clearTimeout(cap); resolve(value);
+    }};
+    const arm = () => {{
+      clearTimeout(timer);
+      timer = setTimeout(() => {{
+        const at = changes;
+        new Promise(r => {{ requestAnimationFrame(r); setTimeout(r, 100); }})
+          .then(() => {{ if (changes === at) finish(true); }});
+      }}, ms);
+    }};
+    const observer = new MutationObserver(() => {{ changes++; arm(); }});
+    observer.observe(list, {{childList: true, subtree: true}});
+    const cap = setTimeout(() => finish(false), maxMs);
+    arm();
+  }})"""
+
 #: Read through the virtual list inside the page, in one evaluation (a round trip over CDP per scroll step cost
 #: more than the step itself on a loaded machine): read the live cells, scroll by ``step`` viewports, let the
 #: page render, read again, until the page holds ``full`` listings with a next-page control, the bottom of what
 #: is rendered, or ``budgetMs``. Two reads with no listing in common mean the page had not rendered the scroll
 #: yet (cells between them may have gone unseen): it steps back ``back`` viewports and reads again (``gaps``).
-#: Returns the cells not among ``known`` (listing ids read before), and the state where it stopped.
+#: Returns the cells not among ``known`` (listing ids read before), and the state where it stopped; ``stalled``
+#: when a scroll got no frame within ``FRAME_WAIT`` (the scroll is undone: the read resumes where the list was
+#: last rendered, once the tab renders again).
 READ_LIST = f"""async ({{step, back, full, budgetMs, known}}) => {{
   const started = Date.now();
   const patterns = [new RegExp({sel.ITEM_HREF!r}), new RegExp({sel.SHOPS_HREF!r})];
@@ -181,15 +237,17 @@ READ_LIST = f"""async ({{step, back, full, budgetMs, known}}) => {{
   }};
   const cellsNow = {_CELLS};
   const settle = {_SETTLE};
+  const quiet = {_QUIET_LIST};
   const seen = new Set(known), broken = new Set(), out = [];
-  let previous = null, gaps = 0, cells = cellsNow();
+  let previous = null, gaps = 0, stalled = false, cells = cellsNow();
   for (;;) {{
     const ids = new Set(cells.map(c => idOf(c.href)).filter(id => id !== null));
-    if (previous && ids.size && ![...ids].some(id => previous.has(id)) && Date.now() - started < budgetMs) {{
+    if (previous && ids.size && ![...ids].some(id => previous.has(id)) && Date.now() - started < budgetMs
+        && !stalled) {{
       gaps++;
-      const settled = settle();
-      window.scrollBy(0, -Math.floor(window.innerHeight * back));
-      await settled;
+      const settled = settle(), by = -Math.floor(window.innerHeight * back);
+      window.scrollBy(0, by);
+      if (!await settled) {{ stalled = true; window.scrollBy(0, -by); }}
       cells = cellsNow();
       continue;
     }}
@@ -203,10 +261,23 @@ READ_LIST = f"""async ({{step, back, full, budgetMs, known}}) => {{
       }}
     }}
     const next = !!document.querySelector('{sel.NEXT_BUTTON}');
+    if (next && seen.size >= {FULL_PAGE_MIN} && seen.size < full && Date.now() - started < budgetMs
+        && window.scrollY + window.innerHeight >= document.documentElement.scrollHeight - 2) {{
+      // at the bottom of a page short of ``full``: whole once the list is quiet (``_QUIET_LIST``), and then
+      // returned below (at the bottom, with a next page and enough listings); if it changed, read on from here
+      const tall = document.documentElement.scrollHeight;
+      const still = await quiet({int(LIST_QUIET * 1000)}, budgetMs - (Date.now() - started));
+      const now = cellsNow();
+      if (!still || document.documentElement.scrollHeight !== tall
+          || now.some(c => {{ const id = idOf(c.href); return id !== null && !seen.has(id); }})) {{
+        cells = now;
+        continue;
+      }}
+    }}
     const height = document.documentElement.scrollHeight;
     const bottom = window.scrollY + window.innerHeight >= height - 2;
-    if ((next && seen.size >= full) || bottom || Date.now() - started >= budgetMs) {{
-      return {{cells: out, gaps, next, bottom, height}};
+    if ((next && seen.size >= full) || bottom || stalled || Date.now() - started >= budgetMs) {{
+      return {{cells: out, gaps, next, bottom, height, stalled}};
     }}
     // the next step: ``step`` viewports, or further when the list renders cells below the viewport: the last
     // of them is brought near the top (it is read again, so consecutive reads still overlap)
@@ -216,7 +287,7 @@ READ_LIST = f"""async ({{step, back, full, budgetMs, known}}) => {{
     const by = Math.floor(Math.min(Math.max(view * step, last - view * 0.1), view * {MAX_STEP}));
     const settled = settle();
     window.scrollBy(0, by);
-    await settled;
+    if (!await settled) {{ stalled = true; window.scrollBy(0, -by); }}
     cells = cellsNow();
   }}
 }}"""
@@ -240,6 +311,20 @@ async def fetch_page(tab: Tab, url: str, base_url: str, *, timeout: float, first
 
     ``use_api=False`` reads the DOM only; ``cross_check`` compares the cells in view with a captured API
     response (a cheap sample: disagreements are counted as an anomaly)."""
+    # every call to the tab ends by the page's deadline (``CallTimeout``, a page timeout); a tab that stops
+    # rendering is told within seconds (``TabStalled``: the crawl recovers it)
+    with tab.page_deadline(timeout):
+        try:
+            return await _fetch_page(tab, url, base_url, timeout, first_page, use_api, cross_check, search_status,
+                                     api_grace)
+        except RenderingStopped as e:
+            raise TabStalled(str(e)) from None
+        except asyncio.TimeoutError as e:
+            raise PageError(ErrorKind.TIMEOUT, str(e) or f"the page took over {timeout:.0f}s") from None
+
+
+async def _fetch_page(tab: Tab, url: str, base_url: str, timeout: float, first_page: bool, use_api: bool,
+                      cross_check: bool, search_status: str, api_grace: float) -> PageResult:
     started = asyncio.get_running_loop().time()
     try:
         # a page that loaded normally has its text read with its readiness (a block page shown with a success
@@ -386,8 +471,9 @@ async def _read_dom(tab: Tab, base_url: str, deadline: float) -> PageResult:
     loop = asyncio.get_running_loop()
     seen: dict[str, dict] = {}
     anomalies: Counter[str] = Counter()
+    waited_out: Counter[str] = Counter()
     broken: set[str] = set()
-    state = await tab.evaluate(FIRST_READ)
+    state = await tab.evaluate_watched(FIRST_READ)
     blocked = _detect_block(None, state["title"], state["text"])
     if blocked:
         raise PageError(ErrorKind.BLOCKED, blocked)
@@ -397,7 +483,7 @@ async def _read_dom(tab: Tab, base_url: str, deadline: float) -> PageResult:
         left = deadline - loop.time()
         if left <= 0:
             raise PageError(ErrorKind.TIMEOUT, f"reading the list took too long ({len(seen)} items read)")
-        state = await tab.evaluate(READ_LIST, {"step": SCROLL_STEP, "back": GAP_STEP_BACK, "full": PAGE_SIZE,
+        state = await tab.evaluate_watched(READ_LIST, {"step": SCROLL_STEP, "back": GAP_STEP_BACK, "full": PAGE_SIZE,
                                                "budgetMs": int(left * 1000), "known": list(seen)})
         anomalies["dom_gap"] += state["gaps"]
         for cell in state["cells"]:
@@ -410,8 +496,13 @@ async def _read_dom(tab: Tab, base_url: str, deadline: float) -> PageResult:
             if item["source_id"] not in seen:
                 seen[item["source_id"]] = item
                 anomalies.update(cell_anomalies(cell))
+        if state["stalled"]:  # a scroll got no frame: on if the tab renders again (read on from there)
+            await tab.check_rendering()
+            continue
         if state["next"] and len(seen) >= PAGE_SIZE:  # a full page
             break
+        if state["bottom"] and state["next"] and len(seen) >= FULL_PAGE_MIN:  # whole: quiet at its bottom
+            break  # (``READ_LIST`` returns there only once the list was quiet: ``_QUIET_LIST``)
         if state["bottom"]:  # at the bottom of what is rendered
             short = state["next"] and len(seen) < PAGE_SIZE
             wait = min(LAZY_WAIT if short else QUIET, max(0.0, deadline - loop.time()))
@@ -419,15 +510,17 @@ async def _read_dom(tab: Tab, base_url: str, deadline: float) -> PageResult:
                 await tab.wait_for(f"() => document.documentElement.scrollHeight > {state['height']}", wait,
                                    polling="raf")
             except Exception:
+                await tab.check_rendering()  # a list that stopped growing in a tab that stopped rendering: not done
                 # the list stopped growing: done (re-read the next-page control, it may come with the last items)
                 final = await tab.evaluate(STEP)
-                if final["next"] and len(seen) < PAGE_SIZE:
+                waited_out["lazy_load" if short else "quiet"] += 1
+                if final["next"] and len(seen) < FULL_PAGE_MIN:  # a page that stopped rendering
                     anomalies["short_page"] += 1
                 state["next"] = final["next"]
                 break
     anomalies = +anomalies  # no zero counts
     return PageResult(items=list(seen.values()), num_found=None, has_next=bool(state["next"]), source="dom",
-                      anomalies=anomalies)
+                      anomalies=anomalies, waited_out=waited_out)
 
 
 #: A person's scroll: one small step down (the pauses between steps are the crawler's, see ``_human_scroll``).

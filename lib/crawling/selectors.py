@@ -16,8 +16,13 @@ ITEM_HREF = r"^/item/(m\d+)"
 SHOPS_HREF = r"^/shops/product/([A-Za-z0-9]+)"
 PRICE_IN_LABEL = r"([\d,]+)円"
 
-#: Items per search page (the page's own ``pageSize``): a page with a next page holds this many.
+#: Items per search page (the page's own ``pageSize``): a page holds at most this many.
 PAGE_SIZE = 120
+#: A page with a next page holds at least this many. The site fills a page from ``PAGE_SIZE`` search hits and
+#: then drops the listings it filters out of its pages: recorded answers of the real API hold 116 to 119 items
+#: with a next page. A page that stopped rendering (a lazy load that never came: the first part alone is half a
+#: page) is far below. The DOM path's completeness and the drift alert's fill both rest on it.
+FULL_PAGE_MIN = PAGE_SIZE - 12
 #: The price the site shows for a listing without a real one (with a no-price flag in the API), and that some
 #: sellers set to mean "not for sale": never a price (README, "Prices that are prices").
 PLACEHOLDER_PRICE = 9_999_999

@@ -20,12 +20,14 @@ from typing import Any, cast
 
 from lib.core.clock import naive_utc, to_timestamp
 from lib.core.db import is_mysql, on_conflict_update, write_transaction
+from lib.market import summaries
 from lib.market.statistics import day_of, hour_values, mark_pending, tuples
-from models import IpDayPending, IpMetadata, IpStatsDaily, IpStatsHourly, ListingEvent, StorageMark
+from lib.market.summaries import Sketch, decode_counts, encode_counts
+from models import IpDayPending, IpMetadata, IpStatsDaily, IpStatsHourly, ItemSnapshot, ListingEvent, StorageMark
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["compute_days", "day_of", "day_series", "mark_pending", "roll_up", "roll_up_pending"]
+__all__ = ["compute_days", "day_of", "day_series", "mark_pending", "roll_up", "roll_up_pending", "summarize_pruned"]
 
 ONE_DAY = timedelta(days=1)
 #: The storage mark set once every IP's days before it were rolled up (the first pass after an upgrade rolls up
@@ -151,3 +153,108 @@ def day_series(ip_id: int, first: datetime, last: datetime, floor: datetime | No
 def first_day(last: datetime, days: int) -> datetime:
     return last - (days - 1) * ONE_DAY
 
+
+
+#: The daily row's columns summarizing pruned listings (README "Storage and retention"), and their sketches'
+#: accuracy and floor.
+PRUNED_SKETCHES = {"pruned_sold_times": (summaries.DURATION_ACCURACY, summaries.SECOND),
+                   "pruned_censored": (summaries.DURATION_ACCURACY, summaries.SECOND),
+                   "pruned_prices": (summaries.PRICE_ACCURACY, summaries.SECOND),
+                   "pruned_cuts": (summaries.CUT_ACCURACY, summaries.MILLIONTH)}
+PRUNED_COUNTS = ("pruned_created", "pruned_cut_samples")
+
+
+class _PrunedDay:
+    def __init__(self) -> None:
+        self.counts = dict.fromkeys(PRUNED_COUNTS, 0)
+        self.sold_by: dict[int, int] = {}
+        self.sketches = {name: Sketch(acc, floor) for name, (acc, floor) in PRUNED_SKETCHES.items()}
+
+    def merge_row(self, row: dict[str, Any]) -> None:
+        for name in PRUNED_COUNTS:
+            self.counts[name] += row[name] or 0
+        for k, c in decode_counts(row["pruned_sold_by"]).items():
+            self.sold_by[k] = self.sold_by.get(k, 0) + c
+        for name, (acc, floor) in PRUNED_SKETCHES.items():
+            self.sketches[name].merge(Sketch.decode(acc, row[name], floor))
+
+    def values(self) -> dict[str, Any]:
+        return {**self.counts, "pruned_sold_by": encode_counts(self.sold_by) or None,
+                **{name: sketch.encode() or None for name, sketch in self.sketches.items()}}
+
+
+def summarize_pruned(ip_id: int, source_ids: list[str]) -> int:
+    """Fold the facts of these listings, about to be pruned, into their days' rows (README "Storage and
+    retention"): by creation day the count, the first sales by day after it and the times to sell or censoring
+    times (as the window measures define them: a listing pruned is no longer seen, so it is censored at its last
+    sighting), by sale day the real prices and price cuts. Run in the transaction that deletes the listings: each
+    listing is summarized exactly once (on MySQL/MariaDB its events are locked first, so a second pass at once
+    waits and then finds them gone). Returns the number of days written."""
+    if not source_ids:
+        return 0
+    days = _fold(*_pruned_facts(ip_id, source_ids))
+    if not days:
+        return 0
+    columns = [getattr(IpStatsDaily, name) for name in (*PRUNED_COUNTS, "pruned_sold_by", *PRUNED_SKETCHES)]
+    stored = IpStatsDaily.select(IpStatsDaily.day, *columns).where(
+        (IpStatsDaily.ip_id == ip_id) & IpStatsDaily.day.in_(sorted(days)))
+    if is_mysql():
+        stored = stored.for_update()
+    for row in cast(Iterable[dict[str, Any]], stored.dicts()):
+        days[row["day"]].merge_row(row)
+    rows = [{"ip_id": ip_id, "day": day, **summary.values()} for day, summary in sorted(days.items())]
+    for start in range(0, len(rows), 200):
+        on_conflict_update(IpStatsDaily.insert_many(rows[start:start + 200]), [IpStatsDaily.ip_id, IpStatsDaily.day],
+                           preserve=columns).execute()
+    return len(rows)
+
+
+_Facts = tuple[dict[str, float], dict[str, float], list[tuple[float, int | None, int | None]], dict[str, float]]
+
+
+def _pruned_facts(ip_id: int, source_ids: list[str]) -> _Facts:
+    """The listings' created times, first sale times, sales (time, price, listed price) and last sightings."""
+    events = (ListingEvent.select(ListingEvent.source_id, ListingEvent.kind, ListingEvent.occurrence,
+                                  ListingEvent.event_at, ListingEvent.price, ListingEvent.listed_price)
+              .where((ListingEvent.ip_id == ip_id) & ListingEvent.source_id.in_(source_ids)))
+    if is_mysql():
+        events = events.for_update()
+    created: dict[str, float] = {}
+    first_sale: dict[str, float] = {}
+    sales: list[tuple[float, int | None, int | None]] = []
+    for sid, kind, occurrence, at, price, listed in tuples(events):
+        if kind == "created":
+            created[sid] = at
+        else:
+            sales.append((at, price, listed))
+            if occurrence == 0:
+                first_sale[sid] = at
+    last_seen = dict(tuples(ItemSnapshot.select(ItemSnapshot.source_id, ItemSnapshot.last_seen).where(
+        (ItemSnapshot.ip_id == ip_id) & ItemSnapshot.source_id.in_(list(created))))) if created else {}
+    return created, first_sale, sales, last_seen
+
+
+def _fold(created: dict[str, float], first_sale: dict[str, float], sales: list[tuple[float, int | None, int | None]],
+          last_seen: dict[str, float]) -> dict[datetime, _PrunedDay]:
+    days: dict[datetime, _PrunedDay] = defaultdict(_PrunedDay)
+    for sid, at in created.items():
+        day = days[day_of(naive_utc(at))]
+        day.counts["pruned_created"] += 1
+        sold = first_sale.get(sid)
+        if sold is not None:
+            offset = (day_of(naive_utc(sold)) - day_of(naive_utc(at))).days
+            day.sold_by[offset] = day.sold_by.get(offset, 0) + 1
+            day.sketches["pruned_sold_times"].add(max(sold - at, 0.0))
+        else:
+            seen = last_seen.get(sid)
+            day.sketches["pruned_censored"].add(max((seen if seen is not None else at) - at, 0.0))
+    for at, price, listed in sales:
+        if price is None:
+            continue
+        day = days[day_of(naive_utc(at))]
+        day.sketches["pruned_prices"].add(price)
+        if listed:
+            day.counts["pruned_cut_samples"] += 1
+            if price < listed:
+                day.sketches["pruned_cuts"].add((listed - price) / listed)
+    return days

@@ -1,5 +1,6 @@
-"""Event-time facts: every sighting of a listing is stored once (``listing_sightings``), and the listing's
-market events (created, sold) are derived from all its sightings and the IP's baseline crawl
+"""Event-time facts: every sighting of a listing is stored once, as runs (``listing_sightings``: the first and
+last crawl of each run of consecutive crawls that saw the listing unchanged), and the listing's market events
+(created, sold) are derived from all its sightings and the IP's baseline crawl
 (``listing_events``, unique per listing, kind and occurrence). Both are a function of the *set* of results
 applied, so any delivery order and any repetition end with the same facts; the hourly rows are then derived
 from the events of the hours touched. Definitions 1–3 in the README ("Market measures")."""
@@ -90,11 +91,135 @@ def baseline_of(ip_id: int) -> float | None:
     return None if value is None else float(value)
 
 
+@dataclass(frozen=True)
+class Run:
+    """A stored run of sightings (``models.ListingSighting``): ``first`` and ``last`` crawl, and what they saw."""
+
+    id: int
+    first: float
+    last: float
+    key: tuple[str, int | None, float | None, float | None]  # status, price, created, updated (sold only)
+
+
+def sighting_key(status: str, price: int | None, created: float | None,
+                 updated: float | None) -> tuple[str, int | None, float | None, float | None]:
+    """What a run holds unchanged. The site's updated time is kept for sold sightings only: an event reads it from
+    the first sold sighting of a spell (the sale time), never from an on-sale one."""
+    return status, price, created, updated if status == SOLD else None
+
+
+def _run_row(ip_id: int, source_id: str, first: float, last: float, key: tuple) -> dict:
+    status, price, created, updated = key
+    return {"ip_id": ip_id, "source_id": source_id, "crawled_at": first, "last_seen": last, "status": status,
+            "price": price, "created": created, "updated": updated}
+
+
+def _runs(ip_id: int, source_ids: Sequence[str], since: float | None = None) -> dict[str, list[Run]]:
+    """The runs of these listings, by listing, in time order (only those ending at ``since`` or later when
+    given)."""
+    query = ListingSighting.select(ListingSighting.id, ListingSighting.source_id, ListingSighting.crawled_at,
+                                   ListingSighting.last_seen, ListingSighting.status, ListingSighting.price,
+                                   ListingSighting.created, ListingSighting.updated)
+    where = (ListingSighting.ip_id == ip_id) & ListingSighting.source_id.in_(list(source_ids))
+    if since is not None:
+        where &= ListingSighting.last_seen >= since
+    found: dict[str, list[Run]] = defaultdict(list)
+    for row_id, sid, first, last, status, price, created, updated in tuples(query.where(where)):
+        found[sid].append(Run(row_id, first, first if last is None else last,
+                              sighting_key(status, price, created, updated)))
+    for runs in found.values():
+        runs.sort(key=lambda r: r.first)
+    return found
+
+
+def crawl_neighbours(ip_id: int, crawled_at: float) -> tuple[float | None, float | None, bool]:
+    """The IP's applied crawls just before and just after ``crawled_at`` (the ledger), and whether another result
+    of the same crawl time was applied already."""
+    at = AppliedResult.crawled_at
+    mine = AppliedResult.ip_id == ip_id
+    before = AppliedResult.select(peewee.fn.MAX(at)).where(mine & (at < crawled_at)).scalar()
+    after = AppliedResult.select(peewee.fn.MIN(at)).where(mine & (at > crawled_at)).scalar()
+    same = AppliedResult.select().where(mine & (at == crawled_at)).count()
+    return (None if before is None else float(before), None if after is None else float(after), same > 1)
+
+
+class _Writes:
+    """The run rows one result changes, written in bulk."""
+
+    def __init__(self, ip_id: int) -> None:
+        self.ip_id = ip_id
+        self.inserts: list[dict] = []
+        self.lasts: dict[float, list[int]] = defaultdict(list)  # new last crawl → runs
+        self.firsts: list[tuple[int, float]] = []
+        self.deletes: list[int] = []
+
+    def flush(self) -> None:
+        for last, ids in self.lasts.items():
+            for start in range(0, len(ids), CHUNK):
+                ListingSighting.update(last_seen=last).where(ListingSighting.id.in_(ids[start:start + CHUNK])).execute()
+        for row_id, first in self.firsts:
+            ListingSighting.update(crawled_at=first).where(ListingSighting.id == row_id).execute()
+        for start in range(0, len(self.deletes), CHUNK):
+            ListingSighting.delete().where(ListingSighting.id.in_(self.deletes[start:start + CHUNK])).execute()
+        for start in range(0, len(self.inserts), CHUNK):
+            ListingSighting.insert_many(self.inserts[start:start + CHUNK]).execute()
+        self.__init__(self.ip_id)  # type: ignore[misc]
+
+
 def store_sightings(ip_id: int, crawled_at: float, items: Sequence[CrawlItem]) -> None:
-    rows = [{"ip_id": ip_id, "source_id": i.source_id, "crawled_at": crawled_at, "status": i.status,
-             "price": i.price, "created": i.created, "updated": i.updated} for i in items]
-    for start in range(0, len(rows), CHUNK):
-        ListingSighting.insert_many(rows[start:start + CHUNK]).on_conflict_ignore().execute()
+    """Add one crawl's sightings to the listings' runs. Called once the crawl's ledger row is written: the runs
+    are the maximal sets of the IP's consecutive applied crawls that saw a listing unchanged, so they depend on the
+    set of crawls applied, never on their order. A crawl after every other extends the runs its previous crawl
+    ended; a late one may also cut a run in two (it saw the listing changed, or did not see it)."""
+    at = crawled_at
+    before, after, repeated = crawl_neighbours(ip_id, at)
+    writes = _Writes(ip_id)
+    seen = {i.source_id: sighting_key(i.status, i.price, i.created, i.updated) for i in items}
+    ids = list(seen)
+    for start in range(0, len(ids), CHUNK):
+        chunk = ids[start:start + CHUNK]
+        if after is None:  # the newest crawl: only a run its previous crawl ended can go on (or one it is in)
+            runs = _runs(ip_id, chunk, before) if before is not None else {}
+        else:
+            runs = _runs(ip_id, chunk)
+        for sid in chunk:
+            _add_sighting(writes, sid, at, seen[sid], runs.get(sid, []), before, after, repeated)
+    if after is not None and not repeated:
+        # a crawl inside the IP's history that did not see a listing ends the runs that spanned it
+        for row_id, sid, last, status, price, created, updated in tuples(
+                ListingSighting.select(ListingSighting.id, ListingSighting.source_id, ListingSighting.last_seen,
+                                       ListingSighting.status, ListingSighting.price, ListingSighting.created,
+                                       ListingSighting.updated)
+                .where((ListingSighting.ip_id == ip_id) & (ListingSighting.crawled_at < at)
+                       & (ListingSighting.last_seen > at))):
+            if sid not in seen:
+                writes.lasts[before].append(row_id)  # type: ignore[index]  # a crawl before it: ``before`` is set
+                writes.inserts.append(_run_row(ip_id, sid, after, last, sighting_key(status, price, created, updated)))
+    writes.flush()
+
+
+def _add_sighting(writes: _Writes, sid: str, at: float, key: tuple, runs: list[Run], before: float | None,
+                  after: float | None, repeated: bool) -> None:
+    covering = next((r for r in runs if r.first <= at <= r.last), None)
+    if covering is not None:
+        if covering.first == at or covering.last == at or repeated or covering.key == key:
+            return  # seen at this crawl already (the first result of a crawl time is kept), or unchanged
+        # changed in the middle of a run: the run ends at the crawl before, and goes on from the crawl after
+        writes.lasts[before].append(covering.id)  # type: ignore[index]  # inside a run: a crawl before it
+        writes.inserts.append(_run_row(writes.ip_id, sid, at, at, key))
+        writes.inserts.append(_run_row(writes.ip_id, sid, after, covering.last, covering.key))  # type: ignore[arg-type]
+        return
+    ending = next((r for r in runs if before is not None and r.last == before and r.key == key), None)
+    starting = next((r for r in runs if after is not None and r.first == after and r.key == key), None)
+    if ending is not None and starting is not None:  # the crawl joins two runs
+        writes.lasts[starting.last].append(ending.id)
+        writes.deletes.append(starting.id)
+    elif ending is not None:
+        writes.lasts[at].append(ending.id)
+    elif starting is not None:
+        writes.firsts.append((starting.id, at))
+    else:
+        writes.inserts.append(_run_row(writes.ip_id, sid, at, at, key))
 
 
 def needs_derivation(item: CrawlItem, crawled_at: float, before: ItemState | None) -> bool:
@@ -122,12 +247,7 @@ def rederive(ip_id: int, source_ids: Sequence[str], baseline_at: float, floor: f
     assert outcome.hours is not None
     for start in range(0, len(source_ids), CHUNK):
         chunk = list(source_ids[start:start + CHUNK])
-        sightings: dict[str, list[Sighting]] = defaultdict(list)
-        for sid, at, status, price, created, updated in tuples(
-                ListingSighting.select(ListingSighting.source_id, ListingSighting.crawled_at, ListingSighting.status,
-                                       ListingSighting.price, ListingSighting.created, ListingSighting.updated)
-                .where((ListingSighting.ip_id == ip_id) & ListingSighting.source_id.in_(chunk))):
-            sightings[sid].append(Sighting(at, status, price, created, updated))
+        sightings = listing_sightings(ip_id, chunk)
         stored: dict[tuple[str, str, int], ListingEvent] = {
             (row.source_id, row.kind, row.occurrence): row
             for row in ListingEvent.select().where((ListingEvent.ip_id == ip_id) & ListingEvent.source_id.in_(chunk))}
@@ -151,6 +271,20 @@ def rederive(ip_id: int, source_ids: Sequence[str], baseline_at: float, floor: f
         for i in range(0, len(new_rows), CHUNK):
             ListingEvent.insert_many(new_rows[i:i + CHUNK]).execute()
     return outcome
+
+
+def listing_sightings(ip_id: int, source_ids: Sequence[str]) -> dict[str, list[Sighting]]:
+    """The sightings of these listings that their events depend on: the first and last of each run. The ones
+    inside a run repeat its first but for their time, and an event reads only the first sighting, the first
+    carrying a created time and the two around each change (``derive_events``), so they change nothing."""
+    sightings: dict[str, list[Sighting]] = defaultdict(list)
+    for sid, runs in _runs(ip_id, source_ids).items():
+        for run in runs:
+            status, price, created, updated = run.key
+            sightings[sid].append(Sighting(run.first, status, price, created, updated))
+            if run.last != run.first:
+                sightings[sid].append(Sighting(run.last, status, price, created, updated))
+    return sightings
 
 
 def rebuild_ip_events(ip_id: int, baseline_at: float) -> set[datetime]:

@@ -1,13 +1,15 @@
 """Bring a database written before the event-time facts to them (``animetop db init``): what it stored of each
 listing is its latest state (``item_snapshots``), so each IP's sightings are rebuilt from those, then its
-events and hourly rows. README "Market measures", migration."""
+events and hourly rows. A database written before the sightings were stored as runs has one row per listing and
+crawl: those become runs (``compress_sightings``). README "Market measures", migration."""
 
 from __future__ import annotations
 
 import logging
+from collections import defaultdict
 
 from lib.core.db import write_transaction
-from lib.market.facts import CHUNK, baseline_of, rebuild_ip_events
+from lib.market.facts import CHUNK, baseline_of, rebuild_ip_events, sighting_key
 from lib.market.item_state import ON_SALE, SOLD
 from lib.market.retention import pruned_before
 from lib.market.statistics import ensure_hours, hour_bucket, refresh_hours, tuples
@@ -21,12 +23,13 @@ def snapshot_sightings(snap: ItemSnapshot) -> list[dict]:
     sighting and seen earlier was on sale at its first (the state machine saw it change); one seen once was in
     that state then. Intermediate sightings (relists, price cuts) were never stored and are not invented."""
     base = {"ip_id": snap.ip_id, "source_id": snap.source_id, "created": snap.created}
-    last = {**base, "crawled_at": snap.last_seen, "status": snap.status, "price": snap.price, "updated": snap.updated}
+    last = {**base, "crawled_at": snap.last_seen, "last_seen": snap.last_seen, "status": snap.status,
+            "price": snap.price, "updated": snap.updated if snap.status == SOLD else None}
     if snap.first_seen == snap.last_seen:
         return [last]
     first_status = ON_SALE if snap.status == SOLD else snap.status
-    return [{**base, "crawled_at": snap.first_seen, "status": first_status, "price": snap.price, "updated": None},
-            last]
+    return [{**base, "crawled_at": snap.first_seen, "last_seen": snap.first_seen, "status": first_status,
+             "price": snap.price, "updated": None}, last]
 
 
 def ips_without_facts() -> list[int]:
@@ -60,8 +63,61 @@ def rebuild_ip(ip_id: int) -> int:
     return ListingEvent.select().where(ListingEvent.ip_id == ip_id).count()
 
 
+def compress_sightings() -> list[int]:
+    """Turn the sightings stored one row per listing and crawl (``last_seen`` NULL) into runs, one transaction per
+    IP; the IPs done. A run is a listing's sightings at consecutive crawls of its IP (every crawl time known: the
+    ledger's and the sightings' own, since pruning may have thinned the ledger) with the same status, price,
+    created and, sold, updated time: its first row stays, with ``last_seen`` its last crawl, and the others go.
+    The first and last sighting of each run are all its events read, so they stay what they were."""
+    done = []
+    for (ip_id,) in tuples(ListingSighting.select(ListingSighting.ip_id).where(ListingSighting.last_seen.is_null())
+                           .distinct()):
+        with write_transaction():
+            compress_ip(ip_id)
+        done.append(ip_id)
+    return done
+
+
+def compress_ip(ip_id: int) -> None:
+    rows = tuples(ListingSighting.select(ListingSighting.id, ListingSighting.source_id, ListingSighting.crawled_at,
+                                         ListingSighting.last_seen, ListingSighting.status, ListingSighting.price,
+                                         ListingSighting.created, ListingSighting.updated)
+                  .where(ListingSighting.ip_id == ip_id)
+                  .order_by(ListingSighting.source_id, ListingSighting.crawled_at))
+    crawls = sorted({float(at) for (at,) in tuples(AppliedResult.select(AppliedResult.crawled_at)
+                                                   .where(AppliedResult.ip_id == ip_id))}
+                    | {float(r[2]) for r in rows} | {float(r[3]) for r in rows if r[3] is not None})
+    index = {at: k for k, at in enumerate(crawls)}
+    lasts: dict[float, list[int]] = defaultdict(list)
+    deletes: list[int] = []
+    run: tuple | None = None  # (id, source_id, key, last)
+    for row_id, sid, first, last, status, price, created, updated in rows:
+        key = sighting_key(status, price, created, updated)
+        last = first if last is None else last
+        if (run is not None and run[1] == sid and run[2] == key and index[float(first)] == index[float(run[3])] + 1):
+            deletes.append(row_id)
+            run = (run[0], sid, key, last)
+        else:
+            if run is not None:
+                lasts[run[3]].append(run[0])
+            run = (row_id, sid, key, last)
+    if run is not None:
+        lasts[run[3]].append(run[0])
+    for start in range(0, len(deletes), CHUNK):
+        ListingSighting.delete().where(ListingSighting.id.in_(deletes[start:start + CHUNK])).execute()
+    for last, ids in lasts.items():
+        for start in range(0, len(ids), CHUNK):
+            ListingSighting.update(last_seen=last).where(ListingSighting.id.in_(ids[start:start + CHUNK])).execute()
+    ListingSighting.update(updated=None).where((ListingSighting.ip_id == ip_id)
+                                               & (ListingSighting.status == ON_SALE)).execute()
+
+
 def migrate_market_facts() -> list[int]:
-    """Rebuild the facts of every IP that has applied crawls but no sightings; the IPs rebuilt."""
+    """Rebuild the facts of every IP that has applied crawls but no sightings, and turn sightings stored one per
+    crawl into runs; the IPs rebuilt."""
+    compressed = compress_sightings()
+    if compressed:
+        logger.info("sightings of %d IP(s) stored as runs", len(compressed))
     done = []
     for ip_id in ips_without_facts():
         events = rebuild_ip(ip_id)

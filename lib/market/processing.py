@@ -29,6 +29,7 @@ from lib.core.db import on_conflict_update, write_transaction
 from lib.core.errors import BadMessage
 from lib.core.execution_state import ExecutionState
 from lib.core.settings import Settings
+from lib.market import window_rows
 from lib.market.facts import (
     FactsOutcome,
     baseline_of,
@@ -40,11 +41,11 @@ from lib.market.facts import (
 )
 from lib.market.item_state import SOLD, STATUSES, Change, CrawlItem, ItemState, ItemStateStore, decide
 from lib.market.read_side import invalidate_caches
-from lib.market.retention import pruned_before
+from lib.market.retention import details_pruned_before
 from lib.market.statistics import (
     adjusted_weight,
     ensure_hours,
-    evaluate_alerts,
+    evaluate_alerts_many,
     hour_bucket,
     record_alerts,
     refresh_hours,
@@ -193,15 +194,17 @@ class ResultProcessor:
             self._insert_search_totals(result)
             self._upsert_snapshots(result.ip_id, changes)
             facts = self._apply_facts(result, changes, previous_crawl, previous_baseline)
+            window_rows.mark_pending(result.ip_id, facts.hours, result.crawled_at, self.clock.now(),
+                                     window_rows.precomputed_windows(self.settings.leaderboard_precompute))
             outcome.inflow, outcome.outflow = max(facts.inflow, 0), max(facts.outflow, 0)
             AppliedResult.update(inflow=outcome.inflow, outflow=outcome.outflow) \
                 .where(AppliedResult.task_id == result.task_id).execute()
             baseline_at = baseline_of(result.ip_id) or result.crawled_at
             alerts = []
-            for bucket in settled_hours(previous_crawl, result.crawled_at, baseline_at):
-                alerts += record_alerts(result.ip_id, bucket,
-                                        evaluate_alerts(result.ip_id, bucket, baseline_at, self.settings),
-                                        self.clock.utcnow())
+            settled = settled_hours(previous_crawl, result.crawled_at, baseline_at)
+            for bucket, findings in sorted(evaluate_alerts_many(result.ip_id, settled, baseline_at,
+                                                                self.settings).items()):
+                alerts += record_alerts(result.ip_id, bucket, findings, self.clock.utcnow())
             outcome.alerts = [a.id for a in alerts]
             if baseline:
                 outcome.inflow = outcome.outflow = 0
@@ -290,7 +293,7 @@ class ResultProcessor:
         ip = IpMetadata.get_or_none(IpMetadata.id == result.ip_id)
         if ip is None:
             raise BadMessage(f"no IP with id {result.ip_id}")
-        self.floor = pruned_before()
+        self.floor = details_pruned_before()
         if self.floor is not None and result.crawled_at < self.floor:
             # the facts it would be derived against were pruned (README "Storage and retention")
             logger.warning("result %s of IP %s skipped: crawled at %s, before the storage was pruned to %s",

@@ -15,8 +15,9 @@ import redis
 from lib.core import keys
 from lib.core.clock import Clock, get_clock, naive_utc
 from lib.core.settings import Settings
+from lib.market import window_rows
 from lib.market.daily import day_series
-from lib.market.retention import WindowBeyondRetention, check_window, pruned_before
+from lib.market.retention import WindowBeyondRetention, check_window, detail_horizon, pruned_before
 from lib.market.series import outflow_sparklines
 from lib.market.statistics import day_of, hour_bucket
 from lib.market.windows import window_measures
@@ -30,7 +31,7 @@ LEADERBOARD_KINDS = ("heat", "momentum", "outflow", "inflow", "liquidity", "sell
 #: Ranked smallest first.
 ASCENDING = {"time_to_sell"}
 #: The windows the dashboard offers (1, 7 and 30 days; LEADERBOARD_PRECOMPUTE's default).
-COMMON_WINDOWS = (24, 168, 720)
+COMMON_WINDOWS = window_rows.STANDARD_WINDOWS
 #: Longest a reader waits for another process computing the same window before computing it itself (a holder
 #: that died leaves its lock for ``COMPUTE_LOCK_TTL``).
 COMPUTE_WAIT = 120.0
@@ -98,15 +99,7 @@ def _cached(client: redis.Redis | None, key: str, ttl: float, compute: Callable[
 
 def leaderboard_row(ip_id: int, ip: IpMetadata, m: dict[str, Any]) -> dict[str, Any]:
     """One IP's leaderboard row: each measure's value (None: insufficient) and the counts behind them."""
-    tts = m["time_to_sell_hours"]["median"]
-    return {"ip_id": ip_id, "keyword": ip.keyword, "name": ip.display_name,
-            "heat": m["heat"]["value"], "heat_n": m["heat"]["n"], "momentum": m["momentum"]["value"],
-            "inflow": m["inflow"]["value"], "outflow": m["outflow"]["value"], "tracked_hours": m["outflow"]["n"],
-            "liquidity": m["liquidity"]["value"],
-            "sell_through": m["sell_through"]["value"], "sell_through_n": m["sell_through"]["n"],
-            "median_price": m["median_price"]["value"], "median_price_n": m["median_price"]["n"],
-            "time_to_sell": tts["value"], "time_to_sell_n": tts["n"],
-            "supply": m["supply"]["value"], "coverage": m["coverage"]["value"]}
+    return {"ip_id": ip_id, "keyword": ip.keyword, "name": ip.display_name, **window_rows.row_measures(m)}
 
 
 class ReadSide:
@@ -126,8 +119,29 @@ class ReadSide:
 
     def leaderboard(self, by: str, hours: int, limit: int | None = 20) -> list[dict]:
         """Every IP whose ``by`` measure is sufficient over the last ``hours`` hours, ranked (largest first;
-        ``time_to_sell`` fastest first), each row with its ``rank``; the first ``limit`` (None: all)."""
+        ``time_to_sell`` fastest first), each row with its ``rank``; the first ``limit`` (None: all). From the
+        window's cached board when warm; else, for a precomputed window, ranked and cut by the database from its
+        rows (``lib.market.window_rows``), and the board cached for the next rankings."""
+        if by in LEADERBOARD_KINDS and hours >= 1 and self.precomputed(hours) and not self._board_cached(hours):
+            self.check_window(hours)
+            rows = window_rows.top(by, hours, self.clock.now(), limit, by in ASCENDING)
+            if rows is not None:
+                if self.client is not None:
+                    self.board(hours)  # every other ranking of the window, and the API's, read it warm
+                return [row | {"rank": rank} for rank, row in enumerate(rows, start=1)]
         return self.ranking(by, hours)[1][:limit]
+
+    def precomputed(self, hours: int) -> bool:
+        """Whether the window is kept as rows (the standard windows and LEADERBOARD_PRECOMPUTE)."""
+        return hours in window_rows.precomputed_windows(self.settings.leaderboard_precompute)
+
+    def _board_cached(self, hours: int) -> bool:
+        if self.client is None:
+            return False
+        try:
+            return bool(self.client.exists(keys.leaderboard(hours)))
+        except redis.RedisError:
+            return False
 
     def ranking(self, by: str, hours: int) -> tuple[dict[str, Any], list[dict]]:
         """The window's board (``board``) and every IP ranked by ``by`` from it."""
@@ -195,6 +209,18 @@ class ReadSide:
                 logger.warning("LEADERBOARD_PRECOMPUTE: %s", e)
         return done
 
+    def update_rows(self) -> dict[int, int]:
+        """Bring the precomputed windows' rows current (``lib.market.window_rows.update``): the windows the storage
+        still answers; returns the rows recomputed by window."""
+        windows = []
+        for hours in window_rows.precomputed_windows(self.settings.leaderboard_precompute):
+            try:
+                self.check_window(hours)
+                windows.append(hours)
+            except WindowBeyondRetention as e:
+                logger.warning("window rows: %s", e)
+        return window_rows.update(windows, self.clock.now())
+
     def board_age(self, hours: int) -> float | None:
         """Seconds since the cached board of this window was computed (None: not cached)."""
         assert self.client is not None
@@ -235,7 +261,12 @@ class ReadSide:
     def _board_from_db(self, hours: int) -> dict[str, Any]:
         """Every measure of every IP over the window, computed once for all the rankings."""
         computed_at = self.clock.now()
-        measures = window_measures(None, hours, computed_at)
+        read = window_rows.board_rows(hours, computed_at) if self.precomputed(hours) else None
+        if read is not None:  # one stored row per IP
+            rows, lines = read
+            return {"hours": hours, "computed_at": computed_at, "rows": rows,
+                    "sparklines": {str(ip_id): line for ip_id, line in lines.items()}}
+        measures = window_measures(None, hours, computed_at, detail_from=detail_horizon(self.settings, computed_at))
         names = {ip.id: ip for ip in IpMetadata.select().where(IpMetadata.id.in_(list(measures)))} if measures else {}
         rows = [leaderboard_row(ip_id, names[ip_id], m) for ip_id, m in measures.items() if ip_id in names]
         since = hour_bucket(computed_at) - timedelta(hours=hours - 1)
@@ -271,11 +302,20 @@ class ReadSide:
                                                .order_by(IpAlert.hour_bucket.desc()).limit(20)]
             return {"ip_id": ip.id, "keyword": ip.keyword, "name": ip.display_name, "active": ip.active,
                     "weight": ip.weight, "hours": hours, "timezone": self.settings.display_tz,
-                    "measures": window_measures([ip_id], hours, self.clock.now()).get(ip_id)
-                    or window_measures([ip_id], hours, self.clock.now(), empty=True)[ip_id],
+                    "measures": self.measures(ip_id, hours),
                     "series": series, "alerts": alerts}
         return _cached(self.client, keys.ip_cache(ip_id, f"detail:{hours}"), self.settings.cache_ttl, compute,
                        _ip_index(ip_id))
+
+    def measures(self, ip_id: int, hours: int) -> dict[str, Any]:
+        """The IP's measures over the window (all insufficient without data): from its row when the window is
+        precomputed, else computed, reading past the detail horizon the same way before and after a pruning pass
+        (``detail_horizon``)."""
+        now = self.clock.now()
+        detail = detail_horizon(self.settings, now)
+        stored = window_rows.ip_measures(ip_id, hours, now) if self.precomputed(hours) else None
+        measures = window_measures([ip_id], hours, now, detail_from=detail).get(ip_id) if stored is None else stored
+        return measures or window_measures([ip_id], hours, now, empty=True, detail_from=detail)[ip_id]
 
     def max_days(self) -> int:
         """The longest per-day series answered: RETENTION_DAILY in whole days."""

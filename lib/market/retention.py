@@ -5,25 +5,32 @@ Every window up to ``RETENTION_WINDOW`` hours, ending now or later, reads facts 
 margin, floored to a UTC day. Pruning removes only what lies wholly before the horizon, so no window the product
 answers loses a row it reads; longer windows are refused (``check_window``), never silently undercounted.
 
+Per-listing facts are kept a shorter time, ``RETENTION_DETAIL`` (the *detail horizon*, a UTC midnight, never
+before the horizon): a listing last seen before it is dormant, and before its sightings, events and snapshot go
+its facts are folded into its days' daily rows (``lib.market.daily.summarize_pruned``: exact counts and
+mergeable sketches), which the windows reaching past the detail horizon read (``lib.market.windows``).
+
 Before the horizon:
 
 * hourly rows are rolled up into daily rows (``ip_stats_daily``, kept ``RETENTION_DAILY``; ``lib.market.daily``
   keeps them current for every completed day, and here the days not rolled up yet are), then deleted (on
   MySQL/MariaDB, where they are partitioned by month, whole months are dropped: ``lib.market.partitions``);
-* a listing last seen before the horizon is dormant: its sightings, events and snapshot go;
-* a listing still seen keeps, of its sightings before the horizon, the ones its events depend on (the first and
-  last of each run of one status, the first carrying the site's created time): the rest say nothing new;
-* the ledger keeps each IP's first crawl (its baseline) and latest crawl; search totals keep each IP's latest
-  per search (the supply measure reads it at any age).
+* (before the detail horizon) a dormant listing — last seen before it — is summarized into its days' daily rows,
+  then its sightings, events and snapshot go;
+* a listing still seen keeps its sightings: they are runs already (``models.ListingSighting``), a few rows a
+  listing;
+* the ledger keeps each IP's first crawl (its baseline), its latest crawl, and its latest crawl before the horizon
+  (the crawl before any result still applied: where a late one cuts a run, ``lib.market.facts.store_sightings``);
+  search totals keep each IP's latest per search (the supply measure reads it at any age).
 
-The horizon reached is stored (``storage_marks.pruned_before``): a crawl result older than it is skipped, since
-the facts it would be derived against may be gone, and no event before it is ever derived again.
+The horizons reached are stored (``storage_marks``: ``pruned_before``, the hourly rows', and
+``details_pruned_before``, the per-listing facts'): a crawl result older than the detail horizon is skipped, since
+the facts it would be derived against may be gone, and no event (or hourly row) before it is derived again.
 """
 
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
 from dataclasses import asdict, dataclass
 from datetime import timedelta
 from typing import Any
@@ -33,7 +40,9 @@ import peewee
 from lib.core.clock import naive_utc, to_timestamp
 from lib.core.db import database, is_mysql, on_conflict_update, write_transaction
 from lib.core.settings import Settings
-from lib.market.daily import roll_up
+from lib.market.daily import roll_up, summarize_pruned
+from lib.market.marks import DETAILS_PRUNED_BEFORE, PRUNED_BEFORE, details_pruned_before, pruned_before
+from lib.market.marks import mark as _mark
 from lib.market.statistics import HOUR, hour_bucket, tuples
 from lib.market.windows import BASELINE
 from models import (
@@ -48,12 +57,14 @@ from models import (
     StorageMark,
 )
 
+__all__ = ["DETAILS_PRUNED_BEFORE", "PRUNED_BEFORE", "WindowBeyondRetention", "check_window", "detail_horizon",
+           "details_pruned_before", "horizon", "prune", "pruned_before"]
+
 logger = logging.getLogger(__name__)
 
 DAY = 86400
 #: Added to a window's reach: clock skew between processes and results that arrive a little late.
 MARGIN = timedelta(days=1)
-PRUNED_BEFORE = "pruned_before"
 #: The horizon of the last pass that went through every IP: the horizon moves by whole days, so the passes in
 #: between (the actor runs hourly) find nothing new and skip the per-IP work.
 COMPLETED = "completed_to"
@@ -78,20 +89,12 @@ def horizon(settings: Settings, now: float) -> float:
     return at - at % DAY
 
 
-def pruned_before() -> float | None:
-    """The horizon the storage was pruned to (None: never pruned)."""
-    return _mark(PRUNED_BEFORE)
-
-
-def _mark(name: str) -> float | None:
-    try:
-        row = StorageMark.get_or_none(StorageMark.name == name)
-    except (peewee.OperationalError, peewee.ProgrammingError) as e:
-        # a database from before this table (``animetop db init`` not run since the upgrade) was never pruned
-        if StorageMark._meta.table_name in str(e):
-            return None
-        raise
-    return None if row is None else float(row.value)
+def detail_horizon(settings: Settings, now: float) -> float:
+    """The UTC midnight before which per-listing facts are pruned (summarized first): ``RETENTION_DETAIL`` back,
+    never before ``horizon`` and never inside the item states' lifetime."""
+    at = now - max(settings.retention_detail, settings.analyzer_item_ttl_available + MARGIN.total_seconds(),
+                   settings.analyzer_item_ttl_sold + MARGIN.total_seconds())
+    return max(at - at % DAY, horizon(settings, now))
 
 
 def window_reach(hours: int, now: float) -> float:
@@ -119,7 +122,9 @@ class PruneReport:
     """What one pruning pass removed (or, dry, would remove)."""
 
     horizon: float
+    detail_horizon: float = 0.0
     days_rolled_up: int = 0
+    days_summarized: int = 0
     hourly_rows: int = 0
     partitions_dropped: int = 0
     dormant_listings: int = 0
@@ -131,7 +136,8 @@ class PruneReport:
     daily_rows: int = 0
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self) | {"horizon_utc": f"{naive_utc(self.horizon):%Y-%m-%d %H:%M}"}
+        return asdict(self) | {"horizon_utc": f"{naive_utc(self.horizon):%Y-%m-%d %H:%M}",
+                               "detail_horizon_utc": f"{naive_utc(self.detail_horizon):%Y-%m-%d %H:%M}"}
 
 
 def _set_mark(value: float, name: str = PRUNED_BEFORE) -> None:
@@ -149,17 +155,19 @@ def prune(settings: Settings, now: float, *, dry_run: bool = False) -> PruneRepo
     from lib.market import partitions
 
     limit = horizon(settings, now)
-    report = PruneReport(horizon=limit)
+    detail = detail_horizon(settings, now)
+    report = PruneReport(horizon=limit, detail_horizon=detail)
     if not dry_run:
         with write_transaction():
             _set_mark(limit)
+            _set_mark(detail, DETAILS_PRUNED_BEFORE)
     drop_partitions = is_mysql() and partitions.partitioned()
     done = _mark(COMPLETED)
-    ips = [] if done is not None and done >= limit and not dry_run else \
+    ips = [] if done is not None and done >= detail and not dry_run else \
         [ip_id for (ip_id,) in tuples(IpMetadata.select(IpMetadata.id).order_by(IpMetadata.id))]
     for ip_id in ips:
         with write_transaction() if not dry_run else database.atomic() as txn:
-            _prune_ip(ip_id, limit, report, delete_hourly=not drop_partitions)
+            _prune_ip(ip_id, limit, detail, report, delete_hourly=not drop_partitions)
             if dry_run:
                 txn.rollback()
     if drop_partitions and not dry_run:
@@ -167,7 +175,7 @@ def prune(settings: Settings, now: float, *, dry_run: bool = False) -> PruneRepo
         partitions.ensure_future(now)
     if not dry_run:
         with write_transaction():
-            _set_mark(limit, COMPLETED)
+            _set_mark(detail, COMPLETED)
     daily = IpStatsDaily.delete().where(IpStatsDaily.day < naive_utc(now - settings.retention_daily))
     if dry_run:
         report.daily_rows = IpStatsDaily.select().where(IpStatsDaily.day < naive_utc(now - settings.retention_daily)
@@ -179,59 +187,39 @@ def prune(settings: Settings, now: float, *, dry_run: bool = False) -> PruneRepo
     return report
 
 
-def _prune_ip(ip_id: int, limit: float, report: PruneReport, *, delete_hourly: bool) -> None:
+def _prune_ip(ip_id: int, limit: float, detail: float, report: PruneReport, *, delete_hourly: bool) -> None:
     before = naive_utc(limit)
-    report.days_rolled_up += roll_up(ip_id, before)
+    # every day before the detail horizon gets its row before listings are summarized into it: no result changes
+    # those days again (they are before the floor), so the row is final
+    report.days_rolled_up += roll_up(ip_id, naive_utc(detail))
     if delete_hourly:
         report.hourly_rows += IpStatsHourly.delete().where((IpStatsHourly.ip_id == ip_id)
                                                            & (IpStatsHourly.hour_bucket < before)).execute()
     dormant = [sid for (sid,) in tuples(
         ListingSighting.select(ListingSighting.source_id).where(ListingSighting.ip_id == ip_id)
-        .group_by(ListingSighting.source_id).having(peewee.fn.MAX(ListingSighting.crawled_at) < limit))]
+        .group_by(ListingSighting.source_id).having(peewee.fn.MAX(ListingSighting.last_seen) < detail))]
     report.dormant_listings += len(dormant)
     for start in range(0, len(dormant), CHUNK):
         chunk = dormant[start:start + CHUNK]
+        report.days_summarized += summarize_pruned(ip_id, chunk)
         report.sightings += ListingSighting.delete().where((ListingSighting.ip_id == ip_id)
                                                            & ListingSighting.source_id.in_(chunk)).execute()
         report.events += ListingEvent.delete().where((ListingEvent.ip_id == ip_id)
                                                      & ListingEvent.source_id.in_(chunk)).execute()
         report.snapshots += ItemSnapshot.delete().where((ItemSnapshot.ip_id == ip_id)
                                                         & ItemSnapshot.source_id.in_(chunk)).execute()
-    redundant = redundant_sightings(ip_id, limit)
-    for start in range(0, len(redundant), CHUNK):
-        report.sightings += ListingSighting.delete().where(
-            ListingSighting.id.in_(redundant[start:start + CHUNK])).execute()
     crawled = AppliedResult.crawled_at
     first, last = (AppliedResult.select(peewee.fn.MIN(crawled), peewee.fn.MAX(crawled))
                    .where(AppliedResult.ip_id == ip_id).scalar(as_tuple=True))
-    if first is not None:
+    before_limit = AppliedResult.select(peewee.fn.MAX(crawled)).where((AppliedResult.ip_id == ip_id)
+                                                                       & (crawled < limit)).scalar()
+    if first is not None and before_limit is not None:
         report.ledger_rows += AppliedResult.delete().where(
-            (AppliedResult.ip_id == ip_id) & (AppliedResult.crawled_at < limit)
-            & (AppliedResult.crawled_at != first) & (AppliedResult.crawled_at != last)).execute()
+            (AppliedResult.ip_id == ip_id) & (AppliedResult.crawled_at < limit) & (AppliedResult.crawled_at != first)
+            & (AppliedResult.crawled_at != last) & (AppliedResult.crawled_at != before_limit)).execute()
     for status, latest in tuples(CrawlSearchTotal.select(CrawlSearchTotal.status,
                                                          peewee.fn.MAX(CrawlSearchTotal.crawled_at))
                                  .where(CrawlSearchTotal.ip_id == ip_id).group_by(CrawlSearchTotal.status)):
         report.search_totals += CrawlSearchTotal.delete().where(
             (CrawlSearchTotal.ip_id == ip_id) & (CrawlSearchTotal.status == status)
             & (CrawlSearchTotal.crawled_at < min(limit, latest))).execute()
-
-
-def redundant_sightings(ip_id: int, limit: float) -> list[int]:
-    """Ids of sightings before ``limit`` that no event depends on: inside a run of one status of a listing
-    (neither its first nor its last sighting), and not the first carrying the site's created time. An event
-    reads only the first sighting, the first with a created time, and the two sightings around each change of
-    status (``lib.market.facts.derive_events``); no sighting is ever added before ``limit`` again."""
-    rows = tuples(ListingSighting.select(ListingSighting.id, ListingSighting.source_id, ListingSighting.status,
-                                         ListingSighting.created)
-                  .where((ListingSighting.ip_id == ip_id) & (ListingSighting.crawled_at < limit))
-                  .order_by(ListingSighting.source_id, ListingSighting.crawled_at))
-    by_listing: dict[str, list[tuple[int, str, float | None]]] = defaultdict(list)
-    for row_id, sid, status, created in rows:
-        by_listing[sid].append((row_id, status, created))
-    redundant = []
-    for seen in by_listing.values():
-        first_created = next((k for k, (_, _, created) in enumerate(seen) if created is not None), None)
-        for k in range(1, len(seen) - 1):
-            if seen[k - 1][1] == seen[k][1] == seen[k + 1][1] and k != first_created:
-                redundant.append(seen[k][0])
-    return redundant

@@ -48,6 +48,19 @@ def outflow_sparklines(ip_ids: list[int], since: datetime, hours: int) -> dict[i
     return lines
 
 
+def shift_sparkline(line: list[int], since: datetime, new_since: datetime, hours: int) -> list[int]:
+    """An ``outflow_sparklines`` line of the window that started at ``since``, as of the same window starting at
+    ``new_since`` (later), for an IP without outflow in the hours between (``lib.market.window_rows``): the
+    hours or days that left dropped, the ones that came counted 0."""
+    if hours <= SPARKLINE_HOURLY_UP_TO:
+        moved = int((new_since - since) / timedelta(hours=1))
+        length = hours
+    else:
+        moved = (new_since.date() - since.date()).days
+        length = ((new_since + timedelta(hours=hours - 1)).date() - new_since.date()).days + 1
+    return [line[moved + k] if 0 <= moved + k < len(line) else 0 for k in range(length)]
+
+
 def latest_sales(ip_id: int, limit: int = 20) -> list[dict[str, Any]]:
     """The IP's most recently sold listings seen, newest first. ``sold_at``: the listing's last update when the
     site gave one, else when we last saw it (Unix seconds)."""

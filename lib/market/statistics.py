@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import bisect
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -163,21 +164,57 @@ def settled_hours(previous_crawl: float | None, crawled_at: float, baseline_at: 
 
 
 def evaluate_alerts(ip_id: int, bucket: datetime, baseline_at: float, settings: Settings) -> list[AlertFinding]:
-    """The alert rules for one settled IP-hour, against that IP's trailing tracked hours. None in the warm-up:
-    fewer than ``ALERT_WARMUP_HOURS`` full hours of tracking before it."""
+    """The alert rules for one settled IP-hour (``evaluate_alerts_many`` for one hour)."""
+    return evaluate_alerts_many(ip_id, [bucket], baseline_at, settings).get(bucket, [])
+
+
+def evaluate_alerts_many(ip_id: int, buckets: list[datetime], baseline_at: float,
+                         settings: Settings) -> dict[datetime, list[AlertFinding]]:
+    """The alert rules for settled IP-hours, each against that IP's trailing tracked hours. None in the warm-up:
+    fewer than ``ALERT_WARMUP_HOURS`` full hours of tracking before it.
+
+    The hours' rows, their trailing 24 hours and (where an hour has enough prices) the 7 days of sold prices before
+    them are read once for all the hours: a crawl after a long gap settles thousands of hours at once."""
     tracked_from = hour_bucket(baseline_at) + timedelta(hours=1)  # the baseline's hour is partial
-    history_hours = int((bucket - tracked_from) / timedelta(hours=1))
-    if history_hours < settings.alert_warmup_hours:
-        return []
-    row = IpStatsHourly.get_or_none((IpStatsHourly.ip_id == ip_id) & (IpStatsHourly.hour_bucket == bucket))
-    if row is None:
-        return []
+    hour = timedelta(hours=1)
+    due = sorted(b for b in set(buckets) if int((b - tracked_from) / hour) >= settings.alert_warmup_hours)
+    if not due:
+        return {}
+    first_since = max(due[0] - timedelta(hours=24), tracked_from)
+    rows = {r.hour_bucket: r for r in IpStatsHourly.select().where(
+        (IpStatsHourly.ip_id == ip_id) & (IpStatsHourly.hour_bucket >= first_since)
+        & (IpStatsHourly.hour_bucket <= due[-1]))}
+    priced = [b for b in due if b in rows and rows[b].sample_count >= settings.alert_price_min_samples
+              and rows[b].median_price is not None]
+    sales: list[tuple[datetime, int]] = []  # (hour, real price) of sold events, by hour
+    if priced:
+        sales = sorted(tuples(ListingEvent.select(ListingEvent.hour_bucket, ListingEvent.price).where(
+            (ListingEvent.ip_id == ip_id) & (ListingEvent.kind == "sold") & ListingEvent.price.is_null(False)
+            & (ListingEvent.hour_bucket >= priced[0] - timedelta(days=7))
+            & (ListingEvent.hour_bucket < priced[-1]))))
+    sale_hours = [h for h, _ in sales]
+    found: dict[datetime, list[AlertFinding]] = {}
+    for bucket in due:
+        row = rows.get(bucket)
+        if row is None:
+            continue
+        since = max(bucket - timedelta(hours=24), tracked_from)
+        trailing = [rows[h].outflow if h in rows else 0
+                    for h in (since + k * hour for k in range(int((bucket - since) / hour)))]
+        week: list[int] = []
+        if bucket in priced:
+            lo = bisect.bisect_left(sale_hours, bucket - timedelta(days=7))
+            hi = bisect.bisect_left(sale_hours, bucket)
+            week = [price for _, price in sales[lo:hi]]
+        findings = _findings(row, trailing, week, settings)
+        if findings:
+            found[bucket] = findings
+    return found
+
+
+def _findings(row: IpStatsHourly, trailing: list[int], week: list[int], settings: Settings) -> list[AlertFinding]:
+    """The rules on one hour's row, its trailing hours' outflows and the 7 days' sold prices before it."""
     findings = []
-    since = max(bucket - timedelta(hours=24), tracked_from)
-    stored = dict(tuples(IpStatsHourly.select(IpStatsHourly.hour_bucket, IpStatsHourly.outflow).where(
-        (IpStatsHourly.ip_id == ip_id) & (IpStatsHourly.hour_bucket >= since)
-        & (IpStatsHourly.hour_bucket < bucket))))
-    trailing = [stored.get(since + timedelta(hours=k), 0) for k in range(int((bucket - since) / timedelta(hours=1)))]
     centre, spread = robust.median(trailing) or 0.0, robust.mad(trailing) or 0.0
     threshold = max(settings.alert_outflow_surge_factor * max(centre, 1.0),
                     centre + SURGE_MADS * robust.MAD_SCALE * spread, float(settings.alert_outflow_min))
@@ -195,21 +232,17 @@ def evaluate_alerts(ip_id: int, bucket: datetime, baseline_at: float, settings: 
             HOT_LIQUIDITY, liquidity, settings.alert_liquidity_min,
             f"liquidity {liquidity:.2f} (outflow {row.outflow} / inflow {row.inflow})",
             {"liquidity": liquidity, "inflow": row.inflow, "outflow": row.outflow}))
-    if row.sample_count >= settings.alert_price_min_samples and row.median_price is not None:
-        week = [p for (p,) in tuples(ListingEvent.select(ListingEvent.price).where(
-            (ListingEvent.ip_id == ip_id) & (ListingEvent.kind == "sold") & ListingEvent.price.is_null(False)
-            & (ListingEvent.hour_bucket >= bucket - timedelta(days=7)) & (ListingEvent.hour_bucket < bucket)))]
-        if len(week) >= settings.alert_price_min_samples:
-            trailing_median = robust.median(week) or 0.0
-            hour_median = float(row.median_price)
-            change = round(hour_median / trailing_median - 1, 9) if trailing_median else 0.0
-            if abs(change) >= settings.alert_price_move:
-                findings.append(AlertFinding(
-                    SOLD_PRICE_MOVE, change, settings.alert_price_move,
-                    f"median sold price ¥{hour_median:,.0f} is {change:+.0%} against the trailing 7-day "
-                    f"median ¥{trailing_median:,.0f}",
-                    {"median_price": hour_median, "trailing_median": trailing_median, "change": round(change, 4),
-                     "samples": row.sample_count, "trailing_samples": len(week)}))
+    if len(week) >= settings.alert_price_min_samples and row.median_price is not None:
+        trailing_median = robust.median(week) or 0.0
+        hour_median = float(row.median_price)
+        change = round(hour_median / trailing_median - 1, 9) if trailing_median else 0.0
+        if abs(change) >= settings.alert_price_move:
+            findings.append(AlertFinding(
+                SOLD_PRICE_MOVE, change, settings.alert_price_move,
+                f"median sold price ¥{hour_median:,.0f} is {change:+.0%} against the trailing 7-day "
+                f"median ¥{trailing_median:,.0f}",
+                {"median_price": hour_median, "trailing_median": trailing_median, "change": round(change, 4),
+                 "samples": row.sample_count, "trailing_samples": len(week)}))
     return findings
 
 

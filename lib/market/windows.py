@@ -2,6 +2,13 @@
 
 Every measure is a ``{"value": …, "n": …}`` pair: ``n`` is how many observations it rests on, and ``value`` is
 None ("insufficient") when ``n`` is below the measure's minimum — never 0 for lack of data.
+
+Long windows (README "Storage and retention"): the per-listing facts of listings last seen before the *detail
+horizon* are pruned, summarized by UTC day in the daily rows. A window or previous window starting before the
+detail horizon has its per-listing measures (prices, cuts, sell-through, time to sell) start at the UTC midnight
+of that start, so the summarized days fall wholly inside or outside it; coverage is read from the detail horizon
+on. Flows, heat's rates and supply read the hourly rows and search totals, which are kept longer, as before. The
+summaries are added by the separate path at the end of this module (``_Summaries``, ``_with_summaries``).
 """
 
 from __future__ import annotations
@@ -18,9 +25,11 @@ import peewee
 
 from lib.core.clock import naive_utc, to_timestamp
 from lib.core.db import database
-from lib.market import robust
-from lib.market.statistics import hour_bucket
-from models import CrawlSearchTotal, IpStatsHourly, ItemSnapshot, ListingEvent
+from lib.market import robust, summaries
+from lib.market.marks import details_pruned_before
+from lib.market.statistics import hour_bucket, tuples
+from lib.market.summaries import Sketch
+from models import CrawlSearchTotal, IpStatsDaily, IpStatsHourly, ItemSnapshot, ListingEvent
 
 #: Fewest observations each measure needs (README "Market measures").
 MIN_PRICES = 5           # sold prices: median, quartiles, trimmed mean
@@ -65,17 +74,38 @@ class _IpData:
     previous_cohort: tuple[int, int] = (0, 0)  # listings created in the previous window, and how many sold in it
     supply: int | None = None
     sold_totals: list[tuple[float, int]] = field(default_factory=list)
+    summaries: _Summaries | None = None  # pruned listings' daily summaries in reach (long windows)
 
 
 class Window:
-    """The window of ``hours`` hours ending at ``now``: the current (partial) hour and the ``hours − 1`` before."""
+    """The window of ``hours`` hours ending at ``now``: the current (partial) hour and the ``hours − 1`` before.
 
-    def __init__(self, hours: int, now: float) -> None:
+    ``detail_from``: the detail horizon (per-listing facts before it may be summarized): a start before it is
+    moved back to its UTC midnight for the per-listing measures (``cohort_start``, ``previous_cohort_start``)."""
+
+    def __init__(self, hours: int, now: float, detail_from: float | None = None) -> None:
         self.hours, self.now = hours, now
         self.since = hour_bucket(now) - timedelta(hours=hours - 1)
         self.start = to_timestamp(self.since) or 0.0
         self.previous = self.since - timedelta(hours=hours)
         self.previous_start = self.start - hours * 3600.0
+        self.detail_from = detail_from
+        self.cohort_start = self._cut(self.start)
+        self.previous_cohort_start = self._cut(self.previous_start)
+        self.cohort_since = hour_bucket(self.cohort_start)
+        self.previous_cohort_since = hour_bucket(self.previous_cohort_start)
+        # coverage pairs consecutive crawls; the sales between two crawls before the detail horizon may be summarized
+        self.coverage_from = self.start if detail_from is None else max(self.start, detail_from)
+
+    def _cut(self, at: float) -> float:
+        if self.detail_from is None or at >= self.detail_from:
+            return at
+        return at - at % 86400
+
+    @property
+    def long(self) -> bool:
+        """Whether the window (or its previous window) reaches before the detail horizon."""
+        return self.detail_from is not None and self.previous_start < self.detail_from
 
 
 def _ranges(w: Window) -> dict[str, tuple[datetime, datetime]]:
@@ -93,6 +123,14 @@ def _load(ip_ids: Sequence[int] | None, w: Window) -> dict[int, _IpData]:
     def of_ips(column):
         return column.in_(list(ip_ids)) if ip_ids is not None else column.is_null(False)
 
+    def events_of_ips(low: datetime, high: datetime | None = None):
+        # A few IPs' events are read by (ip_id, hour_bucket); every IP's from the covering index by (kind,
+        # event_at), which the event_at range alone uses (an hour_bucket predicate would need the rows).
+        if ip_ids is None:
+            return ListingEvent.ip_id.is_null(False)
+        inside = ListingEvent.ip_id.in_(list(ip_ids)) & (ListingEvent.hour_bucket >= low)
+        return inside & (ListingEvent.hour_bucket < high) if high is not None else inside
+
     columns: list[Any] = [IpStatsHourly.ip_id]
     for name, (low, high) in ranges.items():
         inside = (IpStatsHourly.hour_bucket >= low) & (IpStatsHourly.hour_bucket < high)
@@ -109,8 +147,8 @@ def _load(ip_ids: Sequence[int] | None, w: Window) -> dict[int, _IpData]:
     for ip_id, at, price, listed in raw(
             ListingEvent.select(ListingEvent.ip_id, ListingEvent.event_at, ListingEvent.price,
                                 ListingEvent.listed_price)
-            .where(of_ips(ListingEvent.ip_id) & (ListingEvent.kind == "sold") & (ListingEvent.event_at >= w.start)
-                   & (ListingEvent.hour_bucket >= w.since))):
+            .where(events_of_ips(w.cohort_since) & (ListingEvent.kind == "sold")
+                   & (ListingEvent.event_at >= w.cohort_start))):
         data[ip_id].sales.append((at, price, listed))
     sale = ListingEvent.alias()
     first_sale = ((sale.ip_id == ListingEvent.ip_id) & (sale.source_id == ListingEvent.source_id)
@@ -120,18 +158,17 @@ def _load(ip_ids: Sequence[int] | None, w: Window) -> dict[int, _IpData]:
             .join(sale, peewee.JOIN.LEFT_OUTER, on=first_sale)
             .join(ItemSnapshot, peewee.JOIN.LEFT_OUTER, on=((ItemSnapshot.ip_id == ListingEvent.ip_id)
                                                             & (ItemSnapshot.source_id == ListingEvent.source_id)))
-            .where(of_ips(ListingEvent.ip_id) & (ListingEvent.kind == "created")
-                   & (ListingEvent.hour_bucket >= w.since) & (ListingEvent.event_at >= w.start))):
+            .where(events_of_ips(w.cohort_since) & (ListingEvent.kind == "created")
+                   & (ListingEvent.event_at >= w.cohort_start))):
         data[ip_id].created.append((at, sold_at, last_seen))
     # The previous window's sell-through (momentum) needs only its cohort's size and sales: counted by the
     # database instead of reading a second window of listings.
-    sold_in_time = peewee.Case(None, [(sale.event_at < w.start, 1)], 0)
+    sold_in_time = peewee.Case(None, [(sale.event_at < w.cohort_start, 1)], 0)
     for ip_id, cohort, sold in raw(
             ListingEvent.select(ListingEvent.ip_id, peewee.fn.COUNT(ListingEvent.id), peewee.fn.SUM(sold_in_time))
             .join(sale, peewee.JOIN.LEFT_OUTER, on=first_sale)
-            .where(of_ips(ListingEvent.ip_id) & (ListingEvent.kind == "created")
-                   & (ListingEvent.hour_bucket >= w.previous) & (ListingEvent.hour_bucket < w.since)
-                   & (ListingEvent.event_at >= w.previous_start) & (ListingEvent.event_at < w.start))
+            .where(events_of_ips(w.previous_cohort_since, w.cohort_since) & (ListingEvent.kind == "created")
+                   & (ListingEvent.event_at >= w.previous_cohort_start) & (ListingEvent.event_at < w.cohort_start))
             .group_by(ListingEvent.ip_id)):
         data[ip_id].previous_cohort = (int(cohort), int(sold or 0))
     latest = (CrawlSearchTotal.select(CrawlSearchTotal.ip_id, peewee.fn.MAX(CrawlSearchTotal.crawled_at).alias("at"))
@@ -147,10 +184,12 @@ def _load(ip_ids: Sequence[int] | None, w: Window) -> dict[int, _IpData]:
     for ip_id, at, num_found in raw(
             CrawlSearchTotal.select(CrawlSearchTotal.ip_id, CrawlSearchTotal.crawled_at, CrawlSearchTotal.num_found)
             .where(of_ips(CrawlSearchTotal.ip_id) & (CrawlSearchTotal.status == "sold")
-                   & (CrawlSearchTotal.crawled_at >= w.start) & (CrawlSearchTotal.crawled_at <= w.now))
+                   & (CrawlSearchTotal.crawled_at >= w.coverage_from) & (CrawlSearchTotal.crawled_at <= w.now))
             .order_by(CrawlSearchTotal.crawled_at)):
         if num_found is not None:
             data[ip_id].sold_totals.append((at, num_found))
+    if w.long:
+        _load_summaries(ip_ids, w, data)
     return data
 
 
@@ -214,14 +253,18 @@ def _ip_measures(d: _IpData, w: Window) -> dict[str, Any]:
     prices = [p for _, p, _ in d.sales if p is not None]
     cuts = [(listed, p) for _, p, listed in d.sales if p is not None and listed]
     cut_sizes = [(listed - p) / listed for listed, p in cuts if p < listed]
-    sell_through, cohort = _sell_through(d.created, w.start, w.now + 1e-6)
-    heat = _heat(flows, d.flows["baseline"], sell_through)
+    sell_through, cohort = _sell_through(d.created, w.cohort_start, w.now + 1e-6)
     previous_cohort, previous_sold = d.previous_cohort
+    long = _LongParts.of(d, w, prices, cut_sizes) if d.summaries is not None else None
+    if long is not None:
+        sell_through, cohort = _share(long.sold, long.cohort), long.cohort
+        previous_cohort, previous_sold = long.previous_cohort, long.previous_sold
+    heat = _heat(flows, d.flows["baseline"], sell_through)
     previous_heat = _heat(d.flows["previous"], d.flows["previous_baseline"], _share(previous_sold, previous_cohort))
     momentum = (round(heat["value"] - previous_heat["value"], 1)
                 if heat["value"] is not None and previous_heat["value"] is not None else None)
     recent_rate = recent.outflow / recent.hours if recent.hours else 0.0
-    return {
+    measures = {
         "inflow": measure(flows.inflow, flows.hours), "outflow": measure(flows.outflow, flows.hours),
         "liquidity": measure(flows.outflow / flows.inflow if flows.inflow else None, flows.inflow),
         "median_price": measure(robust.median(prices), len(prices), MIN_PRICES, 2),
@@ -229,7 +272,7 @@ def _ip_measures(d: _IpData, w: Window) -> dict[str, Any]:
         "p75_price": measure(robust.quantile(prices, 0.75), len(prices), MIN_PRICES, 2),
         "trimmed_mean_price": measure(robust.trimmed_mean(prices), len(prices), MIN_PRICES, 2),
         "sell_through": measure(sell_through, cohort, MIN_CREATED),
-        "time_to_sell_hours": _time_to_sell(d.created, w.start, w.now + 1e-6),
+        "time_to_sell_hours": _time_to_sell(d.created, w.cohort_start, w.now + 1e-6),
         "price_cut_share": measure(len(cut_sizes) / len(cuts) if cuts else None, len(cuts), MIN_CUT_SAMPLES),
         "median_price_cut": measure(robust.median(cut_sizes), len(cut_sizes), 1),
         "supply": measure(d.supply, 1 if d.supply is not None else 0),
@@ -239,13 +282,20 @@ def _ip_measures(d: _IpData, w: Window) -> dict[str, Any]:
         "heat": heat,
         "momentum": {"value": momentum, "n": min(heat["n"], previous_heat["n"])},
     }
+    if long is not None:
+        measures.update(long.measures(len(cuts)))
+    return measures
 
 
 def window_measures(ip_ids: Sequence[int] | None, hours: int, now: float,
-                    empty: bool = False) -> dict[int, dict[str, Any]]:
+                    empty: bool = False, detail_from: float | None = None) -> dict[int, dict[str, Any]]:
     """Definition 5 and 6 measures of each IP (all with data when ``ip_ids`` is None) over the window;
-    ``empty``: the measures of IPs without any data (all insufficient)."""
-    w = Window(hours, now)
+    ``empty``: the measures of IPs without any data (all insufficient). ``detail_from``: the detail horizon at
+    ``now`` (``lib.market.retention.detail_horizon``): the readers pass it so a window reads the same before and
+    after a pruning pass; a later horizon already pruned to wins (RETENTION_DETAIL shortened since), and without
+    it the one pruned to, if any, is used."""
+    floors = [f for f in (detail_from, details_pruned_before()) if f is not None]
+    w = Window(hours, now, max(floors) if floors else None)
     if empty:
         return {ip_id: _ip_measures(_IpData(), w) for ip_id in ip_ids or []}
     return {ip_id: _ip_measures(d, w) for ip_id, d in _load(ip_ids, w).items()}
@@ -254,3 +304,103 @@ def window_measures(ip_ids: Sequence[int] | None, hours: int, now: float,
 def window_bounds(hours: int, now: float) -> tuple[datetime, datetime]:
     w = Window(hours, now)
     return w.since, naive_utc(now)
+
+
+
+# ---- long windows: the pruned listings' daily summaries (README "Storage and retention") ----
+
+@dataclass
+class _Summaries:
+    """The daily rows' summaries of pruned listings of one IP, from the previous window's cohort start on."""
+
+    days: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _load_summaries(ip_ids: Sequence[int] | None, w: Window, data: dict[int, _IpData]) -> None:
+    """Attach to each IP the summaries of the days from the previous cohort's start to the detail horizon."""
+    assert w.detail_from is not None
+    columns: list[Any] = [IpStatsDaily.ip_id, IpStatsDaily.day, IpStatsDaily.pruned_created,
+                          IpStatsDaily.pruned_sold_by, IpStatsDaily.pruned_sold_times, IpStatsDaily.pruned_censored,
+                          IpStatsDaily.pruned_prices, IpStatsDaily.pruned_cut_samples, IpStatsDaily.pruned_cuts]
+    names = [c.name for c in columns]
+    of_ips = IpStatsDaily.ip_id.in_(list(ip_ids)) if ip_ids is not None else IpStatsDaily.ip_id.is_null(False)
+    for row in tuples(IpStatsDaily.select(*columns).where(  # converted: ``day`` is compared as a datetime
+            of_ips & (IpStatsDaily.day >= naive_utc(w.previous_cohort_start))
+            & (IpStatsDaily.day < naive_utc(w.detail_from))
+            & ((IpStatsDaily.pruned_created > 0) | IpStatsDaily.pruned_prices.is_null(False)))):
+        values = dict(zip(names, row, strict=True))
+        d = data[values["ip_id"]]
+        if d.summaries is None:
+            d.summaries = _Summaries()
+        d.summaries.days.append(values)
+
+
+@dataclass
+class _LongParts:
+    """A long window's per-listing measures: the detail's facts and the summarized days' together."""
+
+    cohort: int
+    sold: int
+    previous_cohort: int
+    previous_sold: int
+    prices: Sketch
+    cut_samples: int
+    cuts: Sketch
+    sold_times: Sketch
+    censored: Sketch
+
+    @classmethod
+    def of(cls, d: _IpData, w: Window, prices: list[int], cut_sizes: list[float]) -> _LongParts:
+        assert d.summaries is not None
+        start, previous_start = naive_utc(w.cohort_start), naive_utc(w.previous_cohort_start)
+        end = w.now + 1e-6
+        parts = cls(0, 0, *d.previous_cohort,
+                    prices=Sketch(summaries.PRICE_ACCURACY).update(prices),
+                    cut_samples=0, cuts=Sketch(summaries.CUT_ACCURACY, summaries.MILLIONTH).update(cut_sizes),
+                    sold_times=Sketch(summaries.DURATION_ACCURACY), censored=Sketch(summaries.DURATION_ACCURACY))
+        for at, sold, last_seen in d.created:  # the detail's cohort, as _sell_through and _time_to_sell read it
+            if not w.cohort_start <= at < end:
+                continue
+            parts.cohort += 1
+            if sold is not None and sold < end:
+                parts.sold += 1
+                parts.sold_times.add(max(sold - at, 0.0))
+            else:
+                parts.censored.add(max(min(last_seen if last_seen is not None else at, end) - at, 0.0))
+        for day in d.summaries.days:
+            sold_by = summaries.decode_counts(day["pruned_sold_by"])
+            if day["day"] >= start:  # a summarized listing sold before its last sighting: before the window's end
+                parts.cohort += day["pruned_created"]
+                parts.sold += sum(sold_by.values())
+                parts.sold_times.merge(Sketch.decode(summaries.DURATION_ACCURACY, day["pruned_sold_times"]))
+                parts.censored.merge(Sketch.decode(summaries.DURATION_ACCURACY, day["pruned_censored"]))
+                parts.prices.merge(Sketch.decode(summaries.PRICE_ACCURACY, day["pruned_prices"]))
+                parts.cut_samples += day["pruned_cut_samples"]
+                parts.cuts.merge(Sketch.decode(summaries.CUT_ACCURACY, day["pruned_cuts"], summaries.MILLIONTH))
+            elif day["day"] >= previous_start:
+                parts.previous_cohort += day["pruned_created"]
+                parts.previous_sold += sum(c for offset, c in sold_by.items()
+                                           if day["day"] + timedelta(days=offset) < start)
+        return parts
+
+    def measures(self, detail_cut_samples: int) -> dict[str, Any]:
+        """The per-listing measures that read the summaries (the rest are as for any window)."""
+        p = self.prices
+        n_prices = p.count
+        cut_samples = detail_cut_samples + self.cut_samples
+        curve = summaries.kaplan_meier(self.sold_times, self.censored)
+        sales = self.sold_times.count
+        tts = {name: measure(None if (v := summaries.km_quantile(self.sold_times, self.censored, q).estimate) is None
+                             else v / 3600.0, sales, MIN_SALES_TO_TIME, 2)
+               for name, q in (("p25", 0.25), ("median", 0.5), ("p75", 0.75))}
+        drawn = [[round(t / 3600.0, 4), round(share, 4)] for t, share in curve] if sales >= MIN_SALES_TO_TIME else []
+        return {
+            "median_price": measure(p.quantile(0.5), n_prices, MIN_PRICES, 2),
+            "p25_price": measure(p.quantile(0.25), n_prices, MIN_PRICES, 2),
+            "p75_price": measure(p.quantile(0.75), n_prices, MIN_PRICES, 2),
+            "trimmed_mean_price": measure(p.trimmed_mean(robust.TRIM), n_prices, MIN_PRICES, 2),
+            "time_to_sell_hours": tts | {"listings": self.sold_times.count + self.censored.count, "curve": drawn},
+            "price_cut_share": measure(self.cuts.count / cut_samples if cut_samples else None, cut_samples,
+                                       MIN_CUT_SAMPLES),
+            "median_price_cut": measure(self.cuts.quantile(0.5), self.cuts.count, 1),
+        }

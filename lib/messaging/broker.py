@@ -249,6 +249,7 @@ def build_middleware(settings: Settings, redis_client: Callable[[], redis.Redis]
             max_backoff=_ms(settings.retry_max_backoff),
             lock_busy_delay_ms=_ms(settings.lock_busy_retry_delay),
             max_lock_waits=settings.lock_busy_max_waits,
+            outage_tolerance_ms=_ms(settings.state_outage_tolerance),
         ),
         DeadLetterReasons(reasons),
         InFlightRelease(redis_client),

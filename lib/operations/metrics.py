@@ -18,6 +18,8 @@ Alert thresholds (seed 000 §7.5):
   animetop_queue_deadletter_len > 0
   animetop_scheduler_scheduled_ips < the number of active IPs
   animetop_crawler_drift > 0 (crawler drift: lib/crawling/drift.py)
+  increase(animetop_crawler_tab_recoveries_total{step="browser_restart"}[1h]) > 0 (tabs that stop rendering:
+    lib/crawling/recovery.py)
 """
 
 from __future__ import annotations
@@ -116,6 +118,9 @@ class Metrics(Prometheus):
                                registry=registry),
             rate_wait=prom.Counter("animetop_crawl_rate_limit_wait_seconds_total",
                                    "Time page loads waited for the fleet-wide CRAWL_RATE_LIMIT.", registry=registry),
+            recoveries=prom.Counter("animetop_crawler_tab_recoveries_total",
+                                    "Steps taken to recover a tab that stopped rendering (lib/crawling/recovery.py).",
+                                    ["step"], registry=registry),
         )
 
 
@@ -160,6 +165,12 @@ def observe_rate_wait(seconds: float) -> None:
     if not _recorders:
         return
     _recorders["rate_wait"].inc(seconds)
+
+
+def observe_tab_recovery(step: str) -> None:
+    if not _recorders:
+        return
+    _recorders["recoveries"].labels(step).inc()
 
 
 def observe_result(seconds: float, items: int) -> None:

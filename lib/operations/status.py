@@ -10,7 +10,7 @@ from lib.core import keys
 from lib.core.clock import get_clock
 from lib.core.redaction import redact_url
 from lib.core.settings import Settings
-from lib.crawling import rate_limit
+from lib.crawling import rate_limit, recovery
 from lib.crawling.drift import render_status, status_section
 from lib.messaging.dead_letters import DeadLetters
 from lib.messaging.queue_stats import queue_counts
@@ -53,6 +53,7 @@ def gather(settings: Settings, broker: Broker, client) -> dict:
         "recent_errors": [{"queue": d.queue, "actor": d.actor, "reason": (d.reason or "?").splitlines()[0][:120],
                            "at": d.dead_at} for d in letters[:5]],
         "crawler_drift": status_section(client),
+        "tab_recoveries": recovery.RecoveryLog(client).section(),
     }
 
 
@@ -90,4 +91,6 @@ def render(status: dict) -> str:
         or ["  none"]
     if "crawler_drift" in status:
         lines += render_status(status["crawler_drift"])
+    if "tab_recoveries" in status:
+        lines += recovery.render_status(status["tab_recoveries"], _when)
     return "\n".join(lines)

@@ -7,9 +7,10 @@ import csv
 import io
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from http import HTTPStatus
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
+from fastapi import APIRouter, Depends, Header, HTTPException, Path, Query, Request, Response, Security
 from fastapi.responses import JSONResponse
 
 from lib.core.db import database
@@ -19,7 +20,9 @@ from lib.market.read_side import COMMON_WINDOWS, LEADERBOARD_KINDS, ReadSide
 from lib.market.retention import WindowBeyondRetention, max_window_hours
 from lib.messaging.dead_letters import DeadLetters, NotRequeueable
 from lib.web import schemas
-from lib.web.auth import SESSION_COOKIE, SESSION_SECONDS, OperatorAuth
+from lib.web.auth import CSRF_HEADER, SESSION_COOKIE, SESSION_SECONDS, OperatorAuth, operator_session, operator_token
+from lib.web.openapi import bounded_by
+from models.base import MAX_AUTO_ID
 
 #: Labels and units of the measures the read side ranks by (their definitions: README "Market measures"); a
 #: measure the read side offers but this does not know is shown under its own name.
@@ -63,12 +66,34 @@ def db_session() -> Iterator[None]:
             database.close()
 
 
-def hours_param(hours: int = Query(24, ge=1, description="window length in hours, at most RETENTION_WINDOW "
-                                   "(`max_hours` of /meta); a longer one is refused with 400")) -> int:
+def hours_param(hours: int = Query(24, ge=1, json_schema_extra=bounded_by("RETENTION_WINDOW"),
+                                   description="window length in hours, at most RETENTION_WINDOW (`max_hours` of "
+                                               "/meta); a longer one is refused with 400")) -> int:
     return hours
 
 
+#: An IP's id in a path: one no IP can have (beyond the id column's range) is refused (422) before any query.
+IpId = Annotated[int, Path(ge=1, le=MAX_AUTO_ID, description="the IP's id (`ip_id` of the leaderboard)")]
+
+
+def operator(request: Request, ctx: WebContext = Depends(context),
+             _token: object = Security(operator_token), _session: object = Security(operator_session),
+             _csrf: str | None = Header(None, alias=CSRF_HEADER,
+                                        description="the session's CSRF token (`csrf_token` of /meta or of POST "
+                                                    "/session): required with the session cookie")) -> None:
+    """Let only the operator through (``OperatorAuth.require_operator``: 401 or 403 otherwise), before the body is
+    read. The credentials are parameters here only so that the document declares them."""
+    ctx.auth.require_operator(request)
+
+
 router = APIRouter(prefix="/api/v1", dependencies=[Depends(db_session)])
+CSV: dict[int | str, dict[str, Any]] = {200: {"content": {"text/csv": {}}}}
+
+
+def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The ``responses`` of a route that can answer ``statuses`` (besides 422), each with a ``Problem``. A route
+    with a JSON body can answer 400 whatever it does: FastAPI's answer to a body that does not parse."""
+    return {status: {"model": schemas.Problem, "description": HTTPStatus(status).phrase} for status in statuses}
 
 
 def measures() -> list[schemas.Measure]:
@@ -96,9 +121,10 @@ def _csv(rows: list[dict[str, Any]], columns: list[str], filename: str) -> Respo
 
 
 @router.get("/leaderboard", response_model=schemas.Leaderboard,
-            responses={200: {"content": {"text/csv": {}}}, 400: {"model": schemas.Problem}})
+            responses={**CSV, **problems(400)})
 def leaderboard(ctx: WebContext = Depends(context), hours: int = Depends(hours_param),
-                by: str = Query("outflow", description="the measure to rank by (see /meta)"),
+                by: str = Query("outflow", json_schema_extra={"enum": list(LEADERBOARD_KINDS)},
+                                description="the measure to rank by (see /meta)"),
                 q: str = Query("", max_length=100, description="keep IPs whose name or keyword contains this"),
                 limit: int = Query(100, ge=1, le=1000),
                 format: Literal["json", "csv"] = "json") -> Any:
@@ -133,14 +159,14 @@ def _ip_detail(ctx: WebContext, ip_id: int, hours: int) -> dict[str, Any]:
     return detail
 
 
-@router.get("/ips/{ip_id}", response_model=schemas.IpDetail, responses={404: {"model": schemas.Problem}})
-def ip_detail(ip_id: int, ctx: WebContext = Depends(context), hours: int = Depends(hours_param)) -> Any:
+@router.get("/ips/{ip_id}", response_model=schemas.IpDetail, responses=problems(400, 404))
+def ip_detail(ip_id: IpId, ctx: WebContext = Depends(context), hours: int = Depends(hours_param)) -> Any:
     return _ip_detail(ctx, ip_id, hours)
 
 
 @router.get("/ips/{ip_id}/series.csv", response_class=Response,
-            responses={200: {"content": {"text/csv": {}}}, 404: {"model": schemas.Problem}})
-def ip_series_csv(ip_id: int, ctx: WebContext = Depends(context), hours: int = Depends(hours_param)) -> Response:
+            responses={**CSV, **problems(400, 404)})
+def ip_series_csv(ip_id: IpId, ctx: WebContext = Depends(context), hours: int = Depends(hours_param)) -> Response:
     detail = _ip_detail(ctx, ip_id, hours)
     rows = detail["series"]
     columns = list(dict.fromkeys(k for r in rows for k in r)) or ["hour", "inflow", "outflow"]
@@ -148,11 +174,12 @@ def ip_series_csv(ip_id: int, ctx: WebContext = Depends(context), hours: int = D
 
 
 @router.get("/ips/{ip_id}/days", response_model=schemas.IpDays,
-            responses={200: {"content": {"text/csv": {}}}, 400: {"model": schemas.Problem},
-                       404: {"model": schemas.Problem}})
-def ip_days(ip_id: int, ctx: WebContext = Depends(context),
-            days: int = Query(90, ge=1, description="UTC days back, today included; at most RETENTION_DAILY "
-                              "(`max_days` of /meta), reaching before the hourly rows' horizon"),
+            responses={**CSV, **problems(400, 404)})
+def ip_days(ip_id: IpId, ctx: WebContext = Depends(context),
+            days: int = Query(90, ge=1, json_schema_extra=bounded_by("RETENTION_DAILY"),
+                              description="UTC days back, today included; at most RETENTION_DAILY (`max_days` of "
+                                          "/meta), reaching before the hourly rows' horizon; more is refused with "
+                                          "400"),
             format: Literal["json", "csv"] = "json") -> Any:
     try:
         result = ctx.read_side.ip_days(ip_id, days)
@@ -180,7 +207,7 @@ def _letters(ctx: WebContext) -> DeadLetters:
     return ctx.dead_letters
 
 
-@router.get("/deadletters", response_model=list[schemas.DeadLetterOut])
+@router.get("/deadletters", response_model=list[schemas.DeadLetterOut], responses=problems(404))
 def dead_letters(ctx: WebContext = Depends(context), queue: str | None = None) -> Any:
     rows = _letters(ctx).list(queue)
     rows.sort(key=lambda d: d.dead_at or 0, reverse=True)
@@ -188,18 +215,16 @@ def dead_letters(ctx: WebContext = Depends(context), queue: str | None = None) -
 
 
 def _selected(selection: schemas.Selection) -> list[str] | None:
-    if selection.all:
-        return None
-    if not selection.ids:
-        raise HTTPException(400, "name the dead letters (ids) or set all")
-    return selection.ids
+    try:
+        return selection.chosen()
+    except ValueError as e:
+        raise HTTPException(400, str(e)) from None
 
 
 @router.post("/deadletters/requeue", response_model=schemas.Affected,
-             responses={400: {"model": schemas.Problem}, 401: {"model": schemas.Problem},
-                        403: {"model": schemas.Problem}, 409: {"model": schemas.Problem}})
-def requeue(selection: schemas.Selection, request: Request, ctx: WebContext = Depends(context)) -> Any:
-    ctx.auth.require_operator(request)
+             responses=problems(400, 401, 403, 404, 409),
+             dependencies=[Depends(operator)])
+def requeue(selection: schemas.Selection, ctx: WebContext = Depends(context)) -> Any:
     letters, idents = _letters(ctx), _selected(selection)
     if selection.dry_run:
         done = letters.select(idents, selection.queue)
@@ -213,10 +238,9 @@ def requeue(selection: schemas.Selection, request: Request, ctx: WebContext = De
 
 
 @router.post("/deadletters/purge", response_model=schemas.Affected,
-             responses={400: {"model": schemas.Problem}, 401: {"model": schemas.Problem},
-                        403: {"model": schemas.Problem}})
-def purge(selection: schemas.Selection, request: Request, ctx: WebContext = Depends(context)) -> Any:
-    ctx.auth.require_operator(request)
+             responses=problems(400, 401, 403, 404),
+             dependencies=[Depends(operator)])
+def purge(selection: schemas.Selection, ctx: WebContext = Depends(context)) -> Any:
     letters, idents = _letters(ctx), _selected(selection)
     affected = (letters.select(idents, selection.queue) if selection.dry_run
                 else letters.discard(idents, selection.queue))
@@ -224,7 +248,7 @@ def purge(selection: schemas.Selection, request: Request, ctx: WebContext = Depe
             "letters": [d.as_dict() for d in affected]}
 
 
-@router.post("/session", response_model=schemas.SessionOut, responses={403: {"model": schemas.Problem}})
+@router.post("/session", response_model=schemas.SessionOut, responses=problems(400, 403))
 def sign_in(body: schemas.SessionIn, request: Request, ctx: WebContext = Depends(context)) -> Any:
     if not ctx.auth.enabled:
         raise HTTPException(403, "the dashboard is read-only: set DASHBOARD_TOKEN to allow changes")

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from starlette.exceptions import HTTPException
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
+from starlette.routing import Match
 
-from lib.web.api import WebContext, router
+from lib.market.retention import max_window_hours
+from lib.web.api import IpId, WebContext, router
+from lib.web.openapi import document
 
 HERE = Path(__file__).parent
 templates = Jinja2Templates(directory=str(HERE / "templates"))  # autoescapes .html templates
@@ -37,6 +43,22 @@ class SecurityHeaders(BaseHTTPMiddleware):
         return response
 
 
+#: The methods a 405's ``Allow`` may name (CONNECT and TRACE are answered by no route).
+METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+async def method_not_allowed(request: Request, exc: Exception) -> Response:
+    """405 with an ``Allow`` header naming every method some route answers on the path. Starlette names only those
+    of the first route matching the path, while FastAPI makes one route per method (``/api/v1/session``: POST and
+    DELETE); each method is asked of the routes as the router itself would (``matches``)."""
+    assert isinstance(exc, HTTPException)
+    path = {"type": "http", "path": request.scope["path"], "root_path": request.scope.get("root_path", "")}
+    allowed = [method for method in METHODS
+               if any(route.matches({**path, "method": method})[0] is Match.FULL for route in request.app.routes)]
+    return await http_exception_handler(request, HTTPException(405, exc.detail,
+                                                               {**(exc.headers or {}), "Allow": ", ".join(allowed)}))
+
+
 def create_app(ctx: WebContext) -> FastAPI:
     """The application over ``ctx`` (see ``WebContext``)."""
     app = FastAPI(title="animetop", version="1", openapi_url="/api/v1/openapi.json", docs_url=None, redoc_url=None,
@@ -44,7 +66,11 @@ def create_app(ctx: WebContext) -> FastAPI:
                               "operations. Times are Unix seconds or ISO 8601 in DISPLAY_TZ.")
     app.state.context = ctx
     app.add_middleware(SecurityHeaders)
+    app.add_exception_handler(405, method_not_allowed)
     app.include_router(router)
+    # the bounds the server checks (lib.web.api's 400s), from the same functions, into the document
+    bounds = {"RETENTION_WINDOW": max_window_hours(ctx.settings), "RETENTION_DAILY": ctx.read_side.max_days()}
+    app.openapi = partial(document, app, bounds)  # type: ignore[method-assign]  # FastAPI's way to extend it
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
 
     def page(request: Request, name: str, **values: Any) -> HTMLResponse:
@@ -56,7 +82,7 @@ def create_app(ctx: WebContext) -> FastAPI:
         return page(request, "leaderboard")
 
     @app.get("/ip/{ip_id}", response_class=HTMLResponse, include_in_schema=False)
-    def ip_page(request: Request, ip_id: int) -> HTMLResponse:
+    def ip_page(request: Request, ip_id: IpId) -> HTMLResponse:
         return page(request, "ip", ip_id=ip_id)
 
     @app.get("/operations", response_class=HTMLResponse, include_in_schema=False)

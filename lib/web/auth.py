@@ -20,10 +20,19 @@ import secrets
 import time
 
 from fastapi import HTTPException, Request
+from fastapi.security import APIKeyCookie, HTTPBearer
 
 SESSION_COOKIE = "animetop_session"
 CSRF_HEADER = "X-CSRF-Token"
 SESSION_SECONDS = 12 * 3600
+
+#: The two ways to present the operator's credentials, as the OpenAPI document declares them (the routes that
+#: need them depend on these; ``OperatorAuth.require_operator`` checks them).
+operator_token = HTTPBearer(scheme_name="operatorToken", auto_error=False,
+                            description="`Authorization: Bearer <DASHBOARD_TOKEN>` (scripts)")
+operator_session = APIKeyCookie(name=SESSION_COOKIE, scheme_name="operatorSession", auto_error=False,
+                                description="the session cookie POST /api/v1/session sets; a change must also carry "
+                                            f"the session's CSRF token in `{CSRF_HEADER}`")
 
 
 class OperatorAuth:

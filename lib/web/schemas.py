@@ -169,12 +169,28 @@ class DeadLetterOut(BaseModel):
 
 class Selection(BaseModel):
     """Which dead letters an operation takes: the named ones (``ids``), or with ``all`` every one (of ``queue``
-    when given). ``dry_run`` only says what would be affected (the confirmation step)."""
+    when given). ``dry_run`` only says what would be affected (the confirmation step). Naming none is refused
+    (400): the document says so (``anyOf``), and ``chosen`` checks it."""
+
+    # strict: the document says booleans, so 0 or "false" is refused (422), not read as False; ``anyOf``: the
+    # rule of ``chosen``, for the document
+    model_config = ConfigDict(strict=True, json_schema_extra={"anyOf": [
+        {"required": ["ids"], "properties": {"ids": {"type": "array", "minItems": 1}}},
+        {"required": ["all"], "properties": {"all": {"const": True}}},
+    ]})
 
     ids: list[str] | None = None
     queue: str | None = None
     all: bool = False
     dry_run: bool = False
+
+    def chosen(self) -> list[str] | None:
+        """The ids named (None: all); ValueError when the selection names none."""
+        if self.all:
+            return None
+        if not self.ids:
+            raise ValueError("name the dead letters (ids) or set all")
+        return self.ids
 
 
 class Affected(BaseModel):
@@ -185,6 +201,8 @@ class Affected(BaseModel):
 
 
 class SessionIn(BaseModel):
+    model_config = ConfigDict(strict=True)
+
     token: str
 
 

@@ -28,12 +28,13 @@ KEYWORDS = ["鬼滅の刃", "呪術廻戦", "ONE PIECE", "推しの子", "チェ
 
 
 def crawl_items(keyword: str, t: float) -> list[dict]:
-    """What a 5+5-page crawl of the market at ``t`` reports (the crawler's message format)."""
-    on_sale = market.search(keyword, {market.ON_SALE}, t)[:600]
-    sold = market.search(keyword, {market.TRADING, market.SOLD_OUT}, t)[:600]
+    """What a 5+5-page crawl of the market at ``t`` reports (the crawler's message format): the listings the
+    simulator's pages serve (each a few short of 120: the site's hidden listings are on none)."""
+    served = [pair for statuses in ({market.ON_SALE}, {market.TRADING, market.SOLD_OUT}) for page in range(1, 6)
+              for pair in MarketSimulator.page_items(keyword, statuses, page, t)[0]]
     return [{"source_id": item.id, "title": item.name, "price": MarketSimulator.reported_price(item, t),
              "status": "on_sale" if status == market.ON_SALE else "sold", "image_url": "", "item_url": "",
-             "created": item.created, "updated": item.updated_at(t)} for item, status in on_sale + sold]
+             "created": item.created, "updated": item.updated_at(t)} for item, status in served]
 
 
 def end_state(settings) -> dict:

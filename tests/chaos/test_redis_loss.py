@@ -34,6 +34,7 @@ messages, as the crawler would send them, so no Chromium is needed.
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import tempfile
@@ -45,6 +46,7 @@ import pytest
 import redis
 from dramatiq import Message
 
+from lib.app import setup
 from lib.core import keys
 from lib.core.db import database
 from lib.core.embedded_redis import MAX_SOCKET_PATH, EmbeddedRedis
@@ -60,7 +62,9 @@ from lib.scheduling.tick import Scheduler, crawl_message, tick_message
 from lib.standins.simulator import market
 from models import AppliedResult, IpMetadata, IpStatsHourly, ItemSnapshot
 
-from ..helpers import children, cmdline, descendants, free_port, wait_for
+from ..conftest import actors
+from ..helpers import RedisServer, children, cmdline, descendants, free_port, wait_for
+from .state_outage import StateOutageRun
 
 #: Broker keys are prefixed with this (lib.messaging.broker.NAMESPACE).
 NS = "animetop"
@@ -386,3 +390,33 @@ def test_redis_down_at_a_periodic_tick_does_not_restart_the_scheduler(app, proce
         assert worker_tree(p) == trees[p.kind], f"a process of the {p.kind} was restarted"
         log = p.log.read_text(errors="replace")
         assert "exited unexpectedly" not in log and "Unhandled error" not in log, log[-3000:]
+
+
+# == 1c. The state server restarted under the real actors, the periodic ones ticking ===========================
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_a_state_server_restart_costs_no_dead_letter_and_no_error(db, env, tmp_path, start_worker, caplog):
+    """The application-state Redis, a single server, SIGKILLed mid-run and started again after 4 s (longer than
+    the client's own retries): the messages that meet it run again, the periodic ticks are left to the next one,
+    and the run ends with no dead letter, no ERROR line and exactly the end state the results define (the cluster
+    counterpart, a failover, is ``tests/cluster/test_failover.py``)."""
+    caplog.set_level(logging.INFO)
+    server = RedisServer(tmp_path / "state").start()
+    settings = load_settings({**env, "REDIS_URL": server.url})
+    use_settings(settings)
+    broker = setup(settings)
+    try:
+        actors.declare_on(broker)
+        run = StateOutageRun(settings, broker, actors, start_worker, caplog)
+
+        def restart() -> None:
+            server.kill()
+            time.sleep(4)  # the outage under test, not a wait
+            server.start()
+
+        run.run(restart)
+        run.check()
+    finally:
+        broker.close()
+        server.stop()
+        use_settings(None)

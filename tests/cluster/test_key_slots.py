@@ -20,7 +20,7 @@ GROUPS = {
 
 @pytest.mark.parametrize("group", GROUPS)
 def test_keys_used_together_share_a_slot(settings, redis_cluster, group):
-    node = redis_cluster.node(redis_cluster.ports[0])
+    node = redis_cluster.node(redis_cluster.running[0])
     assert len({node.cluster("KEYSLOT", key) for key in GROUPS[group]}) == 1
 
 
@@ -32,9 +32,9 @@ def test_named_keys_keep_their_names():
 
 def test_unrelated_keys_spread_over_every_master(settings, redis_cluster):
     masters = {redis_cluster.master_of(keys.item_state(ip_id, "m1")) for ip_id in range(1, 60)}
-    assert masters == set(redis_cluster.ports)
+    assert masters == set(redis_cluster.masters())
     masters = {redis_cluster.master_of(keys.pool("titles", group)) for group in range(1, 60)}
-    assert masters == set(redis_cluster.ports)
+    assert masters == set(redis_cluster.masters())
 
 
 def test_a_script_across_slots_is_refused(settings, redis_cluster):
@@ -42,7 +42,7 @@ def test_a_script_across_slots_is_refused(settings, redis_cluster):
     scripts on it would catch a layout that broke the rule."""
     client = state_redis(settings)
     a, b = keys.item_state(1, "m1"), keys.item_state(2, "m1")
-    node = redis_cluster.node(redis_cluster.ports[0])
+    node = redis_cluster.node(redis_cluster.running[0])
     assert node.cluster("KEYSLOT", a) != node.cluster("KEYSLOT", b)
     script = "redis.call('SET', KEYS[1], 1); redis.call('SET', KEYS[2], 1)"
     with pytest.raises(RedisClusterException, match="same key slot"):  # redis-py's cluster client refuses it
@@ -55,7 +55,7 @@ def test_a_broker_url_at_a_cluster_node_stops_start_up(env, redis_cluster):
     """BROKER_URL=redis://<a cluster node> passes the URL check; start-up finds the cluster and refuses it."""
     from ..helpers import run_cli
 
-    node = f"redis://127.0.0.1:{redis_cluster.ports[0]}/0"
+    node = f"redis://127.0.0.1:{redis_cluster.running[0]}/0"
     done = run_cli({**env, "BROKER_URL": node}, "status")
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1] == (

@@ -20,18 +20,10 @@ from lib.text_pools.pool import PoolConsumer, PoolEmpty, PoolFiller, load_rows, 
 from models import AppliedResult, IpStatsHourly, Title
 from models.pool import USED
 
+from ..chaos.state_outage import RESULTS, T0, items
 from ..helpers import wait_for
 
-_NOW = time.time()
-T0 = _NOW - _NOW % 3600
 IPS = 12
-RESULTS = 6  # after the baseline
-
-
-def items(n: int) -> list[dict]:
-    """The n-th result of an IP: listings s0..s{n-1} sold, n0..n{n-1} new (never seen before)."""
-    base = [{"source_id": f"s{i}", "status": "sold" if i < n else "on_sale", "price": 1000 + i} for i in range(20)]
-    return base + [{"source_id": f"n{i}", "status": "on_sale", "price": 500} for i in range(n)]
 
 
 @pytest.fixture

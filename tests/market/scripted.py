@@ -190,15 +190,45 @@ def km(durations: list[tuple[float, bool]]) -> list[tuple[float, float]]:
     return curve
 
 
-def expected_window(script: Script, hours: int, now: float, mins: dict) -> dict:
-    created, sold = expected_events(script)
-    rows = expected_hours(script)
+def _starts(now: float, hours: int, detail_from: float | None) -> tuple[float, float, float, float]:
+    """The window's first hour, and (README "Storage and retention") where its per-listing measures start, where
+    its previous window's do, and where coverage starts: a start before the detail horizon moves back to its UTC
+    midnight; coverage starts at the detail horizon at the earliest."""
     since = hour_of(now) - (hours - 1) * H
-    end_hour = hour_of(now) + H
+
+    def cut(t: float) -> float:
+        return t - t % (24 * H) if detail_from is not None and t < detail_from else t
+    return since, cut(since), cut(since - hours * H), since if detail_from is None else max(since, detail_from)
+
+
+def window_durations(script: Script, hours: int, now: float,
+                     detail_from: float | None = None) -> list[tuple[float, bool]]:
+    """Time to sell's (duration, sold) of the listings created in the window, as definition 5 reads them."""
+    created, sold = expected_events(script)
+    _, cohort_since, _, _ = _starts(now, hours, detail_from)
     last_seen: dict[str, float] = {}
     for at, items in script.crawls:
         for it in items:
             last_seen[it["source_id"]] = max(last_seen.get(it["source_id"], 0.0), at)
+    first_sale: dict[str, float] = {}
+    for sid, when, *_ in sorted(sold, key=lambda e: e[1]):
+        first_sale.setdefault(sid, when)
+    durations = []
+    for sid, when in created:
+        if cohort_since <= when <= now:
+            if sid in first_sale and first_sale[sid] <= now:
+                durations.append((first_sale[sid] - when, True))
+            else:
+                durations.append((min(last_seen[sid], now) - when, False))
+    return durations
+
+
+def expected_window(script: Script, hours: int, now: float, mins: dict, detail_from: float | None = None) -> dict:
+    """Definitions 5 and 6; ``detail_from``: the detail horizon (README "Storage and retention")."""
+    created, sold = expected_events(script)
+    rows = expected_hours(script)
+    since, cohort_since, previous_cohort_since, coverage_from = _starts(now, hours, detail_from)
+    end_hour = hour_of(now) + H
     first_sale: dict[str, float] = {}
     for sid, when, *_ in sorted(sold, key=lambda e: e[1]):
         first_sale.setdefault(sid, when)
@@ -213,26 +243,20 @@ def expected_window(script: Script, hours: int, now: float, mins: dict) -> dict:
         value = sum(1 for sid in cohort if sid in first_sale and first_sale[sid] < high) / n if n else None
         return value if n >= mins["created"] else None
 
-    def heat(low, high):
+    def heat(low, high, cohort_low, cohort_high):
         i, o, h = flows(low, high)
         bi, bo, bh = flows(low - 7 * 24 * H, low)
-        st = sell_through(low, high)
+        st = sell_through(cohort_low, cohort_high)
         if bh < 24 or not h or o + bo < 10 or st is None:
             return None
         lift = math.log2((o / h + 1 / 24) / (bo / bh + 1 / 24))
         return round(100 * (0.6 * (max(-2, min(2, lift)) / 4 + 0.5) + 0.4 * st), 1)
 
     inflow, outflow, tracked = flows(since, end_hour)
-    prices = [p for _, when, p, _, _ in sold if when >= since and p is not None]
-    cuts = [(listed, p) for _, when, p, listed, _ in sold if when >= since and p is not None and listed]
+    prices = [p for _, when, p, _, _ in sold if when >= cohort_since and p is not None]
+    cuts = [(listed, p) for _, when, p, listed, _ in sold if when >= cohort_since and p is not None and listed]
     cut_sizes = [(listed - p) / listed for listed, p in cuts if p < listed]
-    durations = []
-    for sid, when in created:
-        if since <= when <= now:
-            if sid in first_sale and first_sale[sid] <= now:
-                durations.append((first_sale[sid] - when, True))
-            else:
-                durations.append((min(last_seen[sid], now) - when, False))
+    durations = window_durations(script, hours, now, detail_from)
     curve = km(durations)
 
     def km_q(q):
@@ -246,19 +270,20 @@ def expected_window(script: Script, hours: int, now: float, mins: dict) -> dict:
     supply = script.search[latest]["on_sale"]["num_found"]
     grown = observed = 0
     in_window = [(at, script.search[n]["sold"]["num_found"]) for n, (at, _) in enumerate(script.crawls)
-                 if since <= at <= now]
+                 if coverage_from <= at <= now]
     for (a, ta), (b, tb) in zip(in_window, in_window[1:]):
         if tb > ta:
             grown += tb - ta
             observed += sum(1 for _, when, *_ in sold if a < when <= b)
     quart = quartiles(prices) if len(prices) >= mins["prices"] else (None, None, None)
-    h_now, h_prev = heat(since, now + 1e-6), heat(since - hours * H, since)
+    h_now = heat(since, now + 1e-6, cohort_since, now + 1e-6)
+    h_prev = heat(since - hours * H, since, previous_cohort_since, cohort_since)
     return {
         "inflow": inflow, "outflow": outflow, "tracked_hours": tracked,
         "liquidity": outflow / inflow if inflow else None,
         "median_price": quart[1], "p25_price": quart[0], "p75_price": quart[2],
         "trimmed_mean_price": statistics.fmean(trimmed) if len(prices) >= mins["prices"] else None,
-        "sell_through": sell_through(since, now + 1e-6),
+        "sell_through": sell_through(cohort_since, now + 1e-6),
         "time_to_sell_median": km_q(0.5) if n_sales >= mins["sales"] else None,
         "time_to_sell_curve": [[t / H, share] for t, share in curve] if n_sales >= mins["sales"] else [],
         "time_to_sell_p25": km_q(0.25) if n_sales >= mins["sales"] else None,

@@ -147,3 +147,42 @@ def test_the_demo_warm_up_raises_no_alert(ip, settings):
     surges = [a.hour_bucket for a in IpAlert.select().where((IpAlert.ip_id == ip.id) & (IpAlert.rule == OUTFLOW_SURGE))
               .order_by(IpAlert.hour_bucket)]
     assert surges == [HOUR0 + timedelta(hours=18), HOUR0 + timedelta(hours=19)]  # 50/h against a median of 12.5
+
+
+def test_many_settled_hours_at_once_each_against_its_own_trailing_hours(ip, settings):
+    """A crawl after a gap settles many hours at once (``evaluate_alerts_many`` reads their rows and prices in one
+    pass): each hour's verdict is the definition on its own trailing 24 tracked hours and its own 7 days of prices,
+    computed here hour by hour."""
+    from lib.market.statistics import evaluate_alerts_many
+
+    span = 24 * 9
+    outflows = {k: (40 if k % 37 == 0 else k % 5) for k in range(span)}  # hours back → outflow
+    prices = {k: [1000 + 400 * (k // 50)] * 10 for k in range(span) if k % 3 == 0}  # steps every 50 hours
+    for k in range(span):
+        hour(ip, k, inflow=20, outflow=outflows[k], prices=prices.get(k, ()))
+    baseline_at = T0 - (span + 1) * H
+    buckets = [HOUR0 - timedelta(hours=k) for k in range(span)]
+    got = {b: {f.rule for f in found}
+           for b, found in evaluate_alerts_many(ip.id, buckets, baseline_at, settings).items()}
+
+    expected = {}
+    for k in range(span):
+        history = span - k  # full tracked hours before hour k back (the baseline's hour is partial)
+        if history < settings.alert_warmup_hours:
+            continue
+        trailing = [outflows[j] for j in range(k + 1, min(k + 24, span - 1) + 1)]
+        fired = set()
+        if outflows[k] >= surge_threshold(trailing, settings):
+            fired.add(OUTFLOW_SURGE)
+        if outflows[k] / 20 >= settings.alert_liquidity_min and outflows[k] >= settings.alert_outflow_min:
+            fired.add(HOT_LIQUIDITY)
+        week = [p for j in range(k + 1, k + 24 * 7 + 1) for p in prices.get(j, [])]
+        now = prices.get(k, [])
+        if len(now) >= settings.alert_price_min_samples and len(week) >= settings.alert_price_min_samples:
+            change = round(statistics.median(now) / statistics.median(week) - 1, 9)
+            if abs(change) >= settings.alert_price_move:
+                fired.add(SOLD_PRICE_MOVE)
+        if fired:
+            expected[HOUR0 - timedelta(hours=k)] = fired
+    assert {rule for rules in expected.values() for rule in rules} == {OUTFLOW_SURGE, HOT_LIQUIDITY, SOLD_PRICE_MOVE}
+    assert got == expected

@@ -41,6 +41,7 @@ def expected_order(scripts, by: str, hours: int) -> list[int]:
     return sorted(ranked, key=lambda ip: (sign * values[ip][KEY.get(by, by)], -values[ip]["outflow"], ip))
 
 
+@pytest.mark.slow_on_mysql  # the fast tier runs ip show on MariaDB and this on SQLite
 @pytest.mark.parametrize("hours", [24, 6])
 def test_leaderboard_order_equals_the_definitions(env, market, hours):
     seen_any = 0
@@ -77,6 +78,7 @@ def test_ip_show_equals_the_definitions(env, market):
     assert table.returncode == 0 and "sell-through" in table.stdout and "HOUR" in table.stdout
 
 
+@pytest.mark.slow_on_mysql
 def test_the_leaderboard_is_served_from_its_cache(env, settings, market):
     r = state_redis(settings)
     side = ReadSide(settings, r)

@@ -29,8 +29,10 @@ def demo_like_run(keyword: str, hours: float, seed: int) -> Script:
     at = T0 + rng.uniform(0, H)
     while at < T0 + hours * H:
         young = market.visible(keyword, at)
-        on_sale = [(x, s) for x, s in young if s == market.ON_SALE][:PAGES * PAGE_SIZE]
-        sold = [(x, s) for x, s in young if s in SOLD][:PAGES * PAGE_SIZE]
+        # the pages' hits, less the listings the site hides from them (a few a page)
+        on_sale = [(x, s) for x, s in [(x, s) for x, s in young if s == market.ON_SALE][:PAGES * PAGE_SIZE]
+                   if not x.hidden]
+        sold = [(x, s) for x, s in [(x, s) for x, s in young if s in SOLD][:PAGES * PAGE_SIZE] if not x.hidden]
         items = [{"source_id": x.id, "title": x.name, "price": MarketSimulator.reported_price(x, at),
                   "status": "on_sale" if s == market.ON_SALE else "sold", "image_url": "", "item_url": "",
                   "created": int(x.created), "updated": int(x.updated_at(at))} for x, s in on_sale + sold]

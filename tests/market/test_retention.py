@@ -34,6 +34,7 @@ from models import (
 )
 
 from .scripted import T0, H, Script, expected_events, expected_hours, expected_window, make_script, quartiles, shifted
+from .test_sighting_runs import runs_by_definition
 from .test_windows import MINIMUMS, close, flatten
 
 DAY = 24 * H
@@ -126,11 +127,15 @@ def test_pruning_keeps_every_window_it_promises(db, small):
     limit = horizon(small, now)
     assert limit <= now - 2 * WINDOW_HOURS * H - 8 * DAY and limit % DAY == 0
     assert pruned_before() == limit
-    # something went: the dormant old market, the long-lived listings' sightings inside a status run, the ledger
+    # something went: the dormant old market (its runs of sightings: the runs of the listings still seen are all
+    # they depend on, kept whole), the ledger
     assert report.dormant_listings == len({it["source_id"] for _, items in old.crawls for it in items})
     assert ListingSighting.select().where((ListingSighting.ip_id == ip_id)
                                           & ListingSighting.source_id.startswith("m4-")).count() == 0
-    assert count(ListingSighting, ip_id) < stored[ListingSighting] - sum(len(i) for _, i in old.crawls)
+    old_runs = {r for r in runs_by_definition(history) if r[0].startswith("m4-")}
+    assert stored[ListingSighting] == len(runs_by_definition(history))
+    assert count(ListingSighting, ip_id) == stored[ListingSighting] - len(old_runs)
+    assert report.sightings == len(old_runs)
     assert count(AppliedResult, ip_id) < stored[AppliedResult]
     assert count(CrawlSearchTotal, ip_id) < stored[CrawlSearchTotal]
     if not is_mysql():
@@ -248,4 +253,4 @@ def test_prune_storage_is_a_periodic_actor_that_prunes(db, settings, stub_broker
     assert pruned_before() == horizon(get_settings(), time.time()) or pruned_before() == horizon(
         get_settings(), time.time() - 120)  # the pass may have started just before midnight UTC
     assert count(ListingSighting, gone) == 0 and count(ListingEvent, gone) == 0
-    assert count(ListingSighting, kept) == sum(len(items) for _, items in script.crawls)
+    assert count(ListingSighting, kept) == len(runs_by_definition(script))

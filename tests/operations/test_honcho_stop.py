@@ -29,7 +29,6 @@ from lib.messaging.purge import purge_rabbitmq_queues
 from lib.messaging.queues import CRAWL
 from lib.scheduling.catalogue import Catalogue
 from lib.scheduling.schedule import InFlight, ScheduleStore
-from lib.standins.simulator import MarketSimulator
 from models import AppliedResult
 
 from ..conftest import RABBITMQ_URL, need_rabbitmq
@@ -40,13 +39,6 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).parent.parent.parent
 #: honcho 2.0's fixed wait between its SIGTERM and its SIGKILL (honcho.manager.KILL_WAIT).
 HONCHO_KILL_WAIT = 5
-
-
-@pytest.fixture
-def sim():
-    server = MarketSimulator(speed=0).start()
-    yield server
-    server.stop()
 
 
 def _applied() -> list[str]:

@@ -8,6 +8,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
+import dramatiq
 import pytest
 
 from lib.core.clock import FrozenClock
@@ -19,6 +20,7 @@ from lib.web.app import create_app
 from lib.web.auth import OperatorAuth
 from lib.web.server import BackgroundServer, status
 
+from ..helpers import wait_for
 from ..test_alerts_and_read_side import T0, seed_results
 
 TOKEN = "operator-token-for-tests-0123456789"
@@ -37,8 +39,11 @@ class Reply:
 
 def call(url: str, method: str = "GET", body: Any = None, headers: dict[str, str] | None = None) -> Reply:
     data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, method=method, headers={
-        **({"Content-Type": "application/json"} if data is not None else {}), **(headers or {})})
+    return call_request(urllib.request.Request(url, data=data, method=method, headers={
+        **({"Content-Type": "application/json"} if data is not None else {}), **(headers or {})}))
+
+
+def call_request(request: urllib.request.Request) -> Reply:
     try:
         with urllib.request.urlopen(request, timeout=15) as response:
             reply = Reply(response.status, dict(response.headers), response.read())
@@ -57,6 +62,7 @@ class Dashboard:
     ips: list
     clock: FrozenClock
     letters: DeadLetters
+    token: str | None
 
 
 def start_dashboard(settings, broker, token: str | None, clock: FrozenClock) -> tuple[BackgroundServer, DeadLetters]:
@@ -74,5 +80,19 @@ def dashboard(request, db, settings, broker):
     clock = FrozenClock(T0 + 120)
     ips, _ = seed_results(settings, clock)
     server, letters = start_dashboard(settings, broker, request.param, clock)
-    yield Dashboard(server.url, ips, clock, letters)
+    yield Dashboard(server.url, ips, clock, letters, request.param)
     server.stop()
+
+
+@pytest.fixture
+def dead(dashboard, broker, start_worker) -> list[str]:
+    """Three dead letters on the queue "work", put there by a real worker (still running: a requeued one fails
+    and is dead-lettered again)."""
+    @dramatiq.actor(broker=broker, queue_name="work", max_retries=0)
+    def doomed(n: int) -> None:
+        raise RuntimeError(f"doomed {n}")
+
+    sent = [doomed.send(n) for n in range(3)]
+    start_worker(broker)
+    wait_for(lambda: len(dashboard.letters.list("work")) == 3, what="three dead letters")
+    return [m.message_id for m in sent]

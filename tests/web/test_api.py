@@ -5,19 +5,20 @@ from __future__ import annotations
 
 import csv
 import io
+import urllib.request
 from collections import defaultdict
 from datetime import timedelta
 from urllib.parse import quote
 
-import dramatiq
 import jsonschema
-import pytest
 
-from lib.core.clock import naive_utc
+from lib.core.clock import FrozenClock, naive_utc
+from lib.core.settings import load_settings
 from models import IpMetadata, IpStatsHourly, ItemSnapshot
 
 from ..helpers import wait_for
-from .conftest import TOKEN, call
+from ..test_alerts_and_read_side import T0, seed_results
+from .conftest import TOKEN, call, call_request, start_dashboard
 
 H = 3600
 
@@ -63,8 +64,69 @@ def test_every_read_endpoint_matches_its_openapi_document(dashboard):
         assert reply.headers["content-type"].startswith("application/json"), url
         check_against_openapi(doc, path, "get", reply)
     assert call(dashboard.url + "/api/v1/ips/999999").status == 404
+    assert call(dashboard.url + "/api/v1/ips/389458025881176113152").status == 422  # no IP has it: no query
     assert call(dashboard.url + "/api/v1/leaderboard?by=nope").status == 400
     assert call(dashboard.url + "/api/v1/leaderboard?hours=0").status == 422
+
+
+#: The measures a leaderboard ranks by (README "Market measures").
+MEASURES = {"heat", "momentum", "outflow", "inflow", "liquidity", "sell_through", "median_price", "time_to_sell"}
+
+
+def test_the_document_states_the_bounds_the_server_enforces(db, env, broker):
+    """The longest window and day series are settings: the document of an application built with other values
+    than the defaults states those, and the server answers up to them and refuses (400) just past them."""
+    settings = load_settings({**env, "RETENTION_WINDOW": "30d", "RETENTION_DAILY": "400d"})
+    clock = FrozenClock(T0 + 120)
+    ips, _ = seed_results(settings, clock)
+    server, _ = start_dashboard(settings, broker, None, clock)
+    try:
+        url, ip = f"{server.url}/api/v1", ips[0].id
+        doc = call(f"{url}/openapi.json").json()
+
+        def schema(path: str, name: str) -> dict:
+            return next(p["schema"] for p in doc["paths"][f"/api/v1{path}"]["get"]["parameters"] if p["name"] == name)
+
+        for path in ("/leaderboard", "/ips/{ip_id}", "/ips/{ip_id}/series.csv"):
+            assert (schema(path, "hours")["minimum"], schema(path, "hours")["maximum"]) == (1, 30 * 24), path
+        assert (schema("/ips/{ip_id}/days", "days")["minimum"], schema("/ips/{ip_id}/days", "days")["maximum"]) == \
+            (1, 400)
+        assert set(schema("/leaderboard", "by")["enum"]) == MEASURES
+        for path in ("/ips/{ip_id}", "/ips/{ip_id}/series.csv", "/ips/{ip_id}/days"):
+            assert (schema(path, "ip_id")["minimum"], schema(path, "ip_id")["maximum"]) == (1, 2**31 - 1), path
+        for query, status in [("hours=720", 200), ("hours=721", 400)]:
+            for path in (f"/leaderboard?{query}", f"/ips/{ip}?{query}", f"/ips/{ip}/series.csv?{query}"):
+                assert call(url + path).status == status, path
+        assert [call(f"{url}/ips/{ip}/days?days={n}").status for n in (400, 401)] == [200, 400]
+        assert {by for by in MEASURES if call(f"{url}/leaderboard?by={by}").status == 200} == MEASURES
+        # an id no IP can have (the id column is a signed 32-bit integer on MariaDB) is refused before any query
+        for big in (2**31, 2**63, 389458025881176113152):
+            assert call(f"{url}/ips/{big}").status == 422, big
+        assert call(f"{url}/ips/{2**31 - 1}").status == 404
+    finally:
+        server.stop()
+
+
+def test_405_names_every_method_of_the_path(dashboard):
+    """``Allow`` lists the methods the document lists for the path, also where a path has one route per
+    method."""
+    doc = openapi(dashboard)
+    for path, method in [("/api/v1/session", "OPTIONS"), ("/api/v1/session", "GET"), ("/api/v1/meta", "POST"),
+                         ("/api/v1/deadletters/purge", "PUT")]:
+        reply = call(dashboard.url + path, method)
+        assert reply.status == 405, (path, method)
+        assert sorted(reply.headers["allow"].split(", ")) == sorted(m.upper() for m in doc["paths"][path]), \
+            (path, method)
+
+
+def test_a_body_that_does_not_parse_gets_a_documented_answer(dashboard):
+    doc = openapi(dashboard)
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"}
+    for path in ("/api/v1/session", "/api/v1/deadletters/requeue", "/api/v1/deadletters/purge"):
+        request = urllib.request.Request(dashboard.url + path, data=b"\xff{not json", method="POST", headers=headers)
+        reply = call_request(request)
+        assert reply.status in (400, 403), (path, reply.status)  # 403: read-only refuses before reading the body
+        check_against_openapi(doc, path, "post", reply)
 
 
 def test_leaderboard_numbers_order_filter_and_sparkline(dashboard):
@@ -151,19 +213,6 @@ def test_responses_carry_strict_security_headers(dashboard):
         assert "script-src 'self'" in headers["content-security-policy"], path
         assert headers["x-content-type-options"] == "nosniff"
         assert headers["x-frame-options"] == "DENY"
-
-
-@pytest.fixture
-def dead(dashboard, broker, start_worker):
-    """Three dead letters on the queue "work", put there by a real worker."""
-    @dramatiq.actor(broker=broker, queue_name="work", max_retries=0)
-    def doomed(n: int) -> None:
-        raise RuntimeError(f"doomed {n}")
-
-    sent = [doomed.send(n) for n in range(3)]
-    start_worker(broker)
-    wait_for(lambda: len(dashboard.letters.list("work")) == 3, what="three dead letters")
-    return [m.message_id for m in sent]
 
 
 def signed_in(dashboard) -> tuple[dict[str, str], str]:

@@ -9,6 +9,8 @@ import time
 
 from dramatiq import Middleware
 
+from lib.messaging.middleware.retries import LEFT_TO_NEXT_TICK
+
 logger = logging.getLogger("animetop.events")
 
 #: Message arguments worth a field in the event line.
@@ -28,7 +30,8 @@ def _fields(broker, message) -> str:
 
 
 class EventLog(Middleware):
-    """``event=message actor=… queue=… id=… task_id=… ip_id=… outcome=ok|retry|failed|skipped duration_ms=…``"""
+    """``event=message actor=… queue=… id=… task_id=… ip_id=… outcome=ok|retry|failed|skipped|next_tick
+    duration_ms=…`` (``next_tick``: a periodic message that met the state unavailable, left to the next tick)."""
 
     def __init__(self) -> None:
         self._started: dict[str, float] = {}
@@ -51,7 +54,9 @@ class EventLog(Middleware):
         if exception is None:
             self._log(broker, message, "ok")
         else:
-            self._log(broker, message, "failed" if message.failed else "retry", exception)
+            outcome = ("failed" if message.failed else "next_tick" if message.options.get(LEFT_TO_NEXT_TICK)
+                       else "retry")
+            self._log(broker, message, outcome, exception)
 
     def after_skip_message(self, broker, message):
         self._log(broker, message, "skipped")

@@ -19,12 +19,12 @@ import threading
 from collections.abc import Callable
 
 import redis
-import redis.exceptions
 from dramatiq import Middleware
 from dramatiq.middleware import SkipMessage
 
 from lib.core import keys
 from lib.core.errors import LockBusy, StateUnavailable, key_of
+from lib.core.state_errors import STATE_ERRORS, ride_out
 from lib.messaging.middleware.leases import LeaseKeeper
 
 logger = logging.getLogger(__name__)
@@ -69,8 +69,8 @@ class Idempotency(Middleware):
         done_key = keys.idempotency(actor.actor_name, key)
         try:
             self._claim(message, key, done_key)
-        except redis.exceptions.RedisError as e:
-            raise StateUnavailable(f"idempotency check failed: {e}") from None
+        except STATE_ERRORS as e:  # a MiddlewareError, so Dramatiq does not run the message unguarded
+            raise StateUnavailable(f"idempotency check failed: {e}") from e
 
     def _claim(self, message, key: str, done_key: str) -> None:
         client = self.redis_client()
@@ -80,8 +80,13 @@ class Idempotency(Middleware):
                             thread_local=False)
         if not self.keeper.acquire(client, claim):  # a dead holder's claim is taken over at once
             raise LockBusy(f"idempotency claim {key}")
-        if client.exists(done_key):  # the other copy finished between our two checks
-            claim.release()
+        try:
+            done = client.exists(done_key)  # the other copy may have finished between our two checks
+        except BaseException:
+            self.keeper.release(claim)
+            raise
+        if done:
+            self.keeper.release(claim)
             self._skip(message, key)
         self.keeper.hold(claim)
         with self._mutex:
@@ -103,8 +108,16 @@ class Idempotency(Middleware):
         if exception is None:
             actor = broker.get_actor(message.actor_name)
             ttl_ms = actor.options.get("idempotency_ttl", self.ttl_ms)
-            # Marked before the claim is released, so a waiting copy always sees it.
-            self.redis_client().set(done_key, DONE, px=int(ttl_ms))
+            # Marked before the claim is released, so a waiting copy always sees it. The effect is applied and the
+            # message will be acked: an outage is waited out here for up to half the claim's lease (the claim is
+            # still ours meanwhile); a longer one leaves the key unmarked (a copy delivered again would run again,
+            # which the actors' own ledgers make harmless).
+            try:
+                ride_out(lambda: self.redis_client().set(done_key, DONE, px=int(ttl_ms)),
+                         patience=self.claim_ttl_ms / 2000)
+            except STATE_ERRORS as e:
+                logger.warning("message %s (%s) succeeded but could not be marked done: %s", message.message_id,
+                               message.actor_name, e)
         self.keeper.release(lock)
 
     def after_skip_message(self, broker, message):

@@ -5,6 +5,11 @@ worker mid-run. Instead every held lock is registered here and one daemon
 thread per process re-arms it to its full timeout every third of it; a
 worker that dies stops extending, so its locks lapse within one TTL.
 
+A lock this very process took and could not release (the state was unavailable at that moment) is not left to
+lapse by its TTL either: the process knows the tokens of the locks it holds, and a lock carrying its holder name
+with a token it no longer holds is taken over at once; otherwise the message that runs again after the outage
+would wait the whole lease for a lock nobody holds.
+
 A lock can also be taken over at once from a holder that is gone. Each lock's token names its holder (host,
 pid and a random part), and the holder keeps a short-lived key of its own alive (``HOLDER_TTL``) while it
 holds leases. A message redelivered after its worker was SIGKILLed finds the lock held by a holder whose key
@@ -46,6 +51,8 @@ class LeaseKeeper:
         self.redis_client = redis_client
         self.tick = tick
         self._held: dict[int, tuple[Lock, float]] = {}
+        #: The token of every lock this process acquired and has not released (by the lock object's id).
+        self._tokens: dict[int, str] = {}
         self._mutex = threading.Lock()
         self._thread: threading.Thread | None = None
         self._holder: tuple[int, str] | None = None
@@ -70,17 +77,52 @@ class LeaseKeeper:
         """Take ``lock`` (not blocking) with a token naming this holder; if a holder that is gone has it, free it
         and take it. False when a live holder has it."""
         self._announce(client)
-        if lock.acquire(token=f"{self.holder}/{uuid.uuid4().hex}"):
+        if self._acquire(lock):
             return True
         current = client.get(lock.name)
         token = current.decode(errors="replace") if isinstance(current, bytes) else (current or "")
         holder, named, _ = token.partition("/")
         # a token that names no holder (taken by something else than a LeaseKeeper) is never presumed dead
-        if not named or holder == self.holder or client.exists(keys.lease_holder(holder)):
+        if not named:
             return False
+        if holder == self.holder:
+            with self._mutex:
+                if token in self._tokens.values():  # held by a run of this process
+                    return False
+            why = "a release that failed here left it"
+        elif client.exists(keys.lease_holder(holder)):
+            return False
+        else:
+            why = f"its holder {holder} is gone"
         if client.eval(_DELETE_IF_TOKEN, 1, lock.name, current):
-            logger.info("lock %s: its holder %s is gone; taking it over", lock.name, holder)
-        return bool(lock.acquire(token=f"{self.holder}/{uuid.uuid4().hex}"))
+            logger.info("lock %s: %s; taking it over", lock.name, why)
+        return self._acquire(lock)
+
+    def _acquire(self, lock: Lock) -> bool:
+        token = f"{self.holder}/{uuid.uuid4().hex}"
+        with self._mutex:  # recorded first, so no other thread of this process takes it for an orphan
+            self._tokens[id(lock)] = token
+        try:
+            if lock.acquire(token=token):
+                return True
+        except BaseException:
+            self._forget(lock)
+            raise
+        self._forget(lock)
+        return False
+
+    def _take_back(self, lock: Lock) -> bool:
+        """Set a held lock that has vanished from Redis again, with its token; False if another holder has it."""
+        with self._mutex:
+            token = self._tokens.get(id(lock))
+        try:
+            return token is not None and bool(lock.acquire(token=token))
+        except RedisError:
+            return False
+
+    def _forget(self, lock: Lock) -> None:
+        with self._mutex:
+            self._tokens.pop(id(lock), None)
 
     def hold(self, lock: Lock) -> None:
         with self._mutex:
@@ -93,6 +135,8 @@ class LeaseKeeper:
         """Stop extending and release; False if the lock had already been lost."""
         with self._mutex:
             self._held.pop(id(lock), None)
+            # forgotten even if the release fails: the lock left in Redis is then taken over by the next run
+            self._tokens.pop(id(lock), None)
         try:
             lock.release()
             return True
@@ -100,7 +144,8 @@ class LeaseKeeper:
             logger.warning("lock %s had expired or was taken before release", lock.name)
             return False
         except (LockError, RedisError) as e:
-            logger.warning("could not release lock %s: %s (it lapses by its TTL)", lock.name, e)
+            logger.warning("could not release lock %s: %s (taken over by the next run here, else it lapses by its TTL)",
+                           lock.name, e)
             return False
 
     def _run(self) -> None:
@@ -119,10 +164,15 @@ class LeaseKeeper:
                 try:
                     lock.reacquire()
                 except LockNotOwnedError:
-                    logger.error("lock %s was lost while its holder still runs", lock.name)
-                    with self._mutex:
-                        self._held.pop(key, None)
-                    continue
+                    if self._take_back(lock):
+                        # a Redis Cluster failover loses what was not yet replicated, a wipe loses everything
+                        logger.warning("lock %s had vanished from the state while its holder still runs (a failover "
+                                       "or a wipe): taken back", lock.name)
+                    else:
+                        logger.error("lock %s was lost while its holder still runs", lock.name)
+                        with self._mutex:
+                            self._held.pop(key, None)
+                        continue
                 except RedisError as e:
                     logger.warning("could not extend lock %s: %s; will try again", lock.name, e)
                     continue

@@ -7,12 +7,12 @@ import threading
 from collections.abc import Callable
 
 import redis
-import redis.exceptions
 from dramatiq import Middleware
 from dramatiq.middleware import SkipMessage
 
 from lib.core import keys
 from lib.core.errors import LockBusy, StateUnavailable, key_of
+from lib.core.state_errors import STATE_ERRORS
 from lib.messaging.middleware.leases import LeaseKeeper
 
 logger = logging.getLogger(__name__)
@@ -47,8 +47,8 @@ class Locks(Middleware):
             keys.lock(name), timeout=ttl_ms / 1000, blocking=False, thread_local=False)
         try:
             acquired = self.keeper.acquire(self.redis_client(), lock)  # a dead holder's lock is taken over
-        except redis.exceptions.RedisError as e:
-            raise StateUnavailable(f"could not take lock {name!r}: {e}") from None
+        except STATE_ERRORS as e:  # a MiddlewareError, so Dramatiq does not run the message unguarded
+            raise StateUnavailable(f"could not take lock {name!r}: {e}") from e
         if not acquired:
             if actor.options.get("on_lock_busy", "retry") == "skip":
                 logger.info("lock %r busy: skipping message %s", name, message.message_id)

@@ -13,6 +13,14 @@ listing relisted. A listing still on sale ``HORIZON`` after its creation is with
 search). Every listing's story is over by then (sold out, relisted, or never sold), and which listings sell is
 dealt out per block of ``BLOCK`` listings in fixed numbers, so the sold listings older than the horizon (the
 archive) are counted without generating them.
+
+Like the real site, a search page is filled from 120 search hits (its
+positions in the search) and then drops the listings the site
+filters out of search pages (``hidden``: about one listing in ``HIDDEN_ONE_IN``, drawn from its own seed, so
+the same listings whatever the time or the page): a page with a next page holds a few listings short of 120
+(recorded answers of the real API: 116 to 119), and ``numFound`` still counts them. A hidden listing is never
+served, on any page of either search, at any time: it is not in the pages' truth (the simulator's
+``page_items``), and a crawl that reads every page misses nothing it could have seen.
 """
 
 from __future__ import annotations
@@ -48,6 +56,7 @@ class Listing:
     sold_at: float | None      # on sale until then, then trading
     sold_out_at: float | None  # trading until then, then sold out
     relisted_at: float | None  # sold → on sale again
+    hidden: bool = False       # filtered out of every search page (counted in numFound)
 
     def status_at(self, t: float) -> str | None:
         if t < self.created:
@@ -78,8 +87,18 @@ SOLD_FATE, RELISTED_FATE, UNSOLD_FATE = "sold", "relisted", "unsold"
 SALE_MAX, TRADE_MAX, RELIST_MAX = 48 * HOUR, 24 * HOUR, 5 * HOUR
 
 
-def _seed(keyword: str, n: int) -> int:
-    return int.from_bytes(hashlib.blake2b(f"{keyword}\x00{n}".encode(), digest_size=8).digest(), "big")
+def _seed(keyword: str, n: int, salt: str = "") -> int:
+    return int.from_bytes(hashlib.blake2b(f"{keyword}\x00{n}{salt}".encode(), digest_size=8).digest(), "big")
+
+
+#: One listing in this many is hidden from the search pages (about 2 of a page's 120 hits; its own seed: the
+#: listings' other draws are as they were).
+HIDDEN_ONE_IN = 60
+
+
+def hidden(keyword: str, n: int) -> bool:
+    """Whether the site filters listing ``n`` out of its search pages."""
+    return _seed(keyword, n, "\x00hidden") % HIDDEN_ONE_IN == 0
 
 
 #: Keywords starting with this have no listings at all (the "no results" page).
@@ -129,7 +148,8 @@ def listing(keyword: str, n: int) -> Listing:
     name = f"{keyword} {_NOUNS[rng.randrange(len(_NOUNS))]} {n % 1000:03d}"
     if price0 is not None and not change and rng.random() < 0.01:  # drawn last: the other listings stay as they were
         price0 = price1 = PLACEHOLDER_PRICE
-    return Listing(ident, shops, name, created, price0, price_change_at, price1, sold_at, sold_out_at, relisted_at)
+    return Listing(ident, shops, name, created, price0, price_change_at, price1, sold_at, sold_out_at, relisted_at,
+                   hidden(keyword, n))
 
 
 _NOUNS = ["フィギュア", "アクリルスタンド", "缶バッジ", "ぬいぐるみ", "キーホルダー", "タペストリー", "色紙",

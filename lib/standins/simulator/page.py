@@ -11,6 +11,8 @@ lean on that the real site lacks):
 - skeleton cells (no link) stand in until the data arrives, and stay there when the API answers nothing;
 - the list is virtual (about 20 cells live in the DOM at a time) and lazy: only the first part of a page's
   items renders until a sentinel near the bottom of the list scrolls into view;
+- a page holds the API's items, a few short of 120 while it has a next page (the site drops the listings it
+  filters: lib/standins/simulator/market.py);
 - ``a[data-testid="pagination-next-button"]`` exists only when there is a next page;
 - the no-results text is in the raw HTML, inside a ``<template>``, shown only when there are no results.
 The markup follows the real site's test ids (lib/crawling/selectors.py).
@@ -144,7 +146,9 @@ SEARCH_PAGE = r"""<!DOCTYPE html>
         }
         return;  // anything else (a soft block): the skeletons stay
       }
-      shown = Math.min(items.length, FIRST_BATCH);
+      // a page cut short (mode ``cut_short``) stops rendering after ``config.cut`` items: its lazy load never comes
+      const limit = config.cut ? Math.min(items.length, config.cut) : items.length;
+      shown = Math.min(limit, FIRST_BATCH);
       layout();
       render();
       pagination(meta);
@@ -155,10 +159,10 @@ SEARCH_PAGE = r"""<!DOCTYPE html>
         requestAnimationFrame(() => { queued = false; render(); });
       });
       const observer = new IntersectionObserver(entries => {
-        if (!entries.some(e => e.isIntersecting) || loading || shown >= items.length) return;
+        if (!entries.some(e => e.isIntersecting) || loading || shown >= limit) return;
         loading = true;
         setTimeout(() => {
-          shown = items.length;
+          shown = limit;
           layout();
           render();
           loading = false;

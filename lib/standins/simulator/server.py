@@ -4,7 +4,8 @@
     POST /v2/entities:search            the JSON API the page's script calls (refused, 401, without the page's
                                         DPoP proof and X-Platform headers)
     GET  /_truth?keyword=…&status=…&page=N   ground truth of that page at the simulator's current time
-    POST /_control  {"mode": "403|429|challenge|captcha|soft_block|slow|malformed|priceless_cells|scrim|normal",
+    POST /_control  {"mode": "403|429|challenge|captcha|soft_block|slow|malformed|priceless_cells|scrim|cut_short|
+                              normal",
                      "count": N (search pages the mode lasts; default: until changed), "delay_ms": …,
                      "retry_after": seconds a 429 asks for, "time": T, "speed": S}
     GET  /_control  the current switches and counters
@@ -31,7 +32,11 @@ API_STATUS = {market.ON_SALE: "ITEM_STATUS_ON_SALE", market.TRADING: "ITEM_STATU
               market.SOLD_OUT: "ITEM_STATUS_SOLD_OUT"}
 #: What a search page's API answer says when a listing has no price (besides the placeholder price).
 NO_PRICE_FLAG = "isNoPrice"
-MODES = {"normal", "403", "429", "challenge", "captcha", "soft_block", "slow", "malformed", "priceless_cells", "scrim"}
+MODES = {"normal", "403", "429", "challenge", "captcha", "soft_block", "slow", "malformed", "priceless_cells", "scrim",
+         "cut_short"}
+#: Mode ``cut_short``: the page stops rendering after this many listings (its lazy load never comes), while its
+#: API answer, and its next-page control, are whole: a page really cut short, which the DOM path must notice.
+CUT_SHORT_AT = 40
 
 
 class SimClock:
@@ -86,14 +91,17 @@ class MarketSimulator(LocalHttpServer):
             return mode
 
     # -- the data ----------------------------------------------------------------
-    def page_items(self, keyword: str, statuses: set[str], page: int, t: float) -> tuple[list, int]:
-        """A page's listings and the search's total (the archive of old sold listings after the young ones)."""
+    @staticmethod
+    def page_items(keyword: str, statuses: set[str], page: int, t: float) -> tuple[list, int]:
+        """A page's listings and the search's total (the archive of old sold listings after the young ones).
+        Page n holds the search's hits n·120 − 119 to n·120 less the hidden ones (``market.hidden``): a few
+        short of 120 while it has a next page, as on the real site; the total counts the hidden ones too."""
         found = market.search(keyword, statuses, t)
         start = (page - 1) * PAGE_SIZE
         items = found[start:start + PAGE_SIZE]
         if len(items) < PAGE_SIZE and market.SOLD_OUT in statuses:
             items += market.archive(keyword, t, max(0, start - len(found)), PAGE_SIZE - len(items))
-        return items, len(found) + market.archived_sold(keyword, statuses, t)
+        return [pair for pair in items if not pair[0].hidden], len(found) + market.archived_sold(keyword, statuses, t)
 
     @staticmethod
     def api_item(item: market.Listing, status: str, t: float) -> dict:
@@ -190,7 +198,8 @@ class MarketSimulator(LocalHttpServer):
                     headers = {"Retry-After": str(sim.retry_after)} if mode == "429" else {}
                     return self._send(status, body, headers=headers)
                 config = json.dumps({"api": API_PATH + "?mode=" + mode, "malformed": mode == "malformed",
-                                     "priceless": mode == "priceless_cells"})
+                                     "priceless": mode == "priceless_cells",
+                                     "cut": CUT_SHORT_AT if mode == "cut_short" else 0})
                 page = SEARCH_PAGE % {"keyword": _html(query.get("keyword", "")),
                                       "config": config.replace("<", "\\u003c"),
                                       "scrim": SCRIM if mode == "scrim" else ""}

@@ -1,0 +1,301 @@
+"""The read side's precomputed rows (README "Market data"): each IP's measures over each precomputed window (24 h,
+168 h, 720 h and LEADERBOARD_PRECOMPUTE), one row per (IP, window) in ``ip_window_measures``, kept current as
+results land and as hours settle, so a leaderboard reads one row per IP and the database sorts them.
+
+A row is computed by the one computation of the measures (``lib.market.windows.window_measures``, restricted to
+the IPs recomputed) and of the sparklines (``lib.market.series.outflow_sparklines``). Within an hour a window's
+measures change only when facts change, and every result marks the windows it touches pending
+(``IpWindowPending``) in its own transaction. At an hour boundary the window slides: its ranges (the window,
+the previous window, their heat baselines, the recent outflow) each gain an hour and lose one, so a row changes
+only for an IP with facts in an hour leaving a range (``crossing_hours``); every fact's hour has an hourly row,
+so those IPs are the ones with an hourly row there. The maintenance pass (``update``) rolls each window to the
+current hour by marking those IPs pending (``StorageMark`` ``window_rows_<H>h``: the hour the rows are rolled
+to), then recomputes the pending rows, dropping their marks in the same transaction.
+
+Reads are exact without waiting for the pass: the rows of IPs that are pending, or would be marked by the roll
+not yet done, are computed on the spot (``stale_ips``), like the per-day series' pending days.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+import peewee
+
+from lib.core.clock import naive_utc, to_timestamp
+from lib.core.db import is_mysql, on_conflict_update, write_transaction
+from lib.core.settings import get_settings
+from lib.market.retention import detail_horizon, window_reach
+from lib.market.series import outflow_sparklines, shift_sparkline
+from lib.market.statistics import hour_bucket, tuples
+from lib.market.windows import BASELINE, RECENT_HOURS, window_measures
+from models import CrawlSearchTotal, IpMetadata, IpStatsHourly, IpWindowMeasures, IpWindowPending, StorageMark
+
+logger = logging.getLogger(__name__)
+
+HOUR = timedelta(hours=1)
+#: The windows kept as rows whatever LEADERBOARD_PRECOMPUTE says: the dashboard's 1, 7 and 30 days.
+STANDARD_WINDOWS = (24, 168, 720)
+#: IPs recomputed per transaction (a SQLite write transaction holds off the results meanwhile).
+CHUNK = 200
+#: Hours a window's rows may lag the clock and still be read (the hours since computed on the spot); further
+#: behind (the maintenance pass stopped), a read computes the whole window as if there were no rows.
+MAX_LAG_HOURS = 3
+#: The typed columns a leaderboard sorts by, by ranking (``lib.market.read_side.LEADERBOARD_KINDS``).
+SORT_COLUMNS = ("heat", "momentum", "outflow", "inflow", "liquidity", "sell_through", "median_price", "time_to_sell")
+
+
+def _detail(now: float) -> float:
+    """The detail horizon at ``now`` (long windows read the pruned listings' daily summaries before it)."""
+    return detail_horizon(get_settings(), now)
+
+
+def precomputed_windows(windows: Iterable[int]) -> tuple[int, ...]:
+    """The windows kept as rows: the standard ones and ``windows`` (LEADERBOARD_PRECOMPUTE)."""
+    return tuple(sorted(set(STANDARD_WINDOWS) | set(windows)))
+
+
+def row_measures(m: dict[str, Any]) -> dict[str, Any]:
+    """A leaderboard row's measures (its values and the counts behind them), in the row's order."""
+    tts = m["time_to_sell_hours"]["median"]
+    return {"heat": m["heat"]["value"], "heat_n": m["heat"]["n"], "momentum": m["momentum"]["value"],
+            "inflow": m["inflow"]["value"], "outflow": m["outflow"]["value"], "tracked_hours": m["outflow"]["n"],
+            "liquidity": m["liquidity"]["value"],
+            "sell_through": m["sell_through"]["value"], "sell_through_n": m["sell_through"]["n"],
+            "median_price": m["median_price"]["value"], "median_price_n": m["median_price"]["n"],
+            "time_to_sell": tts["value"], "time_to_sell_n": tts["n"],
+            "supply": m["supply"]["value"], "coverage": m["coverage"]["value"]}
+
+
+def crossing_hours(hours: int, bucket: datetime) -> list[datetime]:
+    """The hours whose facts move between a window's ranges when its current hour passes from ``bucket`` to the
+    next (``lib.market.windows._ranges``): each range's first hour leaves it (the window's enters the previous
+    window and the baseline; the previous window's enters its baseline). The hour entering the window is new:
+    facts there came with a result, which marked its IP pending."""
+    since, previous = bucket - (hours - 1) * HOUR, bucket - (2 * hours - 1) * HOUR
+    return sorted({since, previous, since - BASELINE, previous - BASELINE, bucket - (RECENT_HOURS - 1) * HOUR})
+
+
+def crossing_ips(hours: int, first: datetime, last: datetime, ip_id: int | None = None) -> set[int]:
+    """The IPs (or only ``ip_id``) whose rows change as the window's current hour moves from ``first`` to
+    ``last``."""
+    buckets: set[datetime] = set()
+    at = first
+    while at < last:
+        buckets.update(crossing_hours(hours, at))
+        at += HOUR
+    if not buckets:
+        return set()
+    query = IpStatsHourly.select(IpStatsHourly.ip_id).distinct().where(IpStatsHourly.hour_bucket.in_(sorted(buckets)))
+    if ip_id is not None:
+        query = query.where(IpStatsHourly.ip_id == ip_id)
+    return {i for (i,) in tuples(query)}
+
+
+def mark_pending(ip_id: int, changed: Iterable[datetime] | None, crawled_at: float, now: float,
+                 windows: Sequence[int]) -> None:
+    """Mark the IP's windows a result touched pending, in the result's transaction: those reaching the latest hour
+    it changed (its crawl's hour, the hours whose events changed), and all of them when it holds the IP's newest
+    on-sale total (the supply). A window only slides forward, so one it does not reach now it never will."""
+    latest = max([hour_bucket(crawled_at), *(changed or ())])
+    touched = [h for h in windows if (to_timestamp(latest) or 0.0) >= window_reach(h, now)]
+    if len(touched) < len(windows) and not CrawlSearchTotal.select().where(
+            (CrawlSearchTotal.ip_id == ip_id) & (CrawlSearchTotal.status == "on_sale")
+            & (CrawlSearchTotal.crawled_at > crawled_at)).exists():
+        touched = list(windows)
+    if touched:
+        IpWindowPending.insert_many([{"ip_id": ip_id, "hours": h} for h in touched]).on_conflict_ignore().execute()
+
+
+def _mark_name(hours: int) -> str:
+    return f"window_rows_{hours}h"
+
+
+def rolled_to(hours: int) -> datetime | None:
+    """The hour the window's rows were rolled to (None: never built)."""
+    mark = StorageMark.get_or_none(StorageMark.name == _mark_name(hours))
+    return None if mark is None else naive_utc(mark.value)
+
+
+def _set_rolled_to(hours: int, bucket: datetime) -> None:
+    on_conflict_update(StorageMark.insert(name=_mark_name(hours), value=to_timestamp(bucket)), [StorageMark.name],
+                       preserve=[StorageMark.value]).execute()
+
+
+def stale_ips(hours: int, now: float) -> set[int] | None:
+    """The IPs whose stored rows of the window are not current at ``now`` (pending, or changed by the hours the
+    rows were not rolled through yet); None when the rows cannot be read (never built, rolled past ``now``, or
+    more than ``MAX_LAG_HOURS`` behind)."""
+    current, rolled = hour_bucket(now), rolled_to(hours)
+    if rolled is None or rolled > current or current - rolled > MAX_LAG_HOURS * HOUR:
+        return None
+    pending = {i for (i,) in tuples(IpWindowPending.select(IpWindowPending.ip_id)
+                                    .where(IpWindowPending.hours == hours))}
+    return pending | crossing_ips(hours, rolled, current)
+
+
+def compute(ip_ids: Sequence[int], hours: int, now: float) -> dict[int, tuple[dict[str, Any], dict[str, Any]]]:
+    """The window's measures and outflow sparkline (``{"since": …, "line": […]}``) of each of these IPs that has
+    data (the others have no row, as they have no place on the board)."""
+    measures = window_measures(list(ip_ids), hours, now, detail_from=_detail(now)) if ip_ids else {}
+    since = hour_bucket(now) - (hours - 1) * HOUR
+    lines = outflow_sparklines(list(measures), since, hours)
+    return {i: (m, {"since": to_timestamp(since), "line": lines[i]}) for i, m in measures.items()}
+
+
+def _line(stored: dict[str, Any], hours: int, now: float) -> list[int]:
+    return shift_sparkline(stored["line"], naive_utc(stored["since"]), hour_bucket(now) - (hours - 1) * HOUR,
+                           hours)
+
+
+def _stored_row(ip_id: int, hours: int, now: float, m: dict[str, Any], line: dict[str, Any]) -> dict[str, Any]:
+    """The ``ip_window_measures`` row of one IP's window measures ``m`` and outflow sparkline ``line``."""
+    board = row_measures(m)
+    return {"ip_id": ip_id, "hours": hours, "computed_at": now, "row": json.dumps(board), "measures": json.dumps(m),
+            "sparkline": json.dumps(line), **{c: board[c] for c in SORT_COLUMNS}}
+
+
+def _recompute(ip_ids: Sequence[int], hours: int, now: float) -> int:
+    """Recompute and store these IPs' rows of the window (delete those without data); inside a write transaction."""
+    computed = compute(ip_ids, hours, now)
+    rows = [_stored_row(i, hours, now, m, line) for i, (m, line) in computed.items()]
+    if rows:
+        on_conflict_update(IpWindowMeasures.insert_many(rows), [IpWindowMeasures.hours, IpWindowMeasures.ip_id],
+                           preserve=[getattr(IpWindowMeasures, c) for c in rows[0] if c not in ("ip_id", "hours")]
+                           ).execute()
+    gone = [i for i in ip_ids if i not in computed]
+    if gone:
+        IpWindowMeasures.delete().where((IpWindowMeasures.hours == hours)
+                                        & IpWindowMeasures.ip_id.in_(gone)).execute()
+    return len(ip_ids)
+
+
+def _roll(hours: int, now: float) -> bool:
+    """Bring the window's rows to the current hour: mark the IPs the hours since changed pending (or, never built
+    or too far behind, every IP). Returns whether the rows were rebuilt whole."""
+    current = hour_bucket(now)
+    with write_transaction():
+        rolled = rolled_to(hours)
+        if rolled is not None and rolled == current:
+            return False
+        if rolled is None or rolled > current or current - rolled > MAX_LAG_HOURS * HOUR:
+            ips = [i for (i,) in tuples(IpMetadata.select(IpMetadata.id))]
+        else:
+            ips = sorted(crossing_ips(hours, rolled, current))
+        for start in range(0, len(ips), 500):
+            IpWindowPending.insert_many([{"ip_id": i, "hours": hours} for i in ips[start:start + 500]]) \
+                .on_conflict_ignore().execute()
+        _set_rolled_to(hours, current)
+        return rolled is None
+
+
+def _pending_chunk(hours: int) -> list[int]:
+    """Up to ``CHUNK`` pending IPs of the window. On MySQL/MariaDB their marks are locked first thing in the
+    transaction (as ``lib.market.daily._pending``): a result marking one of them again waits for it, and one
+    that marked it before has committed its facts before the reads that follow."""
+    query = (IpWindowPending.select(IpWindowPending.ip_id).where(IpWindowPending.hours == hours)
+             .order_by(IpWindowPending.ip_id).limit(CHUNK))
+    if is_mysql():
+        query = query.for_update()
+    return [i for (i,) in tuples(query)]
+
+
+def update(windows: Sequence[int], now: float) -> dict[int, int]:
+    """The maintenance pass (``refresh_leaderboards``): roll each window's rows to the current hour, then recompute
+    its pending rows, ``CHUNK`` IPs a transaction (a kill mid-pass loses nothing: the marks stay). Returns the
+    rows recomputed by window."""
+    done = {}
+    for hours in windows:
+        _roll(hours, now)
+        done[hours] = 0
+        while True:
+            with write_transaction():
+                chunk = _pending_chunk(hours)
+                if not chunk:
+                    break
+                done[hours] += _recompute(chunk, hours, now)
+                IpWindowPending.delete().where((IpWindowPending.hours == hours)
+                                               & IpWindowPending.ip_id.in_(chunk)).execute()
+    if any(done.values()):
+        logger.info("window rows: recomputed %s", ", ".join(f"{n} of {h} h" for h, n in done.items() if n))
+    return done
+
+
+def _name_join(query: Any) -> Any:
+    return query.join(IpMetadata, on=(IpMetadata.id == IpWindowMeasures.ip_id))
+
+
+def board_rows(hours: int, now: float) -> tuple[list[dict[str, Any]], dict[int, list[int]]] | None:
+    """Every IP's leaderboard row of the window (``ip_id``, ``keyword``, ``name`` and ``row_measures``) and outflow
+    sparkline, from the rows, the stale ones computed on the spot; None when the rows cannot be read."""
+    stale = stale_ips(hours, now)
+    if stale is None:
+        return None
+    rows, lines = [], {}
+    for ip_id, keyword, name, row, line in tuples(_name_join(
+            IpWindowMeasures.select(IpWindowMeasures.ip_id, IpMetadata.keyword, IpMetadata.display_name,
+                                    IpWindowMeasures.row, IpWindowMeasures.sparkline))
+            .where(IpWindowMeasures.hours == hours).order_by(IpWindowMeasures.ip_id)):
+        if ip_id not in stale:
+            rows.append({"ip_id": ip_id, "keyword": keyword, "name": name, **json.loads(row)})
+            lines[ip_id] = _line(json.loads(line), hours, now)
+    fresh, names = _fresh(stale, hours, now)
+    for ip_id, (m, line) in fresh.items():
+        rows.append(names[ip_id] | row_measures(m))
+        lines[ip_id] = line["line"]
+    return rows, lines
+
+
+def _fresh(stale: set[int], hours: int, now: float) -> tuple[dict[int, tuple[dict[str, Any], dict[str, Any]]],
+                                                               dict[int, dict[str, Any]]]:
+    fresh = compute(sorted(stale), hours, now)
+    names = {i: {"ip_id": i, "keyword": k, "name": n} for i, k, n in tuples(
+        IpMetadata.select(IpMetadata.id, IpMetadata.keyword, IpMetadata.display_name)
+        .where(IpMetadata.id.in_(list(fresh))))} if fresh else {}
+    return {i: v for i, v in fresh.items() if i in names}, names
+
+
+def top(by: str, hours: int, now: float, limit: int | None, ascending: bool) -> list[dict[str, Any]] | None:
+    """The first ``limit`` (None: all) IPs ranked by ``by`` over the window (rank 1 first; ties by outflow, then
+    IP id), insufficient ones left out: sorted and cut by the database, the stale rows computed on the spot and
+    merged in. None when the rows cannot be read."""
+    stale = stale_ips(hours, now)
+    if stale is None:
+        return None
+    column = getattr(IpWindowMeasures, by)
+    query = (_name_join(IpWindowMeasures.select(IpWindowMeasures.ip_id, IpMetadata.keyword, IpMetadata.display_name,
+                                                IpWindowMeasures.row))
+             .where((IpWindowMeasures.hours == hours) & column.is_null(False))
+             .order_by(column.asc() if ascending else column.desc(),
+                       peewee.fn.COALESCE(IpWindowMeasures.outflow, 0).desc(), IpWindowMeasures.ip_id))
+    if stale:
+        query = query.where(IpWindowMeasures.ip_id.not_in(sorted(stale)))
+    if limit is not None:
+        query = query.limit(limit)
+    rows = [{"ip_id": i, "keyword": k, "name": n, **json.loads(row)} for i, k, n, row in tuples(query)]
+    if stale:
+        fresh, names = _fresh(stale, hours, now)
+        rows += [r for r in (names[i] | row_measures(m) for i, (m, _) in fresh.items()) if r[by] is not None]
+        sign = 1 if ascending else -1
+        rows.sort(key=lambda r: (sign * r[by], -(r["outflow"] or 0), r["ip_id"]))
+        rows = rows[:limit]
+    return rows
+
+
+def ip_measures(ip_id: int, hours: int, now: float) -> dict[str, Any] | None:
+    """The IP's measures over the window from its row ({} when it has none: no data), computed on the spot when
+    stale; None when the rows cannot be read."""
+    current, rolled = hour_bucket(now), rolled_to(hours)
+    if rolled is None or rolled > current or current - rolled > MAX_LAG_HOURS * HOUR:
+        return None
+    pending = IpWindowPending.select().where((IpWindowPending.hours == hours)
+                                             & (IpWindowPending.ip_id == ip_id)).exists()
+    if pending or ip_id in crossing_ips(hours, rolled, current, ip_id):
+        return window_measures([ip_id], hours, now, detail_from=_detail(now)).get(ip_id, {})
+    row = (IpWindowMeasures.select(IpWindowMeasures.measures)
+           .where((IpWindowMeasures.hours == hours) & (IpWindowMeasures.ip_id == ip_id)).first())
+    return {} if row is None else json.loads(row.measures)

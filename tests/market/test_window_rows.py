@@ -1,0 +1,183 @@
+"""The read side's rows (lib.market.window_rows): each IP's row of each precomputed window equals the independent
+computation of the measures (tests/market/scripted.py) after any sequence of results, late ones included, and as
+hours pass; a refresh recomputes only the rows results or the hour changed (counted, not timed)."""
+
+import json
+
+import pytest
+
+from lib.core.clock import FrozenClock, naive_utc, to_timestamp
+from lib.core.redis_client import state_redis
+from lib.market import window_rows
+from lib.market.processing import CrawlResult, ResultProcessor
+from lib.market.read_side import ReadSide
+from lib.scheduling.catalogue import Catalogue
+from lib.scheduling.schedule import ScheduleStore
+from models import IpWindowMeasures, IpWindowPending
+
+from .scripted import T0, Script, expected_hours, expected_window, hour_of, make_script
+from .test_windows import MINIMUMS, close, flatten
+
+H = 3600.0
+#: Short windows beside the standard ones, so the script's hours slide out of them within the test.
+SHORT = (2, 6)
+
+
+@pytest.fixture
+def env(env):
+    return {**env, "LEADERBOARD_PRECOMPUTE": "2h,6h,1d"}
+
+
+def windows(settings) -> tuple[int, ...]:
+    return window_rows.precomputed_windows(settings.leaderboard_precompute)
+
+
+class Market:
+    """IPs fed crawl results through the real processor at a clock the test moves."""
+
+    def __init__(self, settings, clock: FrozenClock) -> None:
+        self.settings, self.clock = settings, clock
+        r = state_redis(settings)
+        self.catalogue = Catalogue(ScheduleStore(r), settings, clock)
+        self.proc = ResultProcessor(settings, r, clock)
+        self.delivered: dict[int, list[int]] = {}
+        self.scripts: dict[int, Script] = {}
+
+    def add(self, name: str, script: Script) -> int:
+        ip_id = self.catalogue.add(name).id
+        self.scripts[ip_id], self.delivered[ip_id] = script, []
+        return ip_id
+
+    def deliver(self, ip_id: int, n: int) -> None:
+        at, items = self.scripts[ip_id].crawls[n]
+        self.proc.apply(CrawlResult.parse(ip_id, f"{ip_id}-{n}", at, items, search=self.scripts[ip_id].search[n]))
+        self.delivered[ip_id].append(n)
+
+    def seen(self, ip_id: int) -> Script:
+        """The script as far as it was delivered (in any order: the rows are order-independent)."""
+        script, done = self.scripts[ip_id], sorted(self.delivered[ip_id])
+        return Script([script.crawls[n] for n in done], [script.search[n] for n in done])
+
+
+def stored(ip_id: int, hours: int) -> dict | None:
+    row = IpWindowMeasures.get_or_none((IpWindowMeasures.ip_id == ip_id) & (IpWindowMeasures.hours == hours))
+    return None if row is None else json.loads(row.measures)
+
+
+def near(got, expected) -> bool:
+    """Equal as stored: the measures are rounded to 2 or 4 places (close() rounds again, and 0.155 against
+    0.15504 falls on either side of 0.155)."""
+    if isinstance(got, float) and isinstance(expected, float):
+        return abs(got - expected) <= 0.0051
+    return close(got, expected)
+
+
+def definition(script: Script, hours: int, now: float) -> dict:
+    """The independent computation; a window without a tracked hour has its flows insufficient (README: a
+    measure below its minimum of observations, here one tracked hour, is None), which the script's definition,
+    written for windows over its hours, counts as 0."""
+    expected = expected_window(script, hours, now, MINIMUMS)
+    if expected["tracked_hours"] == 0:
+        expected |= {"inflow": None, "outflow": None}
+    return expected
+
+
+def assert_rows_equal_the_definition(market: Market, all_windows, now: float) -> None:
+    for ip_id in market.scripts:
+        seen = market.seen(ip_id)
+        for hours in all_windows:
+            expected = definition(seen, hours, now)
+            row = stored(ip_id, hours)
+            assert row is not None, (ip_id, hours)
+            got = flatten(row)
+            wrong = {k: (got[k], expected[k]) for k in expected if not near(got[k], expected[k])}
+            assert not wrong, (ip_id, hours, wrong)
+
+
+def test_rows_equal_the_definition_after_any_sequence_of_results(db, settings):
+    clock = FrozenClock(T0)
+    market = Market(settings, clock)
+    a, b = market.add("A", make_script(4, n_crawls=24)), market.add("B", make_script(5, n_crawls=24))
+    late = {a: [3, 9, 10], b: [6]}  # held back, delivered after the crawls that followed them
+    all_windows = windows(settings)
+    for upto in (12, 24):
+        for ip_id in (a, b):
+            for n in range(upto - 12, upto):
+                if n not in late[ip_id]:
+                    clock.set(market.scripts[ip_id].crawls[n][0] + 30)
+                    market.deliver(ip_id, n)
+        clock.set(max(at for s in market.scripts.values() for at, _ in s.crawls[:upto]) + 60)
+        window_rows.update(all_windows, clock.now())
+        assert_rows_equal_the_definition(market, all_windows, clock.now())
+    # the late results: every window they touch is marked; read exactly before the pass, stored after it
+    for ip_id, ns in late.items():
+        for n in ns:
+            market.deliver(ip_id, n)
+    side = ReadSide(settings, None, clock)
+    expected = definition(market.seen(a), 6, clock.now())
+    got = flatten(side.ip_detail(a, 6)["measures"])
+    assert not {k: (got[k], expected[k]) for k in expected if not near(got[k], expected[k])}
+    assert IpWindowPending.select().count() > 0
+    window_rows.update(all_windows, clock.now())
+    assert IpWindowPending.select().count() == 0
+    assert_rows_equal_the_definition(market, all_windows, clock.now())
+    # hours pass: the rows slide with the windows (the short ones empty out of the script's hours)
+    for _ in range(8):
+        clock.set(clock.now() + H)
+        window_rows.update(all_windows, clock.now())
+        assert_rows_equal_the_definition(market, all_windows, clock.now())
+
+
+@pytest.mark.slow_on_mysql  # twelve hour rolls; the other row tests run on MariaDB in the fast tier
+def test_the_hour_roll_recomputes_exactly_the_rows_whose_facts_leave_a_range(db, settings):
+    clock = FrozenClock(T0)
+    market = Market(settings, clock)
+    ips = [market.add(f"IP {k}", make_script(k, n_crawls=6 + 4 * k)) for k in range(3)]
+    for ip_id in ips:
+        for n in range(len(market.scripts[ip_id].crawls)):
+            clock.set(max(clock.now(), market.scripts[ip_id].crawls[n][0] + 30))
+            market.deliver(ip_id, n)
+    all_windows = windows(settings)
+    window_rows.update(all_windows, clock.now())
+    tracked = {ip_id: set(expected_hours(market.seen(ip_id))) for ip_id in ips}  # the hours with a row
+    changed_somewhere = 0
+    for _ in range(12):
+        before = clock.now()
+        clock.set(hour_of(before) + H + 5)  # past the next hour boundary
+        counts = {}
+        for hours in all_windows:
+            pending_before = IpWindowPending.select().count()
+            assert pending_before == 0
+            counts[hours] = window_rows.update([hours], clock.now())[hours]
+            # the IPs with a row in an hour leaving one of the window's ranges, from the script's own hours
+            leaving = {to_timestamp(w) for w in window_rows.crossing_hours(hours, naive_utc(hour_of(before)))}
+            crossing = {ip_id for ip_id in ips if tracked[ip_id] & leaving}
+            assert counts[hours] == len(crossing), (hours, counts[hours], crossing)
+            for ip_id in ips:
+                old = definition(market.seen(ip_id), hours, before)
+                new = definition(market.seen(ip_id), hours, clock.now())
+                differs = any(not near(old[k], new[k]) for k in old)
+                changed_somewhere += differs
+                assert not differs or ip_id in crossing, (ip_id, hours)  # no changed row skipped
+        assert_rows_equal_the_definition(market, all_windows, clock.now())
+    assert changed_somewhere > 0  # the roll had rows to change
+
+
+def test_a_refresh_recomputes_only_the_ips_that_received_results(db, settings):
+    clock = FrozenClock(T0)
+    market = Market(settings, clock)
+    ips = [market.add(f"IP {k}", make_script(10 + k, n_crawls=8)) for k in range(5)]
+    for ip_id in ips:
+        for n in range(7):
+            clock.set(max(clock.now(), market.scripts[ip_id].crawls[n][0] + 30))
+            market.deliver(ip_id, n)
+    all_windows = windows(settings)
+    window_rows.update(all_windows, clock.now())
+    assert window_rows.update(all_windows, clock.now()) == dict.fromkeys(all_windows, 0)  # nothing changed
+    busy = ips[1:3]
+    clock.set(max(market.scripts[i].crawls[7][0] for i in busy) + 30)
+    window_rows.update(all_windows, clock.now())  # the hour's roll, if the crawl is in a later hour
+    for ip_id in busy:
+        market.deliver(ip_id, 7)
+    assert window_rows.update(all_windows, clock.now()) == dict.fromkeys(all_windows, len(busy))
+    assert_rows_equal_the_definition(market, all_windows, clock.now())
