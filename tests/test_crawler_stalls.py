@@ -325,6 +325,36 @@ def test_in_page_waits_end_on_a_timer_in_a_tab_that_does_not_render(browser_loop
     assert hidden is False and front is True
 
 
+@pytest.mark.parametrize("probes, stopped", [
+    ([False, True], False),  # a visible page whose clock runs, slow once (a loaded machine): not a stall
+    ([False, False], True),  # slow twice: a stall
+    ([None], True),  # its timers stopped as well (a paused clock): a stall at once, without a second probe
+])
+def test_a_visible_tab_slow_to_give_one_frame_is_probed_again(browser_loop, sim, monkeypatch, probes, stopped):
+    """A CI run saw a visible, just brought-to-front tab miss one 2-second frame probe while the machine was
+    loaded, and moved on to a needless new tab. The probe's outcomes are scripted here (a starved renderer cannot
+    be made to order); the page and its visibility are real."""
+    asked: list[float] = []
+
+    async def probe_frame(tab: Tab, within: float) -> bool | None:
+        asked.append(within)
+        return probes[len(asked) - 1]
+
+    async def test(tab: Tab):
+        await tab.goto(search_url(sim.url, KEYWORD, "on_sale", 1), 15)
+        monkeypatch.setattr(Tab, "_probe_frame", probe_frame)
+        try:
+            await tab.check_rendering()
+        except RenderingStopped as e:
+            return e
+        return None
+
+    error = on(browser_loop, test)
+    assert len(asked) == len(probes)
+    assert (error is not None) is stopped
+    if error is not None:
+        assert error.visible is True and "page visible" in str(error)
+
 
 def test_status_shows_the_tab_recoveries(settings, db, broker):
     """``animetop status``: the fleet's tab recoveries, by step, and the last one."""
