@@ -38,6 +38,8 @@ COMPUTE_WAIT = 120.0
 COMPUTE_LOCK_TTL = 600.0
 #: How often a reader waiting on another process's computation looks for its result.
 COMPUTE_POLL = 0.1
+#: After Redis failed a read, how long the read side reads the database alone before it tries Redis again.
+CACHE_PAUSE = 5.0
 
 
 def display_ljust(text: str, width: int) -> str:
@@ -74,15 +76,17 @@ def invalidate_caches(client: redis.Redis, ip_id: int) -> None:
         logger.warning("could not invalidate caches for IP %s: %s", ip_id, e)
 
 
-def _cached(client: redis.Redis | None, key: str, ttl: float, compute: Callable[[], Any], index: str) -> Any:
-    """``key``'s cached value, else ``compute()`` cached for ``ttl`` and listed in the set ``index``."""
+def _cached(client: redis.Redis | None, key: str, ttl: float, compute: Callable[[], Any], index: str,
+            failed: Callable[[redis.RedisError], None]) -> Any:
+    """``key``'s cached value, else ``compute()`` cached for ``ttl`` and listed in the set ``index``; a Redis
+    error is handed to ``failed`` and the value read from the database."""
     if client is not None:
         try:
             hit = client.get(key)
             if hit is not None:
                 return json.loads(hit)
         except redis.RedisError as e:
-            logger.warning("cache unavailable (%s); reading the database", e)
+            failed(e)
             client = None
     value = compute()
     if client is not None:
@@ -108,6 +112,18 @@ class ReadSide:
         self.client = client
         self.clock = clock or get_clock()
         self.tz = ZoneInfo(settings.display_tz)
+        self._cache_down_until = 0.0
+
+    @property
+    def cache(self) -> redis.Redis | None:
+        """The client the read paths use: none for ``CACHE_PAUSE`` seconds after Redis failed them."""
+        return self.client if time.monotonic() >= self._cache_down_until else None
+
+    def _cache_failed(self, error: redis.RedisError) -> None:
+        # each command to a Redis that is down costs its client's reconnects and backoff (seconds); a request
+        # during an outage should cost the database reads alone
+        self._cache_down_until = time.monotonic() + CACHE_PAUSE
+        logger.warning("cache unavailable (%s); reading the database for the next %.0f s", error, CACHE_PAUSE)
 
     def check_window(self, hours: int) -> None:
         """Refuse a window longer than the storage keeps (``WindowBeyondRetention``, a ValueError)."""
@@ -126,7 +142,7 @@ class ReadSide:
             self.check_window(hours)
             rows = window_rows.top(by, hours, self.clock.now(), limit, by in ASCENDING)
             if rows is not None:
-                if self.client is not None:
+                if self.cache is not None:
                     self.board(hours)  # every other ranking of the window, and the API's, read it warm
                 return [row | {"rank": rank} for rank, row in enumerate(rows, start=1)]
         return self.ranking(by, hours)[1][:limit]
@@ -136,11 +152,13 @@ class ReadSide:
         return hours in window_rows.precomputed_windows(self.settings.leaderboard_precompute)
 
     def _board_cached(self, hours: int) -> bool:
-        if self.client is None:
+        client = self.cache
+        if client is None:
             return False
         try:
-            return bool(self.client.exists(keys.leaderboard(hours)))
-        except redis.RedisError:
+            return bool(client.exists(keys.leaderboard(hours)))
+        except redis.RedisError as e:
+            self._cache_failed(e)
             return False
 
     def ranking(self, by: str, hours: int) -> tuple[dict[str, Any], list[dict]]:
@@ -162,10 +180,11 @@ class ReadSide:
         younger than CACHE_TTL; else computed once for all rankings, by one process at a time: the others wait
         for its result (at most ``COMPUTE_WAIT``)."""
         key = keys.leaderboard(hours)
-        if self.client is None:
+        client = self.cache
+        if client is None:
             return self._board_from_db(hours)
         try:
-            hit = self.client.get(key)
+            hit = client.get(key)
             if hit is not None:
                 return json.loads(hit)
             deadline = time.monotonic() + COMPUTE_WAIT
@@ -174,13 +193,13 @@ class ReadSide:
                 if computed is not None:
                     return computed
                 time.sleep(COMPUTE_POLL)  # another process computes this window: its result lands under key
-                hit = self.client.get(key)
+                hit = client.get(key)
                 if hit is not None:
                     return json.loads(hit)
             logger.warning("leaderboard %s h: still being computed elsewhere after %.0f s; computing it here",
                            hours, COMPUTE_WAIT)
         except redis.RedisError as e:
-            logger.warning("cache unavailable (%s); reading the database", e)
+            self._cache_failed(e)
             return self._board_from_db(hours)
         board = self._board_from_db(hours)
         self._store(key, board)
@@ -304,8 +323,8 @@ class ReadSide:
                     "weight": ip.weight, "hours": hours, "timezone": self.settings.display_tz,
                     "measures": self.measures(ip_id, hours),
                     "series": series, "alerts": alerts}
-        return _cached(self.client, keys.ip_cache(ip_id, f"detail:{hours}"), self.settings.cache_ttl, compute,
-                       _ip_index(ip_id))
+        return _cached(self.cache, keys.ip_cache(ip_id, f"detail:{hours}"), self.settings.cache_ttl, compute,
+                       _ip_index(ip_id), self._cache_failed)
 
     def measures(self, ip_id: int, hours: int) -> dict[str, Any]:
         """The IP's measures over the window (all insufficient without data): from its row when the window is
@@ -347,8 +366,8 @@ class ReadSide:
                                                             "min_price", "max_price")}} for r in rows]
             return {"ip_id": ip_id, "days": days, "first_day": f"{first:%Y-%m-%d}", "last_day": f"{last:%Y-%m-%d}",
                     "series": series}
-        return _cached(self.client, keys.ip_cache(ip_id, f"days:{days}:{last:%Y%m%d}"), self.settings.cache_ttl,
-                       compute, _ip_index(ip_id))
+        return _cached(self.cache, keys.ip_cache(ip_id, f"days:{days}:{last:%Y%m%d}"), self.settings.cache_ttl,
+                       compute, _ip_index(ip_id), self._cache_failed)
 
     def _display(self, naive_utc_dt) -> str:
         from datetime import timezone
