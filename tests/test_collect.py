@@ -107,6 +107,7 @@ def test_token_refresh_on_401(collector, api):
     assert api.stats["tokens"] >= 2 and api.stats["unauthorized"] >= 1
 
 
+@pytest.mark.slow_on_mysql  # the back-off is the client's, the same on either database
 def test_throttled_requests_back_off(collector, api):
     api.rate_limit = 3  # per second
     api.add_task("t", rows=1000)

@@ -238,6 +238,7 @@ def test_a_periodic_tick_that_meets_a_state_outage_is_left_to_the_next_tick(outa
     assert any("actor=every_minute" in e and "outcome=next_tick" in e for e in events)
 
 
+@pytest.mark.slow  # waits out the tolerance; the fast tier keeps the outage ridden out
 def test_an_outage_longer_than_the_tolerance_spends_retries_and_pages(outage_app, state_server, start_worker,
                                                                       caplog):
     settings, broker = outage_app(STATE_OUTAGE_TOLERANCE="1s")

@@ -72,6 +72,7 @@ def test_process_result_rides_out_a_master_restart(db, settings, broker, app_act
     assert in_progress < total
 
 
+@pytest.mark.slow  # the fast tier keeps process_result's restart; tests/cluster/test_failover.py is the whole run
 def test_scheduler_and_pools_ride_out_a_master_restart(db, env, broker, redis_cluster):
     # a pool of 1,000 of the 3,000 rows: while the master is down, consumers claim the others from the database
     settings = load_settings({**env, "POOL_SIZE": "1000", "POOL_THRESHOLD": "500"})

@@ -61,6 +61,7 @@ def test_leaderboard_order_equals_the_definitions(env, market, hours):
     assert [int(r["ip_id"]) for r in parsed] == expected_order(market, "outflow", hours)
 
 
+@pytest.mark.slow_on_mysql
 def test_ip_show_equals_the_definitions(env, market):
     ip_id, script = next(iter(market.items()))
     out = run_cli(env, "ip", "show", str(ip_id), "--hours", "24", "--format", "json")

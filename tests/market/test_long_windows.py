@@ -74,6 +74,7 @@ def assert_within_bounds(before: dict, after: dict, script, hours: int, at: floa
             assert low / H - 0.005 <= value <= high / H + 0.005, (k, value, low / H, high / H)
 
 
+@pytest.mark.slow_on_mysql
 def test_every_window_answers_the_same_before_and_after_pruning(db, short):
     script, end = history()
     ip_id = add_ip(short)
@@ -81,7 +82,10 @@ def test_every_window_answers_the_same_before_and_after_pruning(db, short):
     now = end + 600
     detail = detail_horizon(short, now)
     assert detail == (now - 3 * DAY) - (now - 3 * DAY) % DAY and detail > horizon(short, now)
-    times = {now: range(1, WINDOW + 1), now + 5 * H: (1, 24, 36, 60, 95, 96), now + 11 * H: (12, 48, 96)}
+    # every third window length up to the longest (each is computed twice from the definition: a third of them
+    # still reaches past the detail horizon in many places)
+    times = {now: (*range(1, WINDOW, 3), 30, 60, WINDOW), now + 5 * H: (1, 24, 36, 60, 95, 96),
+             now + 11 * H: (12, 48, 96)}
     before = {(at, hours): read(short, ip_id, at, hours) for at, hs in times.items() for hours in hs}
     # the long windows' definition: exactly what the per-listing facts give before any pass
     reaching = 0
@@ -91,7 +95,7 @@ def test_every_window_answers_the_same_before_and_after_pruning(db, short):
         wrong = {k: (got[k], expected[k]) for k in expected if not close(got[k], expected[k])}
         assert not wrong, (hours, wrong)
         reaching += hours * H + (hours - 1) * H > now - detail
-    assert reaching > 40
+    assert reaching > 12
     long = flatten(before[now, WINDOW])
     assert all(long[k] is not None for k in (*PRICES, "sell_through", "time_to_sell_median", "heat", "momentum",
                                              "price_cut_share", "coverage")), long
