@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 #: Share cut from each end for the trimmed mean.
 TRIM = 0.1
@@ -47,12 +48,30 @@ def mad(values: Sequence[float]) -> float | None:
     return median([abs(v - centre) for v in values])
 
 
-def kaplan_meier(durations: Sequence[tuple[float, bool]]) -> list[tuple[float, float]]:
-    """The survival curve of (duration, observed) pairs: [(t, S(t))] at each observed duration, S falling by
-    the share of those at risk at t that sold at t. Censored durations (``observed`` False) leave the risk set
-    after the events at the same time."""
+@dataclass(frozen=True)
+class KmStep:
+    """One step of a Kaplan–Meier curve: at ``time``, ``events`` of the ``at_risk`` durations ended in a sale,
+    and ``survival`` is S just after it (the product of 1 − events/at_risk over the steps up to it).
+
+    Parameters:
+        time: the duration the step is at.
+        at_risk: the durations not ended before ``time`` (censorings at ``time`` included: they leave after).
+        events: the sales at ``time`` (at least 1).
+        survival: S(time).
+    """
+
+    time: float
+    at_risk: int
+    events: int
+    survival: float
+
+
+def kaplan_meier_steps(durations: Sequence[tuple[float, bool]]) -> list[KmStep]:
+    """The Kaplan–Meier steps of (duration, observed) pairs, one at each observed duration, with the counts
+    the variance (``lib.market.intervals.survival``) needs. Censored durations (``observed`` False) leave the
+    risk set after the events at the same time."""
     at_risk = len(durations)
-    curve: list[tuple[float, float]] = []
+    steps: list[KmStep] = []
     survival = 1.0
     ordered = sorted(durations, key=lambda d: (d[0], not d[1]))
     i = 0
@@ -65,9 +84,15 @@ def kaplan_meier(durations: Sequence[tuple[float, bool]]) -> list[tuple[float, f
             i += 1
         if events:
             survival *= 1 - events / at_risk
-            curve.append((t, survival))
+            steps.append(KmStep(t, at_risk, events, survival))
         at_risk -= removed
-    return curve
+    return steps
+
+
+def kaplan_meier(durations: Sequence[tuple[float, bool]]) -> list[tuple[float, float]]:
+    """The survival curve of (duration, observed) pairs: [(t, S(t))] at each observed duration, S falling by
+    the share of those at risk at t that sold at t (``kaplan_meier_steps``)."""
+    return [(step.time, step.survival) for step in kaplan_meier_steps(durations)]
 
 
 def km_quantile(curve: list[tuple[float, float]], q: float) -> float | None:

@@ -33,3 +33,13 @@ def test_kaplan_meier_a_listing_no_longer_seen_leaves_the_risk_set_at_its_last_s
     curve = robust.kaplan_meier([(2.0, False), (4.0, True), (6.0, True)])
     assert curve == [(4.0, 0.5), (6.0, 0.0)]
     assert robust.km_quantile(curve, 0.5) == 4.0 and robust.km_quantile(curve, 0.25) == 4.0
+
+
+def test_kaplan_meier_steps_count_who_is_at_risk():
+    # sold at 1 h and (two) at 3 h; one censored at 3 h stays at risk for those sales, one gone at 2 h does not
+    steps = robust.kaplan_meier_steps([(3.0, False), (1.0, True), (2.0, False), (3.0, True), (3.0, True),
+                                       (9.0, False)])
+    assert [(s.time, s.at_risk, s.events) for s in steps] == [(1.0, 6, 1), (3.0, 4, 2)]
+    assert [s.survival for s in steps] == pytest.approx([5 / 6, 5 / 6 * 2 / 4])
+    assert robust.kaplan_meier([(1.0, True), (2.0, False)]) == [(s.time, s.survival) for s in
+                                                                robust.kaplan_meier_steps([(1.0, True), (2.0, False)])]

@@ -1,0 +1,26 @@
+"""95 % intervals of the market measures (issue 27 point 5): each function returns (low, high), or None where
+no interval of its kind exists for the data (too few values; the README's minimums are separate).
+
+* sold-price median and quartiles: distribution-free order-statistic intervals (``order_statistics``);
+* sell-through: the Wilson score interval (``proportion``);
+* time to sell: Kaplan–Meier with Greenwood's variance, log-log band, and the quantiles' intervals read off it
+  (``survival``);
+* heat and momentum: the percentile bootstrap over hours (``bootstrap``).
+"""
+
+from lib.market.intervals.bootstrap import RESAMPLES, SEED, bootstrap_interval, stratified_bootstrap_interval
+from lib.market.intervals.level import LEVEL
+from lib.market.intervals.order_statistics import median_interval, quantile_interval, quantile_ranks
+from lib.market.intervals.proportion import wilson_interval
+from lib.market.intervals.survival import (
+    SurvivalBand,
+    km_quantile_interval,
+    km_steps_quantile_interval,
+    survival_bands,
+)
+
+__all__ = [
+    "LEVEL", "RESAMPLES", "SEED", "SurvivalBand", "bootstrap_interval", "km_quantile_interval",
+    "km_steps_quantile_interval", "median_interval", "quantile_interval", "quantile_ranks",
+    "stratified_bootstrap_interval", "survival_bands", "wilson_interval",
+]
