@@ -17,13 +17,14 @@ from . import (
     pool,
     process_result,
     schedule_tick,
+    segments,
     storage,
 )
 
 BENCHMARKS = {"encoding": encoding.main, "schedule_tick": schedule_tick.main, "process_result": process_result.main,
               "pool": pool.main, "collect": collect.main, "crawl": crawl.main, "leaderboard": leaderboard.main,
               "dashboard": dashboard.main, "days": days.main, "load": load.main,
-              "storage": storage.main, "long_windows": long_windows.main}
+              "storage": storage.main, "long_windows": long_windows.main, "segments": segments.main}
 
 #: Benchmarks that take options (``load``, ``storage``: their scales; ``leaderboard``, ``dashboard``, ``days``,
 #: ``long_windows``: ``--db PATH``, ``--ips N``).

@@ -108,6 +108,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=20)
     p.add_argument("--format", choices=["table", "json", "csv"], default="table")
 
+    p = sub.add_parser("segments", help="goods types and characters of listing titles")
+    p.add_argument("action", choices=["classify"],
+                   help="classify: read titles on standard input, one a line; write one JSON object a line "
+                        '({"title": …, "goods": [ids], "characters": [names]})')
+    p.add_argument("--ip", type=int, metavar="ID", help="match the characters of this IP")
+    p.add_argument("--characters", metavar="FILE",
+                   help='the characters to match, as JSON: [{"name": …, "aliases": […]}] (the IPs\' stored '
+                        "character lists are not part of this build yet: --ip needs this file)")
+    p.add_argument("--taxonomy", metavar="FILE",
+                   help="goods types from this file instead of the packaged lib/segments/goods_types.toml "
+                        "(to try a change)")
+
     p = sub.add_parser("run", help="run a process type of the Procfile, restarting it if it dies")
     p.add_argument("process_type", choices=["worker", "crawler", "scheduler"])
     p.add_argument("--actors", default="actors", help="module that declares the actors (default: actors)")

@@ -1,0 +1,111 @@
+"""A title's goods types: ``classify(title)`` answers the ids of the types it sells (several for a bundle;
+``other`` alone when none matched), by the taxonomy's words (``taxonomy``), on the normalized title
+(``normalize``) without its search words (``stuffing``).
+
+A term of a type puts the title in the type unless
+- it lies inside one of the type's ``not_in`` words (ぬい in ぬい服);
+- a for-word (用), a look-alike word (風) or an absent word (なし) follows it, or one of the type's
+  ``accessories`` (フィギュア ケース) that does not itself come with the item (ケース付き) or go missing (棒なし);
+- one of the type's ``vetoes`` stands anywhere in the title (台座のみ, スリーブ), not followed by an included or
+  absent word.
+A weak term counts the same way, but only when no type it yields to (every type, unless the taxonomy narrows
+it) matched a term.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from lib.segments.normalize import compact, normalize
+from lib.segments.stuffing import strip_stuffing
+from lib.segments.taxonomy import OTHER, GoodsType, Taxonomy, WordSet, default_taxonomy
+
+
+class Classifier:
+    """Goods types of titles by one taxonomy.
+
+    Parameters:
+        taxonomy: the goods types (default: the packaged ones).
+    """
+
+    def __init__(self, taxonomy: Taxonomy | None = None) -> None:
+        self.taxonomy = taxonomy or default_taxonomy()
+        self._matched = [t for t in self.taxonomy.types if t.id != OTHER]
+        self._other_terms = next(t.terms for t in self.taxonomy.types if t.id == OTHER)
+
+    def classify(self, title: str) -> list[str]:
+        """The ids of the goods types ``title`` sells, in the taxonomy's order; ``[other]`` when none."""
+        return self.types_in(compact(self.without_stuffing(normalize(title))))
+
+    def without_stuffing(self, normalized: str) -> str:
+        """A ``normalize``d title without its search words."""
+        return strip_stuffing(normalized, self.taxonomy, self._names_goods, self._names_item)
+
+    def types_in(self, folded: str) -> list[str]:
+        """The goods types of a folded text (``normalize.fold``), stuffing already removed."""
+        strong, weak = self._evidence(folded)
+        found = set(strong)
+        for t in self._matched:
+            if t.id in weak and t.id not in strong:
+                yields = t.weak_yields_to if t.weak_yields_to is not None else {u.id for u in self._matched}
+                if not strong & yields:
+                    found.add(t.id)
+        return [t.id for t in self._matched if t.id in found] or [OTHER]
+
+    def _evidence(self, folded: str) -> tuple[set[str], set[str]]:
+        strong: set[str] = set()
+        weak: set[str] = set()
+        for t in self._matched:
+            if self._vetoed(t, folded):
+                continue
+            masks = [s for s in t.not_in.spans(folded) if not self._kept_by_what_follows(folded, s[1])]
+            for words, into in ((t.terms, strong), (t.weak_terms, weak)):
+                if any(not self._excluded(t, folded, span, masks) for span in words.spans(folded)):
+                    into.add(t.id)
+        return strong, weak
+
+    def _vetoed(self, t: GoodsType, folded: str) -> bool:
+        return any(not self._kept_by_what_follows(folded, end) for _, end in t.vetoes.spans(folded))
+
+    def _kept_by_what_follows(self, folded: str, at: int) -> bool:
+        """An accessory, veto or ``not_in`` word ending at ``at`` comes with the item (付き) or is missing (なし):
+        it excludes nothing."""
+        return _follows(self.taxonomy.included_words, folded, at) or _follows(self.taxonomy.absent_words, folded, at)
+
+    def _excluded(self, t: GoodsType, folded: str, span: tuple[int, int], masks: list[tuple[int, int]]) -> bool:
+        start, end = span
+        if any(start < m_end and m_start < end for m_start, m_end in masks):
+            return True
+        tax = self.taxonomy
+        if _follows(tax.lookalike_words, folded, end) or _follows(tax.absent_words, folded, end):
+            return True
+        if t.for_words and _follows(tax.for_words, folded, end):
+            return True
+        accessory_end = t.accessories.starts(folded, _skip_space(folded, end))
+        return accessory_end is not None and not self._kept_by_what_follows(folded, accessory_end)
+
+    def _names_goods(self, normalized: str) -> bool:
+        strong, weak = self._evidence(compact(normalized))
+        return bool(strong or weak)
+
+    def _names_item(self, normalized: str) -> bool:
+        return self._names_goods(normalized) or bool(self._other_terms.spans(compact(normalized)))
+
+
+def _skip_space(folded: str, at: int) -> int:
+    """Past a space, or past the long vowel of a term whose folded form lost it (ポスタ|ーフレーム)."""
+    return at + 1 if folded[at:at + 1] in (" ", "ー") else at
+
+
+def _follows(words: WordSet, folded: str, at: int) -> bool:
+    return words.starts(folded, _skip_space(folded, at)) is not None
+
+
+@cache
+def default_classifier() -> Classifier:
+    return Classifier()
+
+
+def classify(title: str) -> list[str]:
+    """The ids of the goods types ``title`` sells by the packaged taxonomy (``Classifier.classify``)."""
+    return default_classifier().classify(title)
