@@ -269,6 +269,13 @@ def stub_broker(env):
 SLOW_FILES = {"test_demo.py", "test_bench_load.py", "test_crawl_process.py", "test_process_types.py"}
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """Workers for ``-n auto`` (setup.cfg): the fast tier waits on services more than it computes (about half of
+    two cores busy with three workers), so a fourth shortens it; the whole suite's browsers, process types and
+    chaos scenarios load the cores, and stay with three."""
+    return 4 if config.getoption("markexpr") == "not slow" else 3
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         path = Path(str(item.fspath))
