@@ -124,6 +124,10 @@ class Sketch:
                 return value
         raise IndexError(rank)
 
+    def at_rank(self, rank: int) -> float:
+        """The represented value of 0-based ``rank`` in sorted order: within α of the exact one."""
+        return self._at_rank(rank)
+
     def quantile(self, q: float) -> float | None:
         """``robust.quantile`` of the represented values: within α of the exact one (module docstring)."""
         n = self.count

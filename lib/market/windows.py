@@ -1,7 +1,10 @@
 """Window measures (README definition 5) and the heat score and momentum (definition 6), for many IPs at once.
 
 Every measure is a ``{"value": …, "n": …}`` pair: ``n`` is how many observations it rests on, and ``value`` is
-None ("insufficient") when ``n`` is below the measure's minimum — never 0 for lack of data.
+None ("insufficient") when ``n`` is below the measure's minimum — never 0 for lack of data. A measure that
+estimates something (sold-price quantiles, sell-through, time to sell, heat, momentum) also carries its 95 %
+``interval`` [low, high] (README "Uncertainty"; None where insufficient or where no interval of its kind
+exists; a time to sell's ``high`` is None when the interval is open above).
 
 Long windows (README "Storage and retention"): the per-listing facts of listings last seen before the *detail
 horizon* are pruned, summarized by UTC day in the daily rows. A window or previous window starting before the
@@ -25,7 +28,7 @@ import peewee
 
 from lib.core.clock import naive_utc, to_timestamp
 from lib.core.db import database
-from lib.market import robust, summaries
+from lib.market import intervals, robust, summaries
 from lib.market.marks import details_pruned_before
 from lib.market.statistics import hour_bucket, tuples
 from lib.market.summaries import Sketch
@@ -39,6 +42,9 @@ MIN_CUT_SAMPLES = 5      # sales seen on sale first: price cuts
 MIN_COVERAGE_SALES = 10  # growth of the sold search's total: coverage
 MIN_BASELINE_HOURS = 24  # tracked hours before the window: heat
 MIN_HEAT_SALES = 10      # sales in the window and its baseline together: heat
+#: The sold-price quantiles reported, and the time-to-sell ones.
+PRICE_QUANTILES = {"p25_price": 0.25, "median_price": 0.5, "p75_price": 0.75}
+TIME_QUANTILES = {"p25": 0.25, "median": 0.5, "p75": 0.75}
 #: The heat's trailing baseline: this long before the window.
 BASELINE = timedelta(days=7)
 #: Added to both outflow rates of the heat's lift, so a quiet IP's 0 → 1 sale is not infinite (one sale a day).
@@ -57,6 +63,15 @@ def measure(value: float | None, n: int, minimum: int = 1, places: int = 4) -> d
     if value is None or n < minimum:
         return {"value": None, "n": n}
     return {"value": round(value, places), "n": n}
+
+
+def estimate(value: float | None, n: int, minimum: int, places: int,
+             interval: tuple[float | None, float | None] | None) -> dict[str, Any]:
+    """``measure`` with its 95 % ``interval`` (None while the value is insufficient, or where none exists)."""
+    m = measure(value, n, minimum, places)
+    m["interval"] = None if m["value"] is None or interval is None else [
+        None if end is None else round(end, places) for end in interval]
+    return m
 
 
 @dataclass
@@ -218,11 +233,23 @@ def _time_to_sell(created: list[tuple[float, float | None, float | None]], start
             durations.append((max(min(last_seen if last_seen is not None else at, end) - at, 0.0), False))
     sales = sum(1 for _, observed in durations if observed)
     curve = robust.kaplan_meier(durations)
-    q = {name: robust.km_quantile(curve, p) for name, p in (("p25", 0.25), ("median", 0.5), ("p75", 0.75))}
     # the curve itself, [hours, share still unsold], where it rests on enough sales to be drawn
     drawn = [[round(t / 3600.0, 4), round(share, 4)] for t, share in curve] if sales >= MIN_SALES_TO_TIME else []
-    return {name: measure(None if v is None else v / 3600.0, sales, MIN_SALES_TO_TIME, 2) for name, v in q.items()} | {
-        "listings": len(durations), "curve": drawn}
+    out: dict[str, Any] = {}
+    for name, p in TIME_QUANTILES.items():
+        v = robust.km_quantile(curve, p)
+        ci = intervals.km_quantile_interval(durations, p) if sales >= MIN_SALES_TO_TIME else None
+        out[name] = estimate(None if v is None else v / 3600.0, sales, MIN_SALES_TO_TIME, 2,
+                             None if ci is None else _hours(ci))
+    return out | {"listings": len(durations), "curve": drawn}
+
+
+def _hours(interval: tuple[float, float | None]) -> tuple[float, float | None]:
+    return interval[0] / 3600.0, None if interval[1] is None else interval[1] / 3600.0
+
+
+def _wilson(share: float | None, cohort: int) -> tuple[float, float] | None:
+    return None if share is None else intervals.wilson_interval(round(share * cohort), cohort)
 
 
 def _coverage(sold_totals: list[tuple[float, int]], sales: list[tuple[float, int | None, int | None]]) -> dict:
@@ -236,16 +263,48 @@ def _coverage(sold_totals: list[tuple[float, int]], sales: list[tuple[float, int
     return measure(observed / grown if grown else None, grown, MIN_COVERAGE_SALES)
 
 
-def _heat(flows: _Flows, baseline: _Flows, sell_through: float | None) -> dict:
+def _heat(flows: _Flows, baseline: _Flows, sell_through: float | None, cohort: int) -> dict:
     """100 × (0.6 × outflow lift + 0.4 × sell-through); the lift maps log2(window rate / baseline rate), clamped
-    to ±2 (¼× to 4×), onto 0–1 (0.5: as usual)."""
+    to ±2 (¼× to 4×), onto 0–1 (0.5: as usual). Its interval: ``_heat_variance`` (the delta method), ± z·sd,
+    within 0–100; ``variance`` is kept for momentum's."""
     n = flows.outflow + baseline.outflow
     if (baseline.hours < MIN_BASELINE_HOURS or not flows.hours or n < MIN_HEAT_SALES
             or sell_through is None):
-        return {"value": None, "n": n}
-    lift = math.log2((flows.outflow / flows.hours + RATE_FLOOR) / (baseline.outflow / baseline.hours + RATE_FLOOR))
+        return {"value": None, "n": n, "interval": None, "variance": None}
+    rate, base = flows.outflow / flows.hours + RATE_FLOOR, baseline.outflow / baseline.hours + RATE_FLOOR
+    lift = math.log2(rate / base)
     score = 100 * (0.6 * (max(-2.0, min(2.0, lift)) / 4 + 0.5) + 0.4 * sell_through)
-    return {"value": round(score, 1), "n": n}
+    variance = _heat_variance(flows, baseline, rate, base, sell_through, cohort)
+    return {"value": round(score, 1), "n": n, "interval": _normal(score, variance, 0.0, 100.0), "variance": variance}
+
+
+def _heat_variance(flows: _Flows, baseline: _Flows, rate: float, base: float, sell_through: float,
+                   cohort: int) -> float:
+    """The heat's variance by the delta method (README "Uncertainty"): each outflow count Poisson (variance the
+    count, at least 1), so Var ln(rate) = Var(count) / hours² / rate²; the lift's slope 1/4 everywhere (the
+    clamp only narrows); sell-through's variance from the Agresti–Coull p̃ = (sold + 2) / (cohort + 4); the
+    two parts taken as independent."""
+    var_lift = (max(flows.outflow, 1) / flows.hours ** 2 / rate ** 2
+                + max(baseline.outflow, 1) / baseline.hours ** 2 / base ** 2) / math.log(2) ** 2
+    p = (sell_through * cohort + 2) / (cohort + 4)
+    return 100 ** 2 * ((0.6 / 4) ** 2 * var_lift + 0.4 ** 2 * p * (1 - p) / (cohort + 4))
+
+
+def _normal(value: float, variance: float, low: float, high: float) -> list[float]:
+    half = intervals.z_of(intervals.LEVEL) * math.sqrt(variance)
+    return [round(max(low, value - half), 1), round(min(high, value + half), 1)]
+
+
+def _momentum(heat: dict, previous: dict) -> dict:
+    """Heat minus the previous window's heat; its interval adds the two variances (their covariance, from the
+    baselines' overlap, left out)."""
+    n = min(heat["n"], previous["n"])
+    if heat["value"] is None or previous["value"] is None:
+        return {"value": None, "n": n, "interval": None}
+    value = round(heat["value"] - previous["value"], 1)
+    return {"value": value, "n": n,
+            "interval": _normal(heat["value"] - previous["value"], heat["variance"] + previous["variance"],
+                                -100.0, 100.0)}
 
 
 def _ip_measures(d: _IpData, w: Window) -> dict[str, Any]:
@@ -259,19 +318,18 @@ def _ip_measures(d: _IpData, w: Window) -> dict[str, Any]:
     if long is not None:
         sell_through, cohort = _share(long.sold, long.cohort), long.cohort
         previous_cohort, previous_sold = long.previous_cohort, long.previous_sold
-    heat = _heat(flows, d.flows["baseline"], sell_through)
-    previous_heat = _heat(d.flows["previous"], d.flows["previous_baseline"], _share(previous_sold, previous_cohort))
-    momentum = (round(heat["value"] - previous_heat["value"], 1)
-                if heat["value"] is not None and previous_heat["value"] is not None else None)
+    heat = _heat(flows, d.flows["baseline"], sell_through, cohort)
+    previous_heat = _heat(d.flows["previous"], d.flows["previous_baseline"], _share(previous_sold, previous_cohort),
+                          previous_cohort)
     recent_rate = recent.outflow / recent.hours if recent.hours else 0.0
     measures = {
         "inflow": measure(flows.inflow, flows.hours), "outflow": measure(flows.outflow, flows.hours),
         "liquidity": measure(flows.outflow / flows.inflow if flows.inflow else None, flows.inflow),
-        "median_price": measure(robust.median(prices), len(prices), MIN_PRICES, 2),
-        "p25_price": measure(robust.quantile(prices, 0.25), len(prices), MIN_PRICES, 2),
-        "p75_price": measure(robust.quantile(prices, 0.75), len(prices), MIN_PRICES, 2),
+        **{name: estimate(robust.quantile(prices, q), len(prices), MIN_PRICES, 2,
+                          intervals.quantile_interval(sorted(prices), q) if len(prices) >= MIN_PRICES else None)
+           for name, q in PRICE_QUANTILES.items()},
         "trimmed_mean_price": measure(robust.trimmed_mean(prices), len(prices), MIN_PRICES, 2),
-        "sell_through": measure(sell_through, cohort, MIN_CREATED),
+        "sell_through": estimate(sell_through, cohort, MIN_CREATED, 4, _wilson(sell_through, cohort)),
         "time_to_sell_hours": _time_to_sell(d.created, w.cohort_start, w.now + 1e-6),
         "price_cut_share": measure(len(cut_sizes) / len(cuts) if cuts else None, len(cuts), MIN_CUT_SAMPLES),
         "median_price_cut": measure(robust.median(cut_sizes), len(cut_sizes), 1),
@@ -279,8 +337,8 @@ def _ip_measures(d: _IpData, w: Window) -> dict[str, Any]:
         "hours_of_supply": measure(d.supply / recent_rate if d.supply is not None and recent_rate else None,
                                    recent.outflow),
         "coverage": _coverage(d.sold_totals, d.sales),
-        "heat": heat,
-        "momentum": {"value": momentum, "n": min(heat["n"], previous_heat["n"])},
+        "heat": {k: v for k, v in heat.items() if k != "variance"},
+        "momentum": _momentum(heat, previous_heat),
     }
     if long is not None:
         measures.update(long.measures(len(cuts)))
@@ -390,14 +448,18 @@ class _LongParts:
         cut_samples = detail_cut_samples + self.cut_samples
         curve = summaries.kaplan_meier(self.sold_times, self.censored)
         sales = self.sold_times.count
-        tts = {name: measure(None if (v := summaries.km_quantile(self.sold_times, self.censored, q).estimate) is None
-                             else v / 3600.0, sales, MIN_SALES_TO_TIME, 2)
-               for name, q in (("p25", 0.25), ("median", 0.5), ("p75", 0.75))}
+        # no interval for a time to sell read from the summaries: their buckets keep no risk sets to take
+        # Greenwood's variance from (README "Uncertainty")
+        tts = {name: estimate(None if (v := summaries.km_quantile(self.sold_times, self.censored, q).estimate) is None
+                              else v / 3600.0, sales, MIN_SALES_TO_TIME, 2, None)
+               for name, q in TIME_QUANTILES.items()}
         drawn = [[round(t / 3600.0, 4), round(share, 4)] for t, share in curve] if sales >= MIN_SALES_TO_TIME else []
         return {
-            "median_price": measure(p.quantile(0.5), n_prices, MIN_PRICES, 2),
-            "p25_price": measure(p.quantile(0.25), n_prices, MIN_PRICES, 2),
-            "p75_price": measure(p.quantile(0.75), n_prices, MIN_PRICES, 2),
+            # the order-statistic interval's ranks read from the sketch (each end within its accuracy)
+            **{name: estimate(p.quantile(q), n_prices, MIN_PRICES, 2,
+                              None if (ranks := intervals.quantile_ranks(n_prices, q)) is None
+                              else (p.at_rank(ranks[0] - 1), p.at_rank(ranks[1] - 1)))
+               for name, q in PRICE_QUANTILES.items()},
             "trimmed_mean_price": measure(p.trimmed_mean(robust.TRIM), n_prices, MIN_PRICES, 2),
             "time_to_sell_hours": tts | {"listings": self.sold_times.count + self.censored.count, "curve": drawn},
             "price_cut_share": measure(self.cuts.count / cut_samples if cut_samples else None, cut_samples,

@@ -9,6 +9,9 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from .test_intervals import Z as Z95
+from .test_intervals import exact_ranks, km_interval_by_hand, wilson_by_hand
+
 H = 3600.0
 T0 = 1_800_000_000.0 - (1_800_000_000.0 % H)
 
@@ -237,20 +240,38 @@ def expected_window(script: Script, hours: int, now: float, mins: dict, detail_f
         hs = [h for h in rows if low <= h < high]
         return (sum(rows[h]["inflow"] for h in hs), sum(rows[h]["outflow"] for h in hs), len(hs))
 
-    def sell_through(low, high):
+    def cohort_of(low, high):
         cohort = [sid for sid, when in created if low <= when < high]
-        n = len(cohort)
-        value = sum(1 for sid in cohort if sid in first_sale and first_sale[sid] < high) / n if n else None
-        return value if n >= mins["created"] else None
+        return len(cohort), sum(1 for sid in cohort if sid in first_sale and first_sale[sid] < high)
 
-    def heat(low, high, cohort_low, cohort_high):
+    def sell_through(low, high):
+        n, sold = cohort_of(low, high)
+        return sold / n if n >= mins["created"] else None
+
+    def heat_and_variance(low, high, cohort_low, cohort_high):
+        """The heat, and its variance by the README's delta method ("Uncertainty")."""
         i, o, h = flows(low, high)
         bi, bo, bh = flows(low - 7 * 24 * H, low)
         st = sell_through(cohort_low, cohort_high)
         if bh < 24 or not h or o + bo < 10 or st is None:
+            return None, None
+        rate, base = o / h + 1 / 24, bo / bh + 1 / 24
+        lift = math.log2(rate / base)
+        n, sold = cohort_of(cohort_low, cohort_high)
+        var_lift = (max(o, 1) / (h * h * rate * rate) + max(bo, 1) / (bh * bh * base * base)) / math.log(2) ** 2
+        shrunk = (sold + 2) / (n + 4)
+        variance = 100 * 100 * (0.15 ** 2 * var_lift + 0.16 * shrunk * (1 - shrunk) / (n + 4))
+        return 100 * (0.6 * (max(-2, min(2, lift)) / 4 + 0.5) + 0.4 * st), variance
+
+    def heat(low, high, cohort_low, cohort_high):
+        value, _ = heat_and_variance(low, high, cohort_low, cohort_high)
+        return None if value is None else round(value, 1)
+
+    def normal(value, variance, low, high):
+        if value is None or variance is None:
             return None
-        lift = math.log2((o / h + 1 / 24) / (bo / bh + 1 / 24))
-        return round(100 * (0.6 * (max(-2, min(2, lift)) / 4 + 0.5) + 0.4 * st), 1)
+        half = Z95 * math.sqrt(variance)
+        return [round(max(low, value - half), 1), round(min(high, value + half), 1)]
 
     inflow, outflow, tracked = flows(since, end_hour)
     prices = [p for _, when, p, _, _ in sold if when >= cohort_since and p is not None]
@@ -278,7 +299,32 @@ def expected_window(script: Script, hours: int, now: float, mins: dict, detail_f
     quart = quartiles(prices) if len(prices) >= mins["prices"] else (None, None, None)
     h_now = heat(since, now + 1e-6, cohort_since, now + 1e-6)
     h_prev = heat(since - hours * H, since, previous_cohort_since, cohort_since)
-    return {
+    # the intervals (README "Uncertainty"), by the by-hand computations of tests/market/test_intervals.py
+    ordered = sorted(prices)
+
+    def price_interval(num, den):
+        ranks = exact_ranks(len(prices), num, den) if len(prices) >= mins["prices"] else None
+        return None if ranks is None else [ordered[ranks[0] - 1], ordered[ranks[1] - 1]]
+
+    def time_interval(q):
+        ci = km_interval_by_hand(durations, q) if n_sales >= mins["sales"] and km_q(q) is not None else None
+        return None if ci is None else [ci[0] / H, None if ci[1] is None else ci[1] / H]
+
+    n_cohort, sold_cohort = cohort_of(cohort_since, now + 1e-6)
+    hv_now = heat_and_variance(since, now + 1e-6, cohort_since, now + 1e-6)
+    hv_prev = heat_and_variance(since - hours * H, since, previous_cohort_since, cohort_since)
+    intervals = {
+        "p25_price_interval": price_interval(1, 4), "median_price_interval": price_interval(1, 2),
+        "p75_price_interval": price_interval(3, 4),
+        "sell_through_interval": (list(wilson_by_hand(sold_cohort, n_cohort))
+                                  if sell_through(cohort_since, now + 1e-6) is not None else None),
+        "time_to_sell_p25_interval": time_interval(0.25), "time_to_sell_median_interval": time_interval(0.5),
+        "time_to_sell_p75_interval": time_interval(0.75),
+        "heat_interval": normal(*hv_now, 0, 100),
+        "momentum_interval": (normal(h_now - h_prev, hv_now[1] + hv_prev[1], -100, 100)
+                              if h_now is not None and h_prev is not None else None),
+    }
+    return intervals | {
         "inflow": inflow, "outflow": outflow, "tracked_hours": tracked,
         "liquidity": outflow / inflow if inflow else None,
         "median_price": quart[1], "p25_price": quart[0], "p75_price": quart[2],

@@ -13,6 +13,10 @@ MINIMUMS = {"prices": 5, "created": 10, "sales": 5, "cuts": 5, "coverage": 10}  
 
 
 def close(a, b, places=2):
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b) == 2 and not isinstance(a[0], list):
+        # an interval [low, high]: equal once rounded, or one unit of the last place apart (x.xx5 rounds either way)
+        return all(close(x, y, places) or (x is not None and y is not None and abs(x - y) <= 10 ** -places)
+                   for x, y in zip(a, b, strict=True))
     if isinstance(a, list) or isinstance(b, list):  # a curve of [hours, share] points (stored to 4 places)
         return isinstance(a, list) and isinstance(b, list) and len(a) == len(b) and all(
             abs(x[0] - y[0]) < 1e-3 and abs(x[1] - y[1]) < 1e-3 for x, y in zip(a, b, strict=True))
@@ -32,7 +36,10 @@ def flatten(m: dict) -> dict:
             "price_cut_share": m["price_cut_share"]["value"],
             "median_price_cut": m["median_price_cut"]["value"], "supply": m["supply"]["value"],
             "hours_of_supply": m["hours_of_supply"]["value"], "coverage": m["coverage"]["value"],
-            "heat": m["heat"]["value"], "momentum": m["momentum"]["value"]}
+            "heat": m["heat"]["value"], "momentum": m["momentum"]["value"],
+            **{f"{k}_interval": m[k].get("interval") for k in ("p25_price", "median_price", "p75_price",
+                                                                 "sell_through", "heat", "momentum")},
+            **{f"time_to_sell_{k}_interval": t[k].get("interval") for k in ("p25", "median", "p75")}}
 
 
 @pytest.mark.parametrize("seed", [4, 5])
@@ -48,7 +55,10 @@ def test_window_measures_equal_the_definition(db, settings, seed):
             assert not wrong, (hours, wrong)
         if hours == 6:  # the script has enough for each measure here
             assert all(expected[k] is not None for k in ("median_price", "sell_through", "time_to_sell_median",
-                                                         "heat", "momentum", "coverage", "hours_of_supply")), expected
+                                                         "heat", "momentum", "coverage", "hours_of_supply",
+                                                         "median_price_interval", "sell_through_interval",
+                                                         "time_to_sell_median_interval", "heat_interval",
+                                                         "momentum_interval")), expected
 
 
 def test_insufficient_is_not_zero(db, settings):
