@@ -17,6 +17,7 @@ class IpWindowMeasures(BaseModel):
     hours = peewee.IntegerField()
     computed_at = peewee.DoubleField()  # Unix seconds
     heat = peewee.DoubleField(null=True)
+    heat_low = peewee.DoubleField(null=True)  # the lower end of the heat's 95 % interval
     momentum = peewee.DoubleField(null=True)
     outflow = peewee.DoubleField(null=True)
     inflow = peewee.DoubleField(null=True)

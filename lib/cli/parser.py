@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from lib.market.rankings import LEADERBOARD_KINDS
+
 DESCRIPTION = "animetop: the operator's command line"
 
 
@@ -102,8 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["table", "json"], default="table")
 
     p = sub.add_parser("leaderboard", help="IPs ranked by a market measure over a window")
-    p.add_argument("--by", choices=["heat", "momentum", "outflow", "inflow", "liquidity", "sell_through",
-                                    "median_price", "time_to_sell"], default="heat")
+    p.add_argument("--by", choices=LEADERBOARD_KINDS, default="heat")
     p.add_argument("--hours", type=int, default=24)
     p.add_argument("--limit", type=int, default=20)
     p.add_argument("--format", choices=["table", "json", "csv"], default="table")

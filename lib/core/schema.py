@@ -19,7 +19,10 @@ logger = logging.getLogger(__name__)
 def create_tables() -> list[str]:
     """Create every model's table that does not exist yet; safe to run again."""
     database.create_tables(ALL_MODELS, safe=True)
-    _add_missing_columns(ALL_MODELS)
+    if "ip_window_measures" in _add_missing_columns(ALL_MODELS):
+        from lib.market import window_rows
+
+        window_rows.rebuild_all()  # its stored rows predate the new column (and their JSON the new measures)
     _drop_retired_indexes(ALL_MODELS)
     _add_missing_indexes(ALL_MODELS)
     if is_mysql():
@@ -85,12 +88,13 @@ def _add_missing_indexes(models) -> None:
                 logger.info("%s: index on %s added", model._meta.table_name, ", ".join(names))
 
 
-def _add_missing_columns(models) -> None:
+def _add_missing_columns(models) -> set[str]:
     """Add the columns a model gained since its table was created (all nullable or with a default), so an
-    existing database reaches the current schema."""
+    existing database reaches the current schema. Returns the tables that gained one."""
     from playhouse.migrate import SchemaMigrator, migrate
 
     migrator = SchemaMigrator.from_database(database.obj)
+    grown: set[str] = set()
     for model in models:
         table = model._meta.table_name
         present = {c.name for c in database.get_columns(table)}
@@ -98,3 +102,5 @@ def _add_missing_columns(models) -> None:
         for field in missing:
             migrate(migrator.add_column(table, field.column_name, field))
             logger.info("%s: column %s added", table, field.column_name)
+            grown.add(table)
+    return grown

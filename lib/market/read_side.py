@@ -17,6 +17,7 @@ from lib.core.clock import Clock, get_clock, naive_utc
 from lib.core.settings import Settings
 from lib.market import window_rows
 from lib.market.daily import day_series
+from lib.market.rankings import ASCENDING, LEADERBOARD_KINDS
 from lib.market.retention import WindowBeyondRetention, check_window, detail_horizon, pruned_before
 from lib.market.series import outflow_sparklines
 from lib.market.statistics import day_of, hour_bucket
@@ -25,11 +26,6 @@ from models import IpAlert, IpMetadata, IpStatsHourly
 
 logger = logging.getLogger(__name__)
 
-#: What a leaderboard ranks by: README "Market measures" (time_to_sell is the median, fastest first).
-LEADERBOARD_KINDS = ("heat", "momentum", "outflow", "inflow", "liquidity", "sell_through", "median_price",
-                     "time_to_sell")
-#: Ranked smallest first.
-ASCENDING = {"time_to_sell"}
 #: The windows the dashboard offers (1, 7 and 30 days; LEADERBOARD_PRECOMPUTE's default).
 COMMON_WINDOWS = window_rows.STANDARD_WINDOWS
 #: Longest a reader waits for another process computing the same window before computing it itself (a holder

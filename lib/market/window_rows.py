@@ -46,7 +46,8 @@ CHUNK = 200
 #: behind (the maintenance pass stopped), a read computes the whole window as if there were no rows.
 MAX_LAG_HOURS = 3
 #: The typed columns a leaderboard sorts by, by ranking (``lib.market.read_side.LEADERBOARD_KINDS``).
-SORT_COLUMNS = ("heat", "momentum", "outflow", "inflow", "liquidity", "sell_through", "median_price", "time_to_sell")
+SORT_COLUMNS = ("heat", "heat_low", "momentum", "outflow", "inflow", "liquidity", "sell_through", "median_price",
+                "time_to_sell")
 
 
 def _detail(now: float) -> float:
@@ -62,7 +63,9 @@ def precomputed_windows(windows: Iterable[int]) -> tuple[int, ...]:
 def row_measures(m: dict[str, Any]) -> dict[str, Any]:
     """A leaderboard row's measures (its values and the counts behind them), in the row's order."""
     tts = m["time_to_sell_hours"]["median"]
-    return {"heat": m["heat"]["value"], "heat_n": m["heat"]["n"], "momentum": m["momentum"]["value"],
+    heat_interval = m["heat"].get("interval")
+    return {"heat": m["heat"]["value"], "heat_n": m["heat"]["n"],
+            "heat_low": heat_interval[0] if heat_interval else None, "momentum": m["momentum"]["value"],
             "inflow": m["inflow"]["value"], "outflow": m["outflow"]["value"], "tracked_hours": m["outflow"]["n"],
             "liquidity": m["liquidity"]["value"],
             "sell_through": m["sell_through"]["value"], "sell_through_n": m["sell_through"]["n"],
@@ -111,14 +114,23 @@ def mark_pending(ip_id: int, changed: Iterable[datetime] | None, crawled_at: flo
         IpWindowPending.insert_many([{"ip_id": ip_id, "hours": h} for h in touched]).on_conflict_ignore().execute()
 
 
+_MARK_PREFIX = "window_rows_"
+
+
 def _mark_name(hours: int) -> str:
-    return f"window_rows_{hours}h"
+    return f"{_MARK_PREFIX}{hours}h"
 
 
 def rolled_to(hours: int) -> datetime | None:
     """The hour the window's rows were rolled to (None: never built)."""
     mark = StorageMark.get_or_none(StorageMark.name == _mark_name(hours))
     return None if mark is None else naive_utc(mark.value)
+
+
+def rebuild_all() -> None:
+    """Have every window's rows built anew by the next roll (``db init`` after the rows gained a column: the
+    stored rows predate it), read meanwhile as never built: computed on the spot."""
+    StorageMark.delete().where(StorageMark.name.startswith(_MARK_PREFIX)).execute()
 
 
 def _set_rolled_to(hours: int, bucket: datetime) -> None:

@@ -16,7 +16,8 @@ from fastapi.responses import JSONResponse
 from lib.core.db import database
 from lib.core.settings import Settings
 from lib.market import series
-from lib.market.read_side import COMMON_WINDOWS, LEADERBOARD_KINDS, ReadSide
+from lib.market.rankings import LEADERBOARD_KINDS
+from lib.market.read_side import COMMON_WINDOWS, ReadSide
 from lib.market.retention import WindowBeyondRetention, max_window_hours
 from lib.messaging.dead_letters import DeadLetters, NotRequeueable
 from lib.web import schemas
@@ -27,7 +28,8 @@ from models.base import MAX_AUTO_ID
 #: Labels and units of the measures the read side ranks by (their definitions: README "Market measures"); a
 #: measure the read side offers but this does not know is shown under its own name.
 MEASURE_LABELS: dict[str, tuple[str, str]] = {
-    "heat": ("Heat", "score"), "momentum": ("Momentum", "score"), "outflow": ("Sold", ""),
+    "heat": ("Heat", "score"), "heat_low": ("Heat, surely (95 % lower bound)", "score"),
+    "momentum": ("Momentum", "score"), "outflow": ("Sold", ""),
     "inflow": ("Listed", ""), "liquidity": ("Liquidity", ""), "sell_through": ("Sell-through", "%"),
     "median_price": ("Median price", "¥"), "time_to_sell": ("Time to sell", "hours"),
 }

@@ -36,9 +36,14 @@ def market(env, settings, db):
 def expected_order(scripts, by: str, hours: int) -> list[int]:
     now = time.time()
     values = {ip: expected_window(s, hours, now, MINIMUMS) for ip, s in scripts.items()}
-    ranked = [ip for ip in values if values[ip][KEY.get(by, by)] is not None]
+    def value(ip):
+        if by == "heat_low":  # the lower end of the heat's interval (README definition 8)
+            return (values[ip]["heat_interval"] or [None])[0]
+        return values[ip][KEY.get(by, by)]
+
+    ranked = [ip for ip in values if value(ip) is not None]
     sign = 1 if by == "time_to_sell" else -1
-    return sorted(ranked, key=lambda ip: (sign * values[ip][KEY.get(by, by)], -values[ip]["outflow"], ip))
+    return sorted(ranked, key=lambda ip: (sign * value(ip), -values[ip]["outflow"], ip))
 
 
 @pytest.mark.slow_on_mysql  # the fast tier runs ip show on MariaDB and this on SQLite

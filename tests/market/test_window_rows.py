@@ -181,3 +181,31 @@ def test_a_refresh_recomputes_only_the_ips_that_received_results(db, settings):
         market.deliver(ip_id, 7)
     assert window_rows.update(all_windows, clock.now()) == dict.fromkeys(all_windows, len(busy))
     assert_rows_equal_the_definition(market, all_windows, clock.now())
+
+
+def test_db_init_has_rows_that_predate_a_new_column_built_anew(db, settings):
+    """A database whose window rows were written before ``heat_low`` existed: ``db init`` adds the column and the
+    rows are rebuilt by the next roll (their JSON lacks the intervals too), and read meanwhile as never built."""
+    from lib.core.db import database
+    from lib.core.schema import create_tables
+
+    clock = FrozenClock(T0)
+    market = Market(settings, clock)
+    ip_id = market.add("IP", make_script(21, n_crawls=8))
+    for n in range(8):
+        clock.set(max(clock.now(), market.scripts[ip_id].crawls[n][0] + 30))
+        market.deliver(ip_id, n)
+    all_windows = windows(settings)
+    window_rows.update(all_windows, clock.now())
+    assert all(window_rows.rolled_to(h) is not None for h in all_windows)
+    database.execute_sql("ALTER TABLE ip_window_measures DROP COLUMN heat_low")  # as the previous version had it
+
+    create_tables()
+
+    assert "heat_low" in {c.name for c in database.get_columns("ip_window_measures")}
+    assert all(window_rows.rolled_to(h) is None for h in all_windows)
+    assert window_rows.ip_measures(ip_id, 24, clock.now()) is None  # never built: the reader computes it
+    window_rows.update(all_windows, clock.now())
+    row = IpWindowMeasures.get((IpWindowMeasures.ip_id == ip_id) & (IpWindowMeasures.hours == 24))
+    expected = definition(market.seen(ip_id), 24, clock.now())
+    assert row.heat_low == (expected["heat_interval"] or [None])[0]

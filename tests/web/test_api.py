@@ -70,7 +70,8 @@ def test_every_read_endpoint_matches_its_openapi_document(dashboard):
 
 
 #: The measures a leaderboard ranks by (README "Market measures").
-MEASURES = {"heat", "momentum", "outflow", "inflow", "liquidity", "sell_through", "median_price", "time_to_sell"}
+MEASURES = {"heat", "heat_low", "momentum", "outflow", "inflow", "liquidity", "sell_through", "median_price",
+            "time_to_sell"}
 
 
 def test_the_document_states_the_bounds_the_server_enforces(db, env, broker):
