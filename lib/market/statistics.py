@@ -14,7 +14,7 @@ from typing import Any, cast
 from lib.core.clock import naive_utc
 from lib.core.db import on_conflict_update
 from lib.core.settings import Settings
-from lib.market import robust
+from lib.market import intervals, robust
 from models import IpAlert, IpDayPending, IpStatsHourly, ListingEvent
 
 HOUR = 3600
@@ -191,7 +191,7 @@ def evaluate_alerts_many(ip_id: int, buckets: list[datetime], baseline_at: float
         sales = sorted(tuples(ListingEvent.select(ListingEvent.hour_bucket, ListingEvent.price).where(
             (ListingEvent.ip_id == ip_id) & (ListingEvent.kind == "sold") & ListingEvent.price.is_null(False)
             & (ListingEvent.hour_bucket >= priced[0] - timedelta(days=7))
-            & (ListingEvent.hour_bucket < priced[-1]))))
+            & (ListingEvent.hour_bucket <= priced[-1]))))
     sale_hours = [h for h, _ in sales]
     found: dict[datetime, list[AlertFinding]] = {}
     for bucket in due:
@@ -202,18 +202,21 @@ def evaluate_alerts_many(ip_id: int, buckets: list[datetime], baseline_at: float
         trailing = [rows[h].outflow if h in rows else 0
                     for h in (since + k * hour for k in range(int((bucket - since) / hour)))]
         week: list[int] = []
+        now: list[int] = []
         if bucket in priced:
             lo = bisect.bisect_left(sale_hours, bucket - timedelta(days=7))
             hi = bisect.bisect_left(sale_hours, bucket)
             week = [price for _, price in sales[lo:hi]]
-        findings = _findings(row, trailing, week, settings)
+            now = [price for _, price in sales[hi:bisect.bisect_right(sale_hours, bucket)]]
+        findings = _findings(row, trailing, week, now, settings)
         if findings:
             found[bucket] = findings
     return found
 
 
-def _findings(row: IpStatsHourly, trailing: list[int], week: list[int], settings: Settings) -> list[AlertFinding]:
-    """The rules on one hour's row, its trailing hours' outflows and the 7 days' sold prices before it."""
+def _findings(row: IpStatsHourly, trailing: list[int], week: list[int], now: list[int],
+              settings: Settings) -> list[AlertFinding]:
+    """The rules on one hour's row, its trailing hours' outflows, the 7 days' sold prices before it and its own."""
     findings = []
     centre, spread = robust.median(trailing) or 0.0, robust.mad(trailing) or 0.0
     threshold = max(settings.alert_outflow_surge_factor * max(centre, 1.0),
@@ -236,13 +239,16 @@ def _findings(row: IpStatsHourly, trailing: list[int], week: list[int], settings
         trailing_median = robust.median(week) or 0.0
         hour_median = float(row.median_price)
         change = round(hour_median / trailing_median - 1, 9) if trailing_median else 0.0
-        if abs(change) >= settings.alert_price_move:
+        # noise: the hour's median is an estimate; a move its 95 % interval does not rule out is not reported
+        interval = intervals.median_interval(now)
+        if abs(change) >= settings.alert_price_move and interval is not None \
+                and not interval[0] <= trailing_median <= interval[1]:
             findings.append(AlertFinding(
                 SOLD_PRICE_MOVE, change, settings.alert_price_move,
                 f"median sold price ¥{hour_median:,.0f} is {change:+.0%} against the trailing 7-day "
                 f"median ¥{trailing_median:,.0f}",
                 {"median_price": hour_median, "trailing_median": trailing_median, "change": round(change, 4),
-                 "samples": row.sample_count, "trailing_samples": len(week)}))
+                 "samples": row.sample_count, "trailing_samples": len(week), "median_interval": list(interval)}))
     return findings
 
 

@@ -22,6 +22,8 @@ from lib.scheduling.catalogue import Catalogue
 from lib.scheduling.schedule import ScheduleStore
 from models import IpAlert, IpStatsHourly, ListingEvent
 
+from .test_intervals import exact_ranks
+
 H = 3600.0
 T0 = 1_800_000_000.0 - (1_800_000_000.0 % H)
 HOUR0 = naive_utc(T0)
@@ -43,6 +45,14 @@ def hour(ip, hours_back, inflow=0, outflow=0, prices=()):
         ListingEvent.create(ip_id=ip.id, source_id=f"h{hours_back}-{k}", kind="sold", occurrence=0,
                             event_at=T0 - hours_back * H + k, hour_bucket=HOUR0 - timedelta(hours=hours_back),
                             price=price)
+
+
+def beyond_noise(prices: list[int], trailing_median: float) -> bool:
+    """README "Alerts": the hour's median interval (order statistics, README definition 8) excludes the trailing
+    median; ranks by the by-hand definition of tests/market/test_intervals.py."""
+    ranks = exact_ranks(len(prices), 1, 2)
+    ordered = sorted(prices)
+    return ranks is not None and not ordered[ranks[0] - 1] <= trailing_median <= ordered[ranks[1] - 1]
 
 
 def rules(ip, settings, baseline_at=LONG_AGO):
@@ -96,7 +106,11 @@ def test_hot_liquidity_threshold(ip, settings, inflow, outflow, fires):
     ([1200] * 9, [1000] * 10, False), ([1200] * 10, [1000] * 9, False),
     # one set sale at ¥90,000 in the week does not move the median, and nor does one placeholder this hour
     ([1000] * 9 + [1], [1000] * 10 + [90_000], False),
-    ([1300, 1300, 1300, 1300, 1300, 1300, 1, 1, 1, 1], [1000, 1050, 1100] * 4, True),
+    # a median 24 % up, but four placeholders this hour: its interval (¥1 to ¥1,300) holds the trailing median
+    ([1300, 1300, 1300, 1300, 1300, 1300, 1, 1, 1, 1], [1000, 1050, 1100] * 4, False),
+    ([1300] * 8 + [1250, 1280], [1000, 1050, 1100] * 4, True),
+    # 25 % up on a spread hour: X(2)..X(9) of its ten prices still reach down to ¥950
+    ([900, 950, 1200, 1250, 1250, 1250, 1300, 1350, 1400, 2000], [1000] * 10, False),
 ])
 def test_sold_price_move_on_medians(ip, settings, now_prices, week_prices, fires):
     for k, price in enumerate(week_prices):
@@ -105,7 +119,8 @@ def test_sold_price_move_on_medians(ip, settings, now_prices, week_prices, fires
     hour(ip, 0, prices=now_prices)
     change = round(statistics.median(now_prices) / statistics.median(week_prices) - 1, 9)  # 1200/1000-1 ≈ 0.19999…
     expected = (abs(change) >= settings.alert_price_move and len(now_prices) >= settings.alert_price_min_samples
-                and len(week_prices) >= settings.alert_price_min_samples)
+                and len(week_prices) >= settings.alert_price_min_samples
+                and beyond_noise(now_prices, statistics.median(week_prices)))
     assert expected is fires
     assert (SOLD_PRICE_MOVE in rules(ip, settings)) is fires
 
@@ -180,7 +195,7 @@ def test_many_settled_hours_at_once_each_against_its_own_trailing_hours(ip, sett
         now = prices.get(k, [])
         if len(now) >= settings.alert_price_min_samples and len(week) >= settings.alert_price_min_samples:
             change = round(statistics.median(now) / statistics.median(week) - 1, 9)
-            if abs(change) >= settings.alert_price_move:
+            if abs(change) >= settings.alert_price_move and beyond_noise(now, statistics.median(week)):
                 fired.add(SOLD_PRICE_MOVE)
         if fired:
             expected[HOUR0 - timedelta(hours=k)] = fired
