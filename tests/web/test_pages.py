@@ -131,14 +131,30 @@ def test_ip_page_draws_every_chart(site, chromium, tmp_path):
                                   ".map(a => a.getAttribute('href'))")
             axis = await page.js("() => ['price', 'flow-hourly'].map(id => document.getElementById(id)"
                                  ".getAttribute('aria-label')).join(' ')")
+            shown = await page.js("() => Array.from(document.querySelectorAll('#cards .card')).map(c => ["
+                                  "c.childNodes[1].textContent, (c.querySelector('.interval') || {}).textContent || "
+                                  "null, c.querySelectorAll('.interval svg circle').length])")
             await page.page.screenshot({"path": str(tmp_path / "ip.png"), "fullPage": True})
-            return drawn, name, sales, axis, page.errors
+            return drawn, name, sales, axis, shown, page.errors
         finally:
             await browser.close()
 
-    drawn, name, sales, axis, errors = run(go())
+    drawn, name, sales, axis, shown, errors = run(go())
     assert errors == []
     assert name == top["name"]
+    # each estimate's 95 % interval under its card, as the API gives it, with its whisker (README definition 8)
+    m = call(f"{url}/api/v1/ips/{top['ip_id']}?hours=168").json()["measures"]
+    cards = {label: (text, dots) for label, text, dots in shown}
+    for label, key in (("Heat", "heat"), ("Sell-through", "sell_through"), ("Median sold price", "median_price")):
+        text, dots = cards[label]
+        if m[key]["value"] is None:  # insufficient (the demo's week has no baseline for a week's heat)
+            assert (text, dots) == (None, 0), label
+        else:
+            assert m[key]["interval"] is not None and text.startswith("95 %: ") and dots == 1, (label, text)
+    assert m["median_price"]["interval"] is not None
+    low, high = m["median_price"]["interval"]
+    assert cards["Median sold price"][0] == f"95 %: ¥{round(low):,} – ¥{round(high):,}"
+    assert cards["Listed"] == (None, 0)  # a count, not an estimate: no interval
     assert call(f"{url}/api/v1/ips/{top['ip_id']}?hours=168").json()["search_totals"]  # the crawler reports them
     assert all(count > 500 for count in drawn.values()), drawn  # each chart drew more than its frame
     assert sales and all(href.startswith("http") for href in sales)

@@ -13,6 +13,35 @@
     return shown;
   }
 
+  // A measure's 95 % interval (README definition 8): "95 %: low – high" over a whisker whose dot is the value
+  // (where it sits between the ends shows the interval's skew); an interval open above is dashed to the right.
+  function interval(m, unit) {
+    if (!m || !m.interval || m.value === null) return null;
+    const [low, high] = m.interval;
+    const svgNs = "http://www.w3.org/2000/svg";
+    const svg = document.createElementNS(svgNs, "svg");
+    svg.setAttribute("viewBox", "0 0 100 10");
+    svg.setAttribute("class", "whisker");
+    svg.setAttribute("aria-hidden", "true");
+    const line = (x1, x2, dashed) => {
+      const l = document.createElementNS(svgNs, "line");
+      for (const [k, v] of Object.entries({x1, x2, y1: 5, y2: 5})) l.setAttribute(k, v);
+      if (dashed) l.setAttribute("stroke-dasharray", "3 2");
+      return l;
+    };
+    const tick = (x) => { const l = line(x, x, false); l.setAttribute("y1", 1); l.setAttribute("y2", 9); return l; };
+    const span = high === null ? null : high - low;
+    const at = span ? 4 + 92 * (m.value - low) / span : (high === null ? 30 : 50);
+    svg.append(line(4, high === null ? 60 : 96, false), tick(4));
+    if (high === null) svg.append(line(60, 96, true)); else svg.append(tick(96));
+    const dot = document.createElementNS(svgNs, "circle");
+    for (const [k, v] of Object.entries({cx: at, cy: 5, r: 2.5})) dot.setAttribute(k, v);
+    svg.append(dot);
+    const ends = `${value(low, unit)} – ${high === null ? "open above" : value(high, unit)}`;
+    return el("div", {class: "interval", "data-low": low, "data-high": high === null ? "" : high,
+                      title: "95 % interval (README: Uncertainty)"}, svg, `95 %: ${ends}`);
+  }
+
   function cards(d) {
     const m = d.measures || {};
     const tts = m.time_to_sell_hours || {};
@@ -22,7 +51,7 @@
                    ["Median time to sell", tts.median, "hours"], ["On sale now (site total)", m.supply, ""],
                    ["Hours of supply", m.hours_of_supply, ""], ["Coverage of sales", m.coverage, "%"]];
     document.getElementById("cards").replaceChildren(...items.map(([label, v, unit]) =>
-      el("div", {class: "card"}, el("b", {}, measure(v, unit)), label,
+      el("div", {class: "card"}, el("b", {}, measure(v, unit)), label, interval(v, unit),
          v && v.n !== undefined ? el("div", {class: "muted"}, `n = ${v.n}`) : null)));
   }
 
