@@ -1,7 +1,7 @@
 """Characters named in a title: ``match_characters(title, characters)``, each character a ``(name, aliases)``
 pair, matched like goods terms (``normalize.fold``: any script, width or long-vowel spelling; names in Latin
 letters as whole words) and not among the title's search words (``stuffing``: "五条悟 アクスタ 【検索用】夏油
-虎杖" names 五条悟 only). A title may name several."""
+虎杖" names 五条悟 only), nor inside a goods word ("ねんどろいど" does not name ロイド). A title may name several."""
 
 from __future__ import annotations
 
@@ -35,9 +35,11 @@ class CharacterMatcher:
 
     def match(self, title: str) -> list[str]:
         folded = compact(self._classifier.without_stuffing(normalize(title)))
+        goods = self._classifier.term_spans(folded)
         found: list[str] = []
         for name, words in self._names:
-            if name not in found and words.spans(folded):
+            if name not in found and any(not any(g0 <= s0 and s1 <= g1 for g0, g1 in goods)
+                                         for s0, s1 in words.spans(folded)):
                 found.append(name)
         return found
 

@@ -52,6 +52,11 @@ class Classifier:
                     found.add(t.id)
         return [t.id for t in self._matched if t.id in found] or [OTHER]
 
+    def term_spans(self, folded: str) -> list[tuple[int, int]]:
+        """Where a folded text names goods (any type's terms, weak ones too): a character's name found inside one
+        of these is part of the goods word (ロイド in ねんどろいど), not the character."""
+        return [span for t in self._matched for words in (t.terms, t.weak_terms) for span in words.spans(folded)]
+
     def _evidence(self, folded: str) -> tuple[set[str], set[str]]:
         strong: set[str] = set()
         weak: set[str] = set()

@@ -29,6 +29,16 @@ def test_characters_in_titles(title, expected):
     assert match_characters(title, JUJUTSU) == expected
 
 
+@pytest.mark.parametrize("title, expected", [
+    ("SPY×FAMILY アーニャ ねんどろいど", ["アーニャ"]),  # ロイド inside ねんどろいど (a goods word) is not Loid
+    ("SPY×FAMILY ねんどろいど ロイド", ["ロイド"]),      # named outside it: Loid
+    ("SPY×FAMILY ロイド アクスタ", ["ロイド"]),
+])
+def test_a_name_inside_a_goods_word_is_not_the_character(title, expected):
+    """Seen in the simulator's titles (issue 27 point 6): "ねんどろいど" named ロイド."""
+    assert match_characters(title, [("アーニャ", []), ("ロイド", [])]) == expected
+
+
 def test_a_matcher_compiles_once_and_answers_the_same():
     matcher = CharacterMatcher([Character("ハチワレ"), Character("うさぎ", ("ウサギ",))])
     assert matcher.match("ちいかわ ぬいぐるみ ハチワレ ｳｻｷﾞ") == ["ハチワレ", "うさぎ"]

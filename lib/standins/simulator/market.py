@@ -31,6 +31,8 @@ import random
 from dataclasses import dataclass
 from functools import lru_cache
 
+from lib.standins.simulator.titles import make_title
+
 HOUR = 3600.0
 #: How far back listings are generated: older ones are off every page the crawler reads.
 HORIZON = 3 * 24 * HOUR
@@ -57,6 +59,8 @@ class Listing:
     sold_out_at: float | None  # trading until then, then sold out
     relisted_at: float | None  # sold → on sale again
     hidden: bool = False       # filtered out of every search page (counted in numFound)
+    goods: tuple[str, ...] = ()       # the goods types the title truly carries (``titles.make_title``)
+    characters: tuple[str, ...] = ()  # the characters it truly names
 
     def status_at(self, t: float) -> str | None:
         if t < self.created:
@@ -145,15 +149,12 @@ def listing(keyword: str, n: int) -> Listing:
     relisted_at = sold_at + relist if sold_at is not None and story == RELISTED_FATE else None
     ident = (hashlib.sha1(f"{keyword}{n}".encode()).hexdigest()[:22] if shops
              else f"m{10_000_000_000 + _seed(keyword, n) % 89_999_999_999}")
-    name = f"{keyword} {_NOUNS[rng.randrange(len(_NOUNS))]} {n % 1000:03d}"
+    rng.randrange(12)  # what the title's noun once drew: the draws after it stay the same
+    title = make_title(keyword, n)
     if price0 is not None and not change and rng.random() < 0.01:  # drawn last: the other listings stay as they were
         price0 = price1 = PLACEHOLDER_PRICE
-    return Listing(ident, shops, name, created, price0, price_change_at, price1, sold_at, sold_out_at, relisted_at,
-                   hidden(keyword, n))
-
-
-_NOUNS = ["フィギュア", "アクリルスタンド", "缶バッジ", "ぬいぐるみ", "キーホルダー", "タペストリー", "色紙",
-          "全巻セット", "トレカ", "ポスター", "Tシャツ", "クリアファイル"]
+    return Listing(ident, shops, title.text, created, price0, price_change_at, price1, sold_at, sold_out_at,
+                   relisted_at, hidden(keyword, n), title.goods, title.characters)
 
 
 def _first(keyword: str, t: float) -> int:
