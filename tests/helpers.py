@@ -132,6 +132,8 @@ class TcpProxy:
         self.up = True
         self.connections: list = []
         self._lock = threading.Lock()
+        self._flowing = threading.Event()
+        self._flowing.set()
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -156,13 +158,13 @@ class TcpProxy:
             for a, b in ((client, upstream), (upstream, client)):
                 threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
 
-    @staticmethod
-    def _pipe(src, dst) -> None:
+    def _pipe(self, src, dst) -> None:
         try:
             while True:
                 data = src.recv(65536)
                 if not data:
                     break
+                self._flowing.wait()  # frozen: held, the connection open (a server that stopped answering)
                 dst.sendall(data)
         except OSError:
             pass
@@ -190,7 +192,15 @@ class TcpProxy:
     def restore(self) -> None:
         self.up = True
 
+    def freeze(self) -> None:
+        """Keep every connection open and pass nothing on: a server that stopped answering (no reset)."""
+        self._flowing.clear()
+
+    def thaw(self) -> None:
+        self._flowing.set()
+
     def close(self) -> None:
+        self.thaw()
         self.cut()
         self.listener.close()
 

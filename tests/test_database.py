@@ -129,3 +129,35 @@ def test_a_deadlock_victim_runs_again(db, database_url, attempts):
             assert Title.get_by_id(first.id).text == "t0+!" and Title.get_by_id(second.id).text == "t1+!"
     finally:
         thread.join(20)
+
+
+@pytest.mark.parametrize("database_url", ["mysql"], indirect=True)
+def test_a_mysql_server_that_stops_answering_is_given_up_within_read_timeout(database_url):
+    """A server that keeps the connection open and answers nothing (a frozen host: no reset, unlike a restart)
+    held a query for good: read_timeout (DATABASE_URL's query, 300 s by default) bounds it, the error is the
+    connection's, and the next query reconnects. A bad value is refused naming it."""
+    import time
+    from urllib.parse import urlsplit
+
+    from .helpers import TcpProxy
+
+    parts = urlsplit(database_url)
+    proxy = TcpProxy(parts.hostname or "127.0.0.1", parts.port or 3306)
+    try:
+        db = open_database(f"mysql://{parts.username or 'root'}@127.0.0.1:{proxy.port}{parts.path}?read_timeout=2")
+        assert db.execute_sql("SELECT 1").fetchone() == (1,)
+        proxy.freeze()
+        started = time.monotonic()
+        with pytest.raises(peewee.OperationalError):
+            db.execute_sql("SELECT 1")
+        took = time.monotonic() - started
+        proxy.cut()
+        proxy.thaw()
+        proxy.restore()
+        assert db.execute_sql("SELECT 2").fetchone() == (2,)
+        db.close()
+    finally:
+        proxy.close()
+    assert 2 <= took < 2 + 10  # the bound (2 s), with slack for a loaded machine
+    with pytest.raises(ValueError, match="read_timeout='soon'"):
+        open_database(f"mysql://root@127.0.0.1:3306{parts.path}?read_timeout=soon")

@@ -25,6 +25,13 @@ MYSQL_DEADLOCK = 1213
 database = peewee.DatabaseProxy()
 
 
+#: PyMySQL's bounds on a MySQL/MariaDB connection, in seconds, each overridable in DATABASE_URL's query
+#: (``?read_timeout=900``): connecting; waiting for an answer (the longest query must fit: a pruning pass or a
+#: window's rows at many IPs); sending. Without the last two a server that stops answering without resetting
+#: the connection (a frozen host, a network partition) held the thread for good.
+MYSQL_TIMEOUTS = {"connect_timeout": 10.0, "read_timeout": 300.0, "write_timeout": 60.0}
+
+
 class ReconnectingMySQLDatabase(ReconnectMixin, peewee.MySQLDatabase):
     """Reconnects once when MySQL dropped the connection (restart, wait_timeout)."""
 
@@ -59,9 +66,20 @@ def open_database(url: str) -> peewee.Database:
             user=unquote(parts.username or "root"),
             password=unquote(parts.password or ""),
             charset=query.get("charset", "utf8mb4"),
-            connect_timeout=10,
+            **{name: _seconds(query, name, default)  # type: ignore[arg-type]
+               for name, default in MYSQL_TIMEOUTS.items()},
         )
     raise ValueError(f"unsupported database URL scheme {parts.scheme!r}")
+
+
+def _seconds(query: dict[str, str], name: str, default: float) -> float:
+    try:
+        value = float(query.get(name, default))
+    except ValueError:
+        value = -1
+    if value <= 0:
+        raise ValueError(f"DATABASE_URL: {name}={query[name]!r} is not a positive number of seconds")
+    return value
 
 
 def bind_database(url: str) -> peewee.Database:
