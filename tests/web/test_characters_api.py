@@ -140,3 +140,20 @@ def test_a_body_that_does_not_parse_gets_a_documented_answer(dashboard):
         reply = call_request(request)
         assert reply.status in (400, 403), (method, reply.status)  # 403: read-only refuses before the body
         check_against_openapi(doc, PATH, method.lower(), reply)
+
+
+def test_hostile_names_round_trip_and_are_removed_by_their_path(dashboard):
+    """Names with quotes, SQL, URL metacharacters (``/ ? # % &``), emoji and bidirectional marks: stored and read
+    back as sent, and each removed through its percent-encoded path segment."""
+    if dashboard.token is None:
+        return  # read-only: nothing can be stored
+    url = f"{dashboard.url}/api/v1/ips/{dashboard.ips[2].id}/characters"
+    names = ["'; DROP TABLE ip_characters; --", "a/b/../c", "what?x=1", "#anchor", "100% & 50%", "%2F%00",
+             "🔥 五条悟", "\u202eabc", "e\u0301", "\\ back\\slash", 'say "x"', ".. up"]
+    body = {"characters": [{"name": n, "aliases": [f"{n} 別名"]} for n in names]}
+    assert call(url, "PUT", body, BEARER).status == 200
+    assert listed(call(url)) == body["characters"]
+    for i, name in enumerate(names):
+        reply = call(f"{url}/{quote(name, safe='')}", "DELETE", None, BEARER)
+        assert reply.status == 200 and reply.json()["changed"] is True, (name, reply.body)
+        assert [c["name"] for c in listed(reply)] == names[i + 1:]
