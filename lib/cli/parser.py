@@ -122,7 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=["classify"],
                    help="classify: read titles on standard input, one a line; write one JSON object a line "
                         '({"title": …, "goods": [ids], "characters": [names]})')
-    p.add_argument("--ip", type=int, metavar="ID", help="match the characters of this IP")
+    p.add_argument("--ip", type=int, metavar="ID",
+                   help="match the characters of this IP (its list: animetop ip characters ID)")
     p.add_argument("--characters", metavar="FILE",
                    help='the characters to match, as JSON: [{"name": …, "aliases": […]}], instead of the list of '
                         "--ip (to try one before importing it)")
