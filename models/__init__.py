@@ -1,6 +1,7 @@
 """Database schema (Peewee models). Models hold schema, not business rules."""
 
 from .base import BaseModel
+from .character import IpCharacter
 from .collect import CollectedRow, CollectionTask
 from .crawl import CrawlSearchTotal
 from .execution_state import JobExecutionState
@@ -14,10 +15,10 @@ from .window import IpWindowMeasures, IpWindowPending
 ALL_MODELS: list[type[BaseModel]] = [
     IpMetadata, JobExecutionState, ItemSnapshot, IpStatsHourly, IpAlert, AppliedResult, Title, Content,
     CollectionTask, CollectedRow, AlertDelivery, CrawlSearchTotal, ListingSighting, ListingEvent,
-    IpStatsDaily, IpDayPending, StorageMark, IpWindowMeasures, IpWindowPending,
+    IpStatsDaily, IpDayPending, StorageMark, IpWindowMeasures, IpWindowPending, IpCharacter,
 ]
 
 __all__ = ["ALL_MODELS", "AlertDelivery", "AppliedResult", "BaseModel", "CollectedRow", "CollectionTask", "Content",
-           "CrawlSearchTotal", "IpAlert", "IpDayPending", "IpMetadata", "IpStatsDaily", "IpStatsHourly",
+           "CrawlSearchTotal", "IpAlert", "IpCharacter", "IpDayPending", "IpMetadata", "IpStatsDaily", "IpStatsHourly",
            "IpWindowMeasures", "IpWindowPending", "ItemSnapshot",
            "JobExecutionState", "ListingEvent", "ListingSighting", "StorageMark", "Title"]

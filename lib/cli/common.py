@@ -47,6 +47,13 @@ def app_catalogue():
     return Catalogue(ScheduleStore(state_redis(settings)), settings)
 
 
+def app_database():
+    """The settings' database bound (no Redis: a command that only reads and writes tables needs none)."""
+    from lib.core.db import bind_database
+
+    return bind_database(app_settings().database_url_resolved)
+
+
 def parse_ip_id(value: str | None) -> int:
     from lib.scheduling.catalogue import CatalogueError
 

@@ -13,6 +13,14 @@ from lib.cli.common import app_catalogue, app_read_side, command, parse_ip_id
 def cmd_ip(args) -> int:
     from lib.scheduling.catalogue import CatalogueError
 
+    if args.action == "characters":
+        from lib.cli.characters import cmd_characters
+
+        return cmd_characters(args)
+    if args.operation or args.operand or args.alias:
+        print(f"animetop ip {args.action}: too many arguments (list, add, remove, import, export, NAME and --alias "
+              f"go with `ip characters ID`)", file=sys.stderr)
+        return 2
     if args.action == "show":
         return _show_ip(args)
     catalogue = app_catalogue()

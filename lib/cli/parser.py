@@ -36,9 +36,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="requeue: every dead letter (of --queue)")
     p.add_argument("--format", choices=["table", "json"], default="table")
 
-    p = sub.add_parser("ip", help="manage the IPs (franchises) being tracked")
-    p.add_argument("action", choices=["add", "list", "show", "disable", "enable", "import"])
-    p.add_argument("value", nargs="?", help="add: KEYWORD; show/disable/enable: ID; import: FILE")
+    p = sub.add_parser("ip", help="manage the IPs (franchises) being tracked",
+                       epilog="characters: `ip characters ID` lists IP ID's characters; `ip characters ID add NAME "
+                              "[--alias A …]` adds one (or adds aliases to it); `… remove NAME`; `… import FILE` "
+                              'replaces the list with a JSON file [{"name": …, "aliases": […]}]; `… export` prints '
+                              "the list as such a file")
+    p.add_argument("action", choices=["add", "list", "show", "disable", "enable", "import", "characters"])
+    p.add_argument("value", nargs="?", help="add: KEYWORD; show/disable/enable/characters: ID; import: FILE")
+    p.add_argument("operation", nargs="?", choices=["list", "add", "remove", "import", "export"],
+                   help="characters: what to do with the list (default: list)")
+    p.add_argument("operand", nargs="?", help="characters add/remove: NAME; characters import: FILE")
+    p.add_argument("--alias", action="append", default=[], metavar="A",
+                   help="characters add: another name titles use for the character (repeatable; --alias=-x for "
+                        "one that starts with a dash)")
     p.add_argument("--hours", type=int, default=24, help="show: the window's hours (default 24)")
     p.add_argument("--name", help="add: display name (default: the keyword)")
     p.add_argument("--weight", type=float, default=1.0, help="add: initial weight (default 1.0)")
@@ -113,10 +123,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=["classify"],
                    help="classify: read titles on standard input, one a line; write one JSON object a line "
                         '({"title": …, "goods": [ids], "characters": [names]})')
-    p.add_argument("--ip", type=int, metavar="ID", help="match the characters of this IP")
+    p.add_argument("--ip", type=int, metavar="ID",
+                   help="match the characters of this IP (its list: animetop ip characters ID)")
     p.add_argument("--characters", metavar="FILE",
-                   help='the characters to match, as JSON: [{"name": …, "aliases": […]}] (the IPs\' stored '
-                        "character lists are not part of this build yet: --ip needs this file)")
+                   help='the characters to match, as JSON: [{"name": …, "aliases": […]}], instead of the list of '
+                        "--ip (to try one before importing it)")
     p.add_argument("--taxonomy", metavar="FILE",
                    help="goods types from this file instead of the packaged lib/segments/goods_types.toml "
                         "(to try a change)")

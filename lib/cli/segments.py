@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from lib.cli.common import command
+from lib.cli.common import app_database, command
 
 
 @command("segments")
@@ -22,7 +22,11 @@ def cmd_segments(args) -> int:
         if args.characters:
             characters = load_characters_file(Path(args.characters))
         elif args.ip is not None:
+            app_database()
             characters = characters_for_ip(args.ip)
+            if not characters:
+                print(f"animetop segments classify: IP {args.ip} lists no characters (add them with `animetop ip "
+                      f"characters {args.ip} add NAME`): none will be matched", file=sys.stderr)
         else:
             characters = []
     except (TaxonomyError, CharactersUnavailable) as e:

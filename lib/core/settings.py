@@ -205,8 +205,9 @@ class Settings:
                                  no_credentials="it is sent in every alert notification"),
             "Base URL of the dashboard, for links in notifications (so without credentials).")
     dashboard_token: str | None = setting(None, parsers.secret_token,
-            "Operator token of the dashboard: with it, requeue and purge of dead letters are allowed to whoever "
-            "presents it (at least 16 characters). Unset: the dashboard is read-only.")
+            "Operator token of the dashboard: with it, requeue and purge of dead letters, and changes to the IPs' "
+            "character lists, are allowed to whoever presents it (at least 16 characters). Unset: the dashboard is "
+            "read-only.")
     metrics_port: int = setting("9191", parsers.positive_int,
             "Prometheus /metrics of the worker process type on 127.0.0.1 (the crawler's on the next port).")
     metrics_dir: str | None = setting(None, parsers.path,

@@ -16,6 +16,7 @@ from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoin
 from starlette.routing import Match
 
 from lib.market.retention import max_window_hours
+from lib.web import characters_api
 from lib.web.api import IpId, WebContext, router
 from lib.web.openapi import document
 
@@ -68,6 +69,7 @@ def create_app(ctx: WebContext) -> FastAPI:
     app.add_middleware(SecurityHeaders)
     app.add_exception_handler(405, method_not_allowed)
     app.include_router(router)
+    app.include_router(characters_api.router)
     # the bounds the server checks (lib.web.api's 400s), from the same functions, into the document
     bounds = {"RETENTION_WINDOW": max_window_hours(ctx.settings), "RETENTION_DAILY": ctx.read_side.max_days()}
     app.openapi = partial(document, app, bounds)  # type: ignore[method-assign]  # FastAPI's way to extend it

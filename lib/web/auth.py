@@ -1,6 +1,7 @@
 """Who may change things: the operator token (``DASHBOARD_TOKEN``), its session cookie, and CSRF protection.
 
-Reading needs nothing. Requeue and purge need the token, presented either
+Reading needs nothing. Requeue and purge of dead letters, and changes to the IPs' character lists, need the
+token, presented either
 
 * as ``Authorization: Bearer <token>`` (scripts; a browser never adds that header to a cross-site request, so
   it needs no CSRF check), or

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from lib.segments.character_rules import MAX_ALIASES, MAX_CHARACTERS, NAME_MAX_LENGTH, NO_CONTROL_CHARACTERS
 
 
 class Problem(BaseModel):
@@ -209,3 +211,41 @@ class SessionIn(BaseModel):
 class SessionOut(BaseModel):
     operator: bool
     csrf_token: str | None = None
+
+
+#: A character's name or alias as the document can state its rules (``lib.segments.character_rules``); those it
+#: cannot (a word with no letter or digit, two words the matcher reads alike) are answered with 409.
+Word = Annotated[str, StringConstraints(min_length=1, max_length=NAME_MAX_LENGTH, pattern=NO_CONTROL_CHARACTERS)]
+
+
+class CharacterIn(BaseModel):
+    """A character: the name answers give, and the other names titles use for it."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    name: Word
+    aliases: list[Word] = Field(default_factory=list, max_length=MAX_ALIASES)
+
+
+class CharactersIn(BaseModel):
+    """An IP's whole character list, in the order answers keep."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    characters: list[CharacterIn] = Field(max_length=MAX_CHARACTERS)
+
+
+class CharacterOut(BaseModel):
+    name: str
+    aliases: list[str]
+    created_at: float = Field(description="Unix seconds")
+    updated_at: float = Field(description="Unix seconds: when its aliases last changed")
+
+
+class CharacterList(BaseModel):
+    ip_id: int
+    characters: list[CharacterOut] = Field(description="in the operator's order, which matches are answered in")
+
+
+class CharacterChange(CharacterList):
+    changed: bool = Field(description="whether the request changed the list (false: it was so already)")

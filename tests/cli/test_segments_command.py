@@ -12,10 +12,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 
-def segments(*args: str, stdin: str) -> subprocess.CompletedProcess[bytes]:
+def segments(*args: str, stdin: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
     # a C locale and a Latin-1 standard stream encoding: the command must still read and write UTF-8
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C", "PYTHONIOENCODING": "latin-1",
-           "PYTHONUTF8": "0"}
+           "PYTHONUTF8": "0", **(env or {})}
     return subprocess.run([sys.executable, "-m", "lib.cli", "segments", "classify", *args], env=env, cwd=ROOT,
                           input=stdin.encode("utf-8"), capture_output=True, timeout=60)
 
@@ -52,12 +52,29 @@ def test_without_characters_none_are_matched():
         {"title": "Gojo acrylic stand", "goods": ["acrylic_stand"], "characters": []}]
 
 
-def test_an_ip_needs_its_characters_from_a_file_in_this_build(tmp_path):
-    done = segments("--ip", "7", stdin="五条 アクスタ\n")
-    assert done.returncode == 2 and done.stdout == b""
-    assert "IP 7" in done.stderr.decode() and "--characters FILE" in done.stderr.decode()
-    with_file = segments("--ip", "7", "--characters", str(characters_file(tmp_path)), stdin="五条 アクスタ\n")
-    assert answers(with_file)[0]["characters"] == ["五条悟"]
+def test_an_ip_s_characters_are_read_from_its_list(db, database_url, tmp_path):
+    from lib.core.clock import naive_utc
+    from lib.segments.character_store import replace_characters
+    from models import IpMetadata
+
+    now = naive_utc(0)
+    ip = IpMetadata.create(keyword="呪術廻戦", display_name="呪術廻戦", created_at=now, updated_at=now).id
+    empty = IpMetadata.create(keyword="ちいかわ", display_name="ちいかわ", created_at=now, updated_at=now).id
+    replace_characters(ip, [("七海建人", ["ナナミン", "nanami"]), ("五条悟", ["五条"])])
+    env = {"DATABASE_URL": database_url, "DATA_DIR": str(tmp_path / "var")}
+    titles = "ﾅﾅﾐﾝ 五条 アクスタ\nNanami plush\n五条 ぬいぐるみ\n"
+    assert [a["characters"] for a in answers(segments("--ip", str(ip), stdin=titles, env=env))] == [
+        ["七海建人", "五条悟"], ["七海建人"], ["五条悟"]]                      # in the list's order
+    # --characters FILE instead of the list (to try one before importing it)
+    with_file = segments("--ip", str(ip), "--characters", str(characters_file(tmp_path)), stdin=titles, env=env)
+    assert [a["characters"] for a in answers(with_file)] == [["五条悟"], [], ["五条悟"]]
+
+    none = segments("--ip", str(empty), stdin=titles, env=env)
+    assert [a["characters"] for a in answers(none)] == [[], [], []]
+    assert f"IP {empty} lists no characters" in none.stderr.decode()
+    missing = segments("--ip", str(ip + 1000), stdin=titles, env=env)
+    assert missing.returncode == 2 and missing.stdout == b""
+    assert f"no IP with id {ip + 1000}" in missing.stderr.decode()
 
 
 def test_an_operator_tries_a_taxonomy_of_their_own(tmp_path):

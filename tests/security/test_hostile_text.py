@@ -209,6 +209,60 @@ def test_collection_task_ids_record_keys_and_rows_round_trip(cli_settings):
     assert all_tables() <= set(database.get_tables())
 
 
+#: Hostile words a character list keeps as aliases: each has a letter or digit and none is another's word to the
+#: matcher (which reads 'a\\b' and 'a\u200bb' alike, or 'ONE PIECE' and 'one piece': those are refused instead).
+HOSTILE_ALIASES = [
+    "'; DROP TABLE ip_characters; --", "Robert'); DROP TABLE ip_metadata;--", "' OR '1'='1", "100%", "a\\b",
+    '鬼滅の刃 "x"', "it's 100% \"real\"; --", "`ip_characters`", "[x]", "$1", "?y", ":name", "%s", "%(x)s", "{0}",
+    "@@version", "/* c */ x", "-- c", "#c", "𠮷野家", "ｳﾏ娘", "e\u0301", "ß", "ss", "\u202eabc", "\u3000全角空白\u3000",
+    "trailing space ", "line\u2028sep", "\ufeffbom", "👨‍👩‍👧 家族", "ONE PIECE",
+]
+
+
+def test_hostile_character_names_and_aliases_round_trip(cli_settings, env, database_url, tmp_path):
+    """Names and aliases with quotes, SQL, LIKE wildcards, format strings, emoji, bidirectional and zero-width
+    characters go in through ``ip characters add`` and ``import`` and come out of ``export`` (a real process) and
+    ``characters_for_ip`` byte for byte; control characters and words the matcher cannot use are refused."""
+    from lib.segments.character_lists import characters_for_ip
+    from models import IpCharacter
+
+    code, out, err = call_cli("ip", "add", "'; DROP TABLE ip_characters; --")
+    assert code == 0, err
+    ip = int(out.split()[2].rstrip(":"))
+    # a name of each hostile keyword (cut to the longest name), made distinct by its number
+    names = [f"{h[:90]} キャラ{i}" for i, h in enumerate(HOSTILE)]
+    listed = [{"name": n, "aliases": [HOSTILE_ALIASES[i]] if i < len(HOSTILE_ALIASES) else []}
+              for i, n in enumerate(names)]
+    file = tmp_path / "characters.json"
+    file.write_text(json.dumps(listed, ensure_ascii=False), encoding="utf-8")
+    code, out, err = call_cli("ip", "characters", str(ip), "import", str(file))
+    assert code == 0, err
+    exported = run_cli({**env, "DATABASE_URL": database_url}, "ip", "characters", str(ip), "export")
+    assert exported.returncode == 0, exported.stderr
+    assert json.loads(exported.stdout) == listed
+    assert [(c.name, list(c.aliases)) for c in characters_for_ip(ip)] == [(e["name"], e["aliases"]) for e in listed]
+
+    # one by one through the command line (`--alias=` takes words that start with a dash)
+    other = int(call_cli("ip", "add", "100%")[1].split()[2].rstrip(":"))
+    for name, alias in zip(names[:8], HOSTILE_ALIASES[:8]):
+        code, _, err = call_cli("ip", "characters", str(other), "add", name, f"--alias={alias}", "--alias=-x" + name)
+        assert code == 0, err
+    code, out, _ = call_cli("ip", "characters", str(other), "--format", "json")
+    assert [(r["name"], r["aliases"]) for r in json.loads(out)] == [
+        (n, [a, "-x" + n]) for n, a in zip(names[:8], HOSTILE_ALIASES[:8])]
+    code, out, err = call_cli("ip", "characters", str(other), "remove", names[0])
+    assert code == 0 and repr(names[0]) in out
+    assert IpCharacter.select().where(IpCharacter.ip_id == other).count() == 7
+    assert IpCharacter.select().where(IpCharacter.ip_id == ip).count() == len(HOSTILE)  # no LIKE, no injection
+
+    for word in [*CONTROL, "%", "_%", "🔥", "\u3000", "one piece", "ONE  PIECE"]:
+        code, out, err = call_cli("ip", "characters", str(ip), "add", "新キャラ", f"--alias={word}")
+        assert code == 1 and out == "" and "Traceback" not in err, word
+        assert "control characters" in err or "no letter or digit" in err or "the same word" in err, err
+    assert IpCharacter.select().where(IpCharacter.ip_id == ip).count() == len(HOSTILE)
+    assert all_tables() <= set(database.get_tables())
+
+
 @pytest.mark.mysql
 def test_mysql_tables_from_before_exact_columns_are_converted_by_db_init(tmp_path):
     """Tables created with the server's default (case- and emoji-folding) collation: `db init` converts the

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from lib.segments.character_lists import CharactersUnavailable, characters_for_ip, load_characters_file
+from lib.segments.character_lists import CharactersUnavailable, load_characters_file
 from lib.segments.characters import Character, CharacterMatcher, match_characters
 
 JUJUTSU = [("五条悟", ["五条", "ごじょう", "gojo", "satoru gojo"]), ("虎杖悠仁", ["虎杖", "itadori", "yuji"]),
@@ -56,8 +56,3 @@ def test_a_characters_file_is_read_and_checked(tmp_path):
             load_characters_file(path)
     with pytest.raises(CharactersUnavailable, match="No such file"):
         load_characters_file(tmp_path / "missing.json")
-
-
-def test_an_ips_stored_characters_are_not_in_this_build_yet():
-    with pytest.raises(CharactersUnavailable, match="--characters FILE"):
-        characters_for_ip(1)
