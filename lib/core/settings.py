@@ -128,6 +128,10 @@ class Settings:
             "How long the daily rows (ip_stats_daily) are kept: the longest per-day series answered.")
     retention_prune: bool = setting("true", parsers.boolean,
             "Whether the hourly prune_storage actor prunes (false: keep everything; `animetop db prune` still works).")
+    # segments (README "Segments")
+    segments_taxonomy: str | None = setting(None, parsers.path,
+            "The goods types listing titles are classified by (a TOML file like lib/segments/goods_types.toml); "
+            "unset: that packaged file. After changing it, restart the workers and run `animetop segments reapply`.")
     # crawler (seed 000 §3)
     mercari_base_url: str = setting("https://jp.mercari.com", parsers.url("http", "https",
                                     no_credentials="pages and logs show it; an authenticated proxy goes in PROXY_URLS"),
