@@ -5,9 +5,10 @@ one clean run:
 
 1. read the items' states (Redis, falling back to the database snapshots
    when Redis lost states it should still have) and decide each transition;
-2. in ONE database transaction: the ledger row of the task id, snapshots,
-   hourly stats, alerts, the IP's weight and last crawl — or nothing, if the
-   ledger already has the task (a redelivery after a commit);
+2. in ONE database transaction: the ledger row of the task id, snapshots and
+   their titles' segments, hourly stats, alerts, the IP's weight and last
+   crawl — or nothing, if the ledger already has the task (a redelivery
+   after a commit);
 3. write the new states to Redis (idempotent: never moves an item back);
 4. record the execution, reschedule the IP (closed loop), drop caches.
 
@@ -52,6 +53,7 @@ from lib.market.statistics import (
     settled_hours,
 )
 from lib.scheduling.schedule import CRAWL_JOB, ScheduleStore, interval_for
+from lib.segments.stored import Segmenter, segment_applied, stored_titles
 from models import AppliedResult, CrawlSearchTotal, IpMetadata, IpStatsHourly, ItemSnapshot
 
 logger = logging.getLogger(__name__)
@@ -192,7 +194,10 @@ class ResultProcessor:
             AppliedResult.create(task_id=result.task_id, ip_id=result.ip_id, crawled_at=result.crawled_at,
                                  applied_at=self.clock.now(), items=len(result.items), inflow=0, outflow=0)
             self._insert_search_totals(result)
+            previous_titles = stored_titles(result.ip_id, [c.item.source_id for c in changes])
             self._upsert_snapshots(result.ip_id, changes)
+            segment_applied(result.ip_id, {c.item.source_id: c.item.title for c in changes}, previous_titles,
+                            lambda: Segmenter.for_ip(self.settings, result.ip_id))
             facts = self._apply_facts(result, changes, previous_crawl, previous_baseline)
             window_rows.mark_pending(result.ip_id, facts.hours, result.crawled_at, self.clock.now(),
                                      window_rows.precomputed_windows(self.settings.leaderboard_precompute))

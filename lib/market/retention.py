@@ -16,7 +16,7 @@ Before the horizon:
   keeps them current for every completed day, and here the days not rolled up yet are), then deleted (on
   MySQL/MariaDB, where they are partitioned by month, whole months are dropped: ``lib.market.partitions``);
 * (before the detail horizon) a dormant listing — last seen before it — is summarized into its days' daily rows,
-  then its sightings, events and snapshot go;
+  then its sightings, events, snapshot and segments go;
 * a listing still seen keeps its sightings: they are runs already (``models.ListingSighting``), a few rows a
   listing;
 * the ledger keeps each IP's first crawl (its baseline), its latest crawl, and its latest crawl before the horizon
@@ -53,12 +53,13 @@ from models import (
     IpStatsHourly,
     ItemSnapshot,
     ListingEvent,
+    ListingSegment,
     ListingSighting,
     StorageMark,
 )
 
-__all__ = ["DETAILS_PRUNED_BEFORE", "PRUNED_BEFORE", "WindowBeyondRetention", "check_window", "detail_horizon",
-           "details_pruned_before", "horizon", "prune", "pruned_before"]
+__all__ = ["DETAILS_PRUNED_BEFORE", "PRUNED_BEFORE", "WindowBeyondRetention", "check_segment_window", "check_window",
+           "detail_horizon", "details_pruned_before", "horizon", "max_segment_hours", "prune", "pruned_before"]
 
 logger = logging.getLogger(__name__)
 
@@ -117,6 +118,27 @@ def check_window(hours: int, settings: Settings, now: float, floor: float | None
             f"(RETENTION_WINDOW was raised since); ask for a shorter window")
 
 
+def max_segment_hours(settings: Settings) -> int:
+    """The longest window segments are answered for: ``RETENTION_DETAIL`` (the per-listing facts they are
+    computed from; the daily summaries of pruned listings are not kept by segment)."""
+    return max(1, int(settings.retention_detail // HOUR))
+
+
+def check_segment_window(hours: int, settings: Settings, now: float, floor: float | None = None) -> None:
+    """Refuse a segments window reaching before the per-listing facts: longer than ``RETENTION_DETAIL``, or
+    starting before what was pruned (``floor``: the detail horizon pruned to, when given)."""
+    longest = max_segment_hours(settings)
+    if hours > longest:
+        raise WindowBeyondRetention(
+            f"a {hours} h window is longer than the {longest} h segments are answered for (RETENTION_DETAIL: the "
+            f"listings they are computed from are kept that long); ask for at most {longest} h")
+    since = (to_timestamp(hour_bucket(now)) or 0.0) - (hours - 1) * HOUR
+    if floor is not None and since < floor:
+        raise WindowBeyondRetention(
+            f"a {hours} h window of segments starts before {naive_utc(floor):%Y-%m-%d %H:%M} UTC, whose listings "
+            f"were pruned (RETENTION_DETAIL was shortened since); ask for a shorter window")
+
+
 @dataclass
 class PruneReport:
     """What one pruning pass removed (or, dry, would remove)."""
@@ -131,6 +153,7 @@ class PruneReport:
     sightings: int = 0
     events: int = 0
     snapshots: int = 0
+    segments: int = 0
     ledger_rows: int = 0
     search_totals: int = 0
     daily_rows: int = 0
@@ -208,6 +231,8 @@ def _prune_ip(ip_id: int, limit: float, detail: float, report: PruneReport, *, d
                                                      & ListingEvent.source_id.in_(chunk)).execute()
         report.snapshots += ItemSnapshot.delete().where((ItemSnapshot.ip_id == ip_id)
                                                         & ItemSnapshot.source_id.in_(chunk)).execute()
+        report.segments += ListingSegment.delete().where((ListingSegment.ip_id == ip_id)
+                                                         & ListingSegment.source_id.in_(chunk)).execute()
     crawled = AppliedResult.crawled_at
     first, last = (AppliedResult.select(peewee.fn.MIN(crawled), peewee.fn.MAX(crawled))
                    .where(AppliedResult.ip_id == ip_id).scalar(as_tuple=True))

@@ -30,6 +30,7 @@ from models import (
     IpStatsDaily,
     IpStatsHourly,
     ListingEvent,
+    ListingSegment,
     ListingSighting,
 )
 
@@ -122,6 +123,9 @@ def test_pruning_keeps_every_window_it_promises(db, small):
     kept_events = {(e.source_id, e.kind, e.occurrence, e.event_at) for e in ListingEvent.select().where(
         (ListingEvent.ip_id == ip_id) & ~ListingEvent.source_id.startswith("m4-"))}
 
+    old_segments = ListingSegment.select().where((ListingSegment.ip_id == ip_id)
+                                                 & ListingSegment.source_id.startswith("m4-")).count()
+
     report = prune(small, now)
 
     limit = horizon(small, now)
@@ -136,6 +140,10 @@ def test_pruning_keeps_every_window_it_promises(db, small):
     assert stored[ListingSighting] == len(runs_by_definition(history))
     assert count(ListingSighting, ip_id) == stored[ListingSighting] - len(old_runs)
     assert report.sightings == len(old_runs)
+    # their segments go with their snapshots (each title is in one goods type: other)
+    assert report.segments == old_segments == report.dormant_listings
+    assert ListingSegment.select().where((ListingSegment.ip_id == ip_id)
+                                         & ListingSegment.source_id.startswith("m4-")).count() == 0
     assert count(AppliedResult, ip_id) < stored[AppliedResult]
     assert count(CrawlSearchTotal, ip_id) < stored[CrawlSearchTotal]
     if not is_mysql():

@@ -1,0 +1,236 @@
+"""The segments of the stored listings (``listing_segments``, README "Segments"): each listing's goods types and
+the characters its title names, derived from its stored title (``item_snapshots.title``).
+
+Two ways in, one derivation (``Segmenter``):
+
+- when a crawl result is applied (``segment_applied``, in the result's transaction): the listings whose title is
+  new, changed, or was never segmented are classified again; the others keep their rows (classifying a title
+  costs a fraction of a millisecond, and a crawl sees hundreds of unchanged ones);
+- ``reapply``: every kept listing's rows recomputed from its stored title, after the taxonomy
+  (``SEGMENTS_TAXONOMY``) or an IP's characters changed. Batched, one transaction a batch; idempotent (a second
+  run changes nothing).
+
+A listing's characters come from ``characters_for_ip``, the one source of the IPs' character lists; an IP
+without a readable list has none (no character rows).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import lru_cache, partial
+from pathlib import Path
+from typing import Any, cast
+
+import peewee
+
+from lib.core.db import is_mysql, retrying_deadlocks, write_transaction
+from lib.core.settings import Settings
+from lib.segments.character_lists import CharactersUnavailable, characters_for_ip
+from lib.segments.characters import Character, CharacterMatcher
+from lib.segments.classify import Classifier, default_classifier
+from lib.segments.taxonomy import Taxonomy, default_taxonomy, load_taxonomy
+from models import IpMetadata, ItemSnapshot, ListingSegment
+from models.segment import SEGMENT_KEY_MAX_LENGTH
+
+logger = logging.getLogger(__name__)
+
+GOODS = "goods"
+CHARACTER = "character"
+#: The kinds of segment, as the API, CSV and command line name them.
+KINDS = (GOODS, CHARACTER)
+#: Listings a reapply transaction takes at once.
+BATCH = 500
+
+#: A listing's segments: (kind, key) pairs.
+Segments = frozenset[tuple[str, str]]
+#: The characters of an IP (``characters_for_ip`` unless a caller gives another source).
+CharacterSource = Callable[[int], list[Character]]
+
+
+def _rows(query: Any) -> list[tuple[Any, ...]]:
+    return cast(list[tuple[Any, ...]], list(query.tuples()))
+
+
+def configured_taxonomy(settings: Settings) -> Taxonomy:
+    """The goods types of ``SEGMENTS_TAXONOMY`` (the packaged file when unset)."""
+    return default_taxonomy() if settings.segments_taxonomy is None else _taxonomy_at(settings.segments_taxonomy)
+
+
+@lru_cache(maxsize=4)
+def _taxonomy_at(path: str) -> Taxonomy:
+    return load_taxonomy(Path(path))
+
+
+def configured_classifier(settings: Settings) -> Classifier:
+    """The classifier of ``SEGMENTS_TAXONOMY``, compiled once a process."""
+    return default_classifier() if settings.segments_taxonomy is None else _classifier_at(settings.segments_taxonomy)
+
+
+@lru_cache(maxsize=4)
+def _classifier_at(path: str) -> Classifier:
+    return Classifier(_taxonomy_at(path))
+
+
+def ip_characters(ip_id: int) -> list[Character]:
+    """The IP's characters from its character list; none while no list can be read (``CharactersUnavailable``)."""
+    try:
+        return characters_for_ip(ip_id)
+    except CharactersUnavailable:
+        return []
+
+
+class Segmenter:
+    """The segments of one IP's titles: the goods types the title sells and the characters it names.
+
+    Parameters:
+        classifier: the goods types' classifier (its taxonomy's stuffing rules also apply to the names).
+        characters: the IP's characters.
+    """
+
+    def __init__(self, classifier: Classifier, characters: Iterable[Character]) -> None:
+        self.classifier = classifier
+        listed = list(characters)
+        self.matcher = CharacterMatcher(listed, classifier) if listed else None
+
+    @classmethod
+    def for_ip(cls, settings: Settings, ip_id: int, characters: CharacterSource = ip_characters) -> Segmenter:
+        return cls(configured_classifier(settings), characters(ip_id))
+
+    def of(self, title: str) -> Segments:
+        found = {(GOODS, t) for t in self.classifier.classify(title)}
+        if self.matcher is not None:
+            found |= {(CHARACTER, name[:SEGMENT_KEY_MAX_LENGTH]) for name in self.matcher.match(title)}
+        return frozenset(found)
+
+
+def stored_titles(ip_id: int, source_ids: list[str]) -> dict[str, str]:
+    """The stored titles of these listings (those with a snapshot)."""
+    titles: dict[str, str] = {}
+    for start in range(0, len(source_ids), BATCH):
+        chunk = source_ids[start:start + BATCH]
+        titles.update(_rows(ItemSnapshot.select(ItemSnapshot.source_id, ItemSnapshot.title)
+                            .where((ItemSnapshot.ip_id == ip_id) & ItemSnapshot.source_id.in_(chunk))))
+    return titles
+
+
+def segment_applied(ip_id: int, titles: dict[str, str], previous: dict[str, str],
+                    segmenter: Callable[[], Segmenter]) -> int:
+    """Bring the segments of the listings a result wrote up to their new titles (``titles``; ``previous``: the
+    titles stored before, by ``stored_titles``): a listing new, retitled or never segmented (no goods row: stored
+    before segments existed) is classified again, its rows replaced. Runs in the result's transaction; returns the
+    listings classified. ``segmenter`` is made only when one is."""
+    due = {sid for sid, title in titles.items() if previous.get(sid) != title}
+    kept = [sid for sid in titles if sid not in due]
+    for start in range(0, len(kept), BATCH):
+        chunk = kept[start:start + BATCH]
+        segmented = {sid for (sid,) in _rows(ListingSegment.select(ListingSegment.source_id).distinct().where(
+            (ListingSegment.ip_id == ip_id) & (ListingSegment.kind == GOODS) & ListingSegment.source_id.in_(chunk)))}
+        due.update(sid for sid in chunk if sid not in segmented)
+    if not due:
+        return 0
+    derive = segmenter()
+    ordered = sorted(due)
+    for start in range(0, len(ordered), BATCH):
+        chunk = ordered[start:start + BATCH]
+        # replaced whole, not diffed: a delete acts on the latest rows whatever this transaction read before
+        ListingSegment.delete().where((ListingSegment.ip_id == ip_id)
+                                      & ListingSegment.source_id.in_(chunk)).execute()
+        _insert(ip_id, [(sid, kind, key) for sid in chunk for kind, key in sorted(derive.of(titles[sid]))])
+    return len(due)
+
+
+def _insert(ip_id: int, rows: list[tuple[str, str, str]]) -> None:
+    for start in range(0, len(rows), BATCH):
+        ListingSegment.insert_many([{"ip_id": ip_id, "source_id": sid, "kind": kind, "key": key}
+                                    for sid, kind, key in rows[start:start + BATCH]]).on_conflict_ignore().execute()
+
+
+@dataclass
+class ReapplyReport:
+    """What a reapply changed.
+
+    Parameters:
+        ips: the IPs gone through.
+        listings: the listings whose title was classified.
+        added, removed: segment rows written and deleted (0 and 0 when nothing changed since the last run).
+        changed_ips: the IPs some of whose rows changed (their cached answers are stale).
+    """
+
+    ips: int = 0
+    listings: int = 0
+    added: int = 0
+    removed: int = 0
+    changed_ips: list[int] | None = None
+
+
+def reapply(settings: Settings, ip_id: int | None = None, *, batch: int = BATCH,
+            characters: CharacterSource = ip_characters) -> ReapplyReport:
+    """Recompute the segments of every kept listing (of ``ip_id``, or of every IP) from its stored title, with
+    the configured taxonomy and the IPs' characters now, ``batch`` listings a transaction (on MySQL/MariaDB their
+    snapshots locked, so a result retitling one of them waits for the batch, then segments it anew). Rows of
+    listings no longer kept (pruned) go too."""
+    report = ReapplyReport(changed_ips=[])
+    classifier = configured_classifier(settings)
+    ips = [ip_id] if ip_id is not None else [i for (i,) in _rows(IpMetadata.select(IpMetadata.id)
+                                                                  .order_by(IpMetadata.id))]
+    for ip in ips:
+        segmenter = Segmenter(classifier, characters(ip))
+        before = report.added + report.removed
+        after_id: int | None = 0
+        while after_id is not None:
+            after_id = retrying_deadlocks(partial(_reapply_batch, ip, after_id, batch, segmenter, report))
+        while retrying_deadlocks(partial(_sweep_orphans, ip, batch, report)):
+            pass
+        report.ips += 1
+        if report.added + report.removed > before:
+            assert report.changed_ips is not None
+            report.changed_ips.append(ip)
+    logger.info("segments reapplied: %s", report)
+    return report
+
+
+def _reapply_batch(ip_id: int, after_id: int, batch: int, segmenter: Segmenter, report: ReapplyReport) -> int | None:
+    """One transaction: the next ``batch`` listings of the IP after snapshot id ``after_id``; returns the last id
+    taken (None: there were none). The report is counted only once the transaction committed."""
+    with write_transaction():
+        snapshots = (ItemSnapshot.select(ItemSnapshot.id, ItemSnapshot.source_id, ItemSnapshot.title)
+                     .where((ItemSnapshot.ip_id == ip_id) & (ItemSnapshot.id > after_id))
+                     .order_by(ItemSnapshot.id).limit(batch))
+        if is_mysql():
+            snapshots = snapshots.for_update()
+        rows = _rows(snapshots)
+        if not rows:
+            return None
+        wanted = {(sid, kind, key) for _, sid, title in rows for kind, key in segmenter.of(title)}
+        existing_query = (ListingSegment.select(ListingSegment.id, ListingSegment.source_id, ListingSegment.kind,
+                                                ListingSegment.key)
+                          .where((ListingSegment.ip_id == ip_id)
+                                 & ListingSegment.source_id.in_([sid for _, sid, _ in rows])))
+        if is_mysql():
+            existing_query = existing_query.for_update()
+        existing = {(sid, kind, key): row_id for row_id, sid, kind, key in _rows(existing_query)}
+        gone = [row_id for segment, row_id in existing.items() if segment not in wanted]
+        new = sorted(wanted - set(existing))
+        if gone:
+            ListingSegment.delete().where(ListingSegment.id.in_(gone)).execute()
+        _insert(ip_id, new)
+    report.listings += len(rows)
+    report.added += len(new)
+    report.removed += len(gone)
+    return int(rows[-1][0])
+
+
+def _sweep_orphans(ip_id: int, batch: int, report: ReapplyReport) -> bool:
+    """Delete up to ``batch`` rows of the IP's listings that have no snapshot any more; whether it found any."""
+    with write_transaction():
+        snapshot = ItemSnapshot.select(peewee.SQL("1")).where(
+            (ItemSnapshot.ip_id == ListingSegment.ip_id) & (ItemSnapshot.source_id == ListingSegment.source_id))
+        ids = [i for (i,) in _rows(ListingSegment.select(ListingSegment.id)
+                                   .where((ListingSegment.ip_id == ip_id) & ~peewee.fn.EXISTS(snapshot))
+                                   .limit(batch))]
+        if ids:
+            ListingSegment.delete().where(ListingSegment.id.in_(ids)).execute()
+    report.removed += len(ids)
+    return bool(ids)
