@@ -32,7 +32,7 @@ from lib.market import intervals, robust, summaries
 from lib.market.marks import details_pruned_before
 from lib.market.statistics import hour_bucket, tuples
 from lib.market.summaries import Sketch
-from models import CrawlSearchTotal, IpStatsDaily, IpStatsHourly, ItemSnapshot, ListingEvent
+from models import CrawlSearchTotal, IpStatsDaily, IpStatsHourly, ItemSnapshot, ListingEvent, ListingSegment
 
 #: Fewest observations each measure needs (README "Market measures").
 MIN_PRICES = 5           # sold prices: median, quartiles, trimmed mean
@@ -130,6 +130,39 @@ def _ranges(w: Window) -> dict[str, tuple[datetime, datetime]]:
             "recent": (end - timedelta(hours=RECENT_HOURS), end)}
 
 
+class _Listings:
+    """Whose listings' events a window reads, and what it groups them by: some IPs' (every IP's when ``ip_ids`` is
+    None), by IP."""
+
+    def __init__(self, ip_ids: Sequence[int] | None) -> None:
+        self.ip_ids = None if ip_ids is None else list(ip_ids)
+        self.unit: Any = ListingEvent.ip_id
+
+    def narrow(self, query: Any, low: datetime, high: datetime | None = None) -> Any:
+        """``query`` over ``ListingEvent`` kept to these listings' events from the hour ``low`` (to ``high``)."""
+        # A few IPs' events are read by (ip_id, hour_bucket); every IP's from the covering index by (kind,
+        # event_at), which the event_at range alone uses (an hour_bucket predicate would need the rows).
+        if self.ip_ids is None:
+            return query.where(ListingEvent.ip_id.is_null(False))
+        inside = ListingEvent.ip_id.in_(self.ip_ids) & (ListingEvent.hour_bucket >= low)
+        return query.where(inside & (ListingEvent.hour_bucket < high) if high is not None else inside)
+
+
+class _SegmentListings(_Listings):
+    """The listings of one IP in the segments of one kind (``listing_segments``), by segment key: a listing in
+    two segments is read in both."""
+
+    def __init__(self, ip_id: int, kind: str) -> None:
+        super().__init__([ip_id])
+        self.kind = kind
+        self.unit = ListingSegment.key
+
+    def narrow(self, query: Any, low: datetime, high: datetime | None = None) -> Any:
+        in_segment = ((ListingSegment.ip_id == ListingEvent.ip_id)
+                      & (ListingSegment.source_id == ListingEvent.source_id) & (ListingSegment.kind == self.kind))
+        return super().narrow(query.switch(ListingEvent).join(ListingSegment, on=in_segment), low, high)
+
+
 def _load(ip_ids: Sequence[int] | None, w: Window) -> dict[int, _IpData]:
     data: dict[int, _IpData] = defaultdict(_IpData)
     ranges = _ranges(w)
@@ -137,14 +170,6 @@ def _load(ip_ids: Sequence[int] | None, w: Window) -> dict[int, _IpData]:
 
     def of_ips(column):
         return column.in_(list(ip_ids)) if ip_ids is not None else column.is_null(False)
-
-    def events_of_ips(low: datetime, high: datetime | None = None):
-        # A few IPs' events are read by (ip_id, hour_bucket); every IP's from the covering index by (kind,
-        # event_at), which the event_at range alone uses (an hour_bucket predicate would need the rows).
-        if ip_ids is None:
-            return ListingEvent.ip_id.is_null(False)
-        inside = ListingEvent.ip_id.in_(list(ip_ids)) & (ListingEvent.hour_bucket >= low)
-        return inside & (ListingEvent.hour_bucket < high) if high is not None else inside
 
     columns: list[Any] = [IpStatsHourly.ip_id]
     for name, (low, high) in ranges.items():
@@ -159,31 +184,17 @@ def _load(ip_ids: Sequence[int] | None, w: Window) -> dict[int, _IpData]:
         for k, name in enumerate(ranges):
             data[ip_id].flows[name] = _Flows(int(values[3 * k] or 0), int(values[3 * k + 1] or 0),
                                              int(values[3 * k + 2] or 0))
-    for ip_id, at, price, listed in raw(
-            ListingEvent.select(ListingEvent.ip_id, ListingEvent.event_at, ListingEvent.price,
-                                ListingEvent.listed_price)
-            .where(events_of_ips(w.cohort_since) & (ListingEvent.kind == "sold")
-                   & (ListingEvent.event_at >= w.cohort_start))):
-        data[ip_id].sales.append((at, price, listed))
-    sale = ListingEvent.alias()
-    first_sale = ((sale.ip_id == ListingEvent.ip_id) & (sale.source_id == ListingEvent.source_id)
-                  & (sale.kind == "sold") & (sale.occurrence == 0))
-    for ip_id, at, sold_at, last_seen in raw(
-            ListingEvent.select(ListingEvent.ip_id, ListingEvent.event_at, sale.event_at, ItemSnapshot.last_seen)
-            .join(sale, peewee.JOIN.LEFT_OUTER, on=first_sale)
-            .join(ItemSnapshot, peewee.JOIN.LEFT_OUTER, on=((ItemSnapshot.ip_id == ListingEvent.ip_id)
-                                                            & (ItemSnapshot.source_id == ListingEvent.source_id)))
-            .where(events_of_ips(w.cohort_since) & (ListingEvent.kind == "created")
-                   & (ListingEvent.event_at >= w.cohort_start))):
-        data[ip_id].created.append((at, sold_at, last_seen))
+    listings = _Listings(ip_ids)
+    _load_listings(listings, w, data)
     # The previous window's sell-through (momentum) needs only its cohort's size and sales: counted by the
     # database instead of reading a second window of listings.
+    sale, first_sale = _first_sale()
     sold_in_time = peewee.Case(None, [(sale.event_at < w.cohort_start, 1)], 0)
-    for ip_id, cohort, sold in raw(
+    for ip_id, cohort, sold in raw(listings.narrow(
             ListingEvent.select(ListingEvent.ip_id, peewee.fn.COUNT(ListingEvent.id), peewee.fn.SUM(sold_in_time))
-            .join(sale, peewee.JOIN.LEFT_OUTER, on=first_sale)
-            .where(events_of_ips(w.previous_cohort_since, w.cohort_since) & (ListingEvent.kind == "created")
-                   & (ListingEvent.event_at >= w.previous_cohort_start) & (ListingEvent.event_at < w.cohort_start))
+            .join(sale, peewee.JOIN.LEFT_OUTER, on=first_sale), w.previous_cohort_since, w.cohort_since)
+            .where((ListingEvent.kind == "created") & (ListingEvent.event_at >= w.previous_cohort_start)
+                   & (ListingEvent.event_at < w.cohort_start))
             .group_by(ListingEvent.ip_id)):
         data[ip_id].previous_cohort = (int(cohort), int(sold or 0))
     latest = (CrawlSearchTotal.select(CrawlSearchTotal.ip_id, peewee.fn.MAX(CrawlSearchTotal.crawled_at).alias("at"))
@@ -206,6 +217,31 @@ def _load(ip_ids: Sequence[int] | None, w: Window) -> dict[int, _IpData]:
     if w.long:
         _load_summaries(ip_ids, w, data)
     return data
+
+
+def _first_sale() -> tuple[Any, Any]:
+    """An alias of the events for a listing's first sale, and the condition joining it to its created event."""
+    sale = ListingEvent.alias()
+    return sale, ((sale.ip_id == ListingEvent.ip_id) & (sale.source_id == ListingEvent.source_id)
+                  & (sale.kind == "sold") & (sale.occurrence == 0))
+
+
+def _load_listings(listings: _Listings, w: Window, data: dict[Any, _IpData]) -> None:
+    """The window's sales, and its listings created with their first sale and last sighting, by ``listings``'
+    unit."""
+    for unit, at, price, listed in raw(listings.narrow(
+            ListingEvent.select(listings.unit, ListingEvent.event_at, ListingEvent.price, ListingEvent.listed_price),
+            w.cohort_since).where((ListingEvent.kind == "sold") & (ListingEvent.event_at >= w.cohort_start))):
+        data[unit].sales.append((at, price, listed))
+    sale, first_sale = _first_sale()
+    for unit, at, sold_at, last_seen in raw(listings.narrow(
+            ListingEvent.select(listings.unit, ListingEvent.event_at, sale.event_at, ItemSnapshot.last_seen)
+            .join(sale, peewee.JOIN.LEFT_OUTER, on=first_sale)
+            .switch(ListingEvent)
+            .join(ItemSnapshot, peewee.JOIN.LEFT_OUTER, on=((ItemSnapshot.ip_id == ListingEvent.ip_id)
+                                                            & (ItemSnapshot.source_id == ListingEvent.source_id))),
+            w.cohort_since).where((ListingEvent.kind == "created") & (ListingEvent.event_at >= w.cohort_start))):
+        data[unit].created.append((at, sold_at, last_seen))
 
 
 def _sell_through(created: list[tuple[float, float | None, float | None]], start: float,
@@ -357,6 +393,33 @@ def window_measures(ip_ids: Sequence[int] | None, hours: int, now: float,
     if empty:
         return {ip_id: _ip_measures(_IpData(), w) for ip_id in ip_ids or []}
     return {ip_id: _ip_measures(d, w) for ip_id, d in _load(ip_ids, w).items()}
+
+
+#: The measures a segment has (README "Segments"): those of its listings. The IP's search totals (supply,
+#: coverage) and the heat's 7-day baseline are not the segment's.
+SEGMENT_MEASURES = ("inflow", "outflow", "liquidity", "median_price", "p25_price", "p75_price", "trimmed_mean_price",
+                    "sell_through", "time_to_sell_hours", "price_cut_share", "median_price_cut")
+
+
+def segment_measures(ip_id: int, kind: str, hours: int, now: float) -> dict[str, dict[str, Any]]:
+    """The window measures (definition 5) of each segment of ``kind`` of the IP with listings created or sold in
+    the window, by key: every definition restricted to the segment's listings (``listing_segments``), so a
+    listing in two segments counts in both. Flows are the segment's events in the window's hours, each with the
+    IP's tracked hours as ``n``. The window must lie within the detail horizon (``lib.market.retention.
+    check_segment_window``): the daily summaries of pruned listings are not kept by segment."""
+    w = Window(hours, now)
+    data: dict[str, _IpData] = defaultdict(_IpData)
+    _load_listings(_SegmentListings(ip_id, kind), w, data)
+    end = w.start + hours * 3600.0
+    tracked = (IpStatsHourly.select().where((IpStatsHourly.ip_id == ip_id) & (IpStatsHourly.hour_bucket >= w.since)
+                                            & (IpStatsHourly.hour_bucket < naive_utc(end))).count())
+    measures = {}
+    for key, d in data.items():
+        d.flows["window"] = _Flows(sum(1 for at, _, _ in d.created if at < end),
+                                   sum(1 for at, _, _ in d.sales if at < end), tracked)
+        m = _ip_measures(d, w)
+        measures[key] = {name: m[name] for name in SEGMENT_MEASURES}
+    return measures
 
 
 def window_bounds(hours: int, now: float) -> tuple[datetime, datetime]:

@@ -7,6 +7,7 @@ import math
 import random
 import statistics
 from collections import defaultdict
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from .test_intervals import Z as Z95
@@ -25,6 +26,7 @@ class Listing:
     sales: list[float]  # sale times; a relist between two of them
     relists: list[float]
     priced: bool = True  # False: the site shows no real price when sold
+    title: str = ""  # "": the source id stands for it
 
     def status(self, at: float) -> str | None:
         if at < self.created:
@@ -51,7 +53,9 @@ class Script:
 
 
 def make_script(seed: int, api: bool = True, n_crawls: int = 10, on_sale_page: int = 40,
-                sold_page: int = 30) -> Script:
+                sold_page: int = 30, titles: Sequence[str] = ()) -> Script:
+    """``titles``: each listing's title is one of them, drawn uniformly (by a generator of its own, so the market
+    is the seed's whatever the titles); without them a listing's title is its source id."""
     rng = random.Random(seed)
     times = []
     t = T0 + rng.uniform(0, H)
@@ -72,18 +76,21 @@ def make_script(seed: int, api: bool = True, n_crawls: int = 10, on_sale_page: i
         cut = created + rng.uniform(0, 2 * H) if rng.random() < 0.3 else None
         price = rng.choice([300, 500, 800, 1200, 1500, 2000, 3500, 9000]) + rng.randrange(0, 100)
         listings.append(Listing(f"m{seed}-{k}", created, price, cut, sales, relists, rng.random() > 0.05))
+    title_rng = random.Random(f"titles-{seed}")
+    for x in listings:
+        x.title = title_rng.choice(titles) if titles else x.sid
     crawls, search = [], []
     for at in times:
         on_sale = sorted((x for x in listings if x.status(at) == "on_sale"), key=lambda x: -x.created)
         sold = sorted((x for x in listings if x.status(at) == "sold"), key=lambda x: -x.last_sale(at))
         items = []
         for x in on_sale[:on_sale_page]:
-            items.append({"source_id": x.sid, "status": "on_sale", "price": x.price_at(at), "title": x.sid,
+            items.append({"source_id": x.sid, "status": "on_sale", "price": x.price_at(at), "title": x.title,
                           "created": x.created if api else None, "updated": None})
         for x in sold[:sold_page]:
             sale = x.last_sale(at)
             items.append({"source_id": x.sid, "status": "sold", "price": x.price_at(sale) if x.priced else None,
-                          "title": x.sid, "created": x.created if api else None, "updated": sale if api else None})
+                          "title": x.title, "created": x.created if api else None, "updated": sale if api else None})
         crawls.append((at, items))
         search.append({"on_sale": {"num_found": len(on_sale), "pages": 1, "items": min(len(on_sale), on_sale_page)},
                        "sold": {"num_found": len(sold), "pages": 1, "items": min(len(sold), sold_page)}})
@@ -342,6 +349,13 @@ def expected_window(script: Script, hours: int, now: float, mins: dict, detail_f
         "heat": h_now,
         "momentum": round(h_now - h_prev, 1) if h_now is not None and h_prev is not None else None,
     }
+
+
+def restricted(script: Script, source_ids: Collection[str]) -> Script:
+    """The same crawls seeing only these listings (a segment's): the definitions read each listing on its own,
+    and the crawls' times (the baseline, the tracked hours) stay the IP's."""
+    return Script([(at, [it for it in items if it["source_id"] in source_ids]) for at, items in script.crawls],
+                  script.search)
 
 
 def shifted(script: Script, offset: float) -> Script:

@@ -1,0 +1,164 @@
+"""README "Segments": the window measures of an IP's goods types and characters equal the definitions computed
+here on the scripted market restricted to each segment's listings (tests/market/scripted.py), on SQLite and
+MariaDB: derived when the results are applied, and again by ``reapply`` after the taxonomy or the characters
+changed. A listing in two segments counts in both."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+
+from lib.market.windows import segment_measures
+from lib.segments.characters import Character
+from lib.segments.stored import CHARACTER, GOODS, reapply
+from models import ItemSnapshot, ListingSegment
+
+from .scripted import Script, expected_window, make_script, restricted
+from .test_hourly_rows import deliver
+from .test_windows import MINIMUMS, close
+
+#: The scripted listings' titles, with the goods types and characters each sells and names (written here from
+#: the titles, not asked of the classifier). The third is a bundle of two types naming two characters.
+TITLES: dict[str, tuple[set[str], set[str]]] = {
+    "呪術廻戦 五条悟 アクリルスタンド": ({"acrylic_stand"}, {"五条悟"}),
+    "呪術廻戦 虎杖悠仁 缶バッジ": ({"can_badge"}, {"虎杖悠仁"}),
+    "呪術廻戦 缶バッジ アクスタ セット 五条悟 虎杖悠仁": ({"can_badge", "acrylic_stand"}, {"五条悟", "虎杖悠仁"}),
+    "呪術廻戦 伏黒恵 ぬいぐるみ": ({"plush"}, {"伏黒恵"}),
+    "呪術廻戦 フィギュア 五条悟": ({"figure"}, {"五条悟"}),
+    "呪術廻戦 タオル": ({"other"}, set()),
+}
+CHARACTERS = [Character("五条悟", ("五条",)), Character("虎杖悠仁", ("虎杖", "悠仁")), Character("伏黒恵", ("伏黒",))]
+
+#: A taxonomy of the test's own: アクスタ is no longer a stand's word (only アクリルスタンド is), the badges are
+#: ``badge``, and figures are not a type (so they are ``other``).
+CHANGED_TAXONOMY = """
+[[types]]
+id = "acrylic_stand"
+terms = ["アクリルスタンド"]
+
+[[types]]
+id = "badge"
+terms = ["缶バッジ"]
+
+[[types]]
+id = "plush"
+terms = ["ぬいぐるみ"]
+
+[[types]]
+id = "other"
+"""
+#: The goods types of TITLES by CHANGED_TAXONOMY.
+CHANGED_GOODS = {
+    "呪術廻戦 五条悟 アクリルスタンド": {"acrylic_stand"},
+    "呪術廻戦 虎杖悠仁 缶バッジ": {"badge"},
+    "呪術廻戦 缶バッジ アクスタ セット 五条悟 虎杖悠仁": {"badge"},
+    "呪術廻戦 伏黒恵 ぬいぐるみ": {"plush"},
+    "呪術廻戦 フィギュア 五条悟": {"other"},
+    "呪術廻戦 タオル": {"other"},
+}
+
+
+def titles_of(script: Script) -> dict[str, str]:
+    return {it["source_id"]: it["title"] for _, items in script.crawls for it in items}
+
+
+def members(script: Script, segments_of: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Segment key → the listings seen by the script whose title is in it."""
+    found: dict[str, set[str]] = defaultdict(set)
+    for sid, title in titles_of(script).items():
+        for key in segments_of[title]:
+            found[key].add(sid)
+    return dict(found)
+
+
+def stored(ip_id: int, kind: str) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = defaultdict(set)
+    for row in ListingSegment.select().where((ListingSegment.ip_id == ip_id) & (ListingSegment.kind == kind)):
+        found[row.key].add(row.source_id)
+    return dict(found)
+
+
+def flatten(m: dict) -> dict:
+    t = m["time_to_sell_hours"]
+    return {"inflow": m["inflow"]["value"], "outflow": m["outflow"]["value"], "tracked_hours": m["outflow"]["n"],
+            "liquidity": m["liquidity"]["value"], "median_price": m["median_price"]["value"],
+            "p25_price": m["p25_price"]["value"], "p75_price": m["p75_price"]["value"],
+            "trimmed_mean_price": m["trimmed_mean_price"]["value"], "sell_through": m["sell_through"]["value"],
+            "time_to_sell_median": t["median"]["value"], "time_to_sell_p25": t["p25"]["value"],
+            "time_to_sell_p75": t["p75"]["value"], "time_to_sell_curve": t["curve"],
+            "price_cut_share": m["price_cut_share"]["value"], "median_price_cut": m["median_price_cut"]["value"]}
+
+
+def check_segments(script: Script, ip_id: int, kind: str, segments: dict[str, set[str]], hours: int,
+                   now: float) -> dict[str, dict]:
+    """Each segment's measures against the definitions over the script restricted to its listings; the
+    segments answered are those with a listing created or sold in the window. Returns the expected values."""
+    got = {key: flatten(m) for key, m in segment_measures(ip_id, kind, hours, now).items()}
+    expected = {key: expected_window(restricted(script, sids), hours, now, MINIMUMS)
+                for key, sids in segments.items()}
+    assert set(got) == {key for key, e in expected.items() if e["inflow"] or e["outflow"]}, (hours, set(got))
+    for key, values in got.items():
+        wrong = {k: (v, expected[key][k]) for k, v in values.items() if not close(v, expected[key][k])}
+        assert not wrong, (hours, key, wrong)
+    return expected
+
+
+def test_goods_segments_measure_their_listings_by_the_definitions(db, settings):
+    script = make_script(7, n_crawls=30, titles=list(TITLES))
+    now = max(at for at, _ in script.crawls) + 600
+    ip_id = deliver(settings, script, "duplicated", 7)  # every result twice, shuffled: derived once
+    goods = members(script, {title: g for title, (g, _) in TITLES.items()})
+    assert stored(ip_id, GOODS) == goods
+    assert stored(ip_id, CHARACTER) == {}  # no character list can be read yet: no characters
+    bundles = goods["acrylic_stand"] & goods["can_badge"]
+    assert bundles
+    for hours in (6, 24):
+        expected = check_segments(script, ip_id, GOODS, goods, hours, now)
+        # a bundle counts in both its types: the segments' inflows add up to the IP's and the bundles' again
+        whole = expected_window(script, hours, now, MINIMUMS)
+        both = expected_window(restricted(script, bundles), hours, now, MINIMUMS)
+        assert sum(e["inflow"] for e in expected.values()) == whole["inflow"] + both["inflow"] > whole["inflow"]
+    # not vacuous: a day has enough of the stands' listings for every measure
+    stands = expected_window(restricted(script, goods["acrylic_stand"]), 24, now, MINIMUMS)
+    assert all(stands[k] is not None for k in ("median_price", "sell_through", "time_to_sell_median",
+                                               "price_cut_share")), stands
+
+
+def test_reapply_follows_a_taxonomy_change(db, settings, tmp_path):
+    script = make_script(8, n_crawls=20, titles=list(TITLES))
+    now = max(at for at, _ in script.crawls) + 600
+    ip_id = deliver(settings, script, "in_order", 8)
+    before = stored(ip_id, GOODS)
+    taxonomy = tmp_path / "goods_types.toml"
+    taxonomy.write_text(CHANGED_TAXONOMY, encoding="utf-8")
+    changed = dataclasses.replace(settings, segments_taxonomy=str(taxonomy))
+
+    report = reapply(changed, ip_id, batch=37)  # several batches
+    goods = members(script, CHANGED_GOODS)
+    assert stored(ip_id, GOODS) == goods != before
+    assert report.listings == len(titles_of(script)) and report.added and report.removed
+    assert report.changed_ips == [ip_id]
+    for hours in (6, 24):
+        check_segments(script, ip_id, GOODS, goods, hours, now)
+
+    again = reapply(changed, batch=37)  # every IP: nothing left to change
+    assert (again.added, again.removed, again.listings, again.changed_ips) == (0, 0, report.listings, [])
+    # a listing no longer kept loses its rows
+    gone = sorted(goods["badge"])[0]
+    ItemSnapshot.delete().where((ItemSnapshot.ip_id == ip_id) & (ItemSnapshot.source_id == gone)).execute()
+    swept = reapply(changed, ip_id, batch=37)
+    assert (swept.added, swept.removed) == (0, 1)
+    assert gone not in stored(ip_id, GOODS)["badge"]
+
+
+def test_character_segments_after_the_characters_are_known(db, settings):
+    script = make_script(9, n_crawls=20, titles=list(TITLES))
+    now = max(at for at, _ in script.crawls) + 600
+    ip_id = deliver(settings, script, "in_order", 9)
+    assert stored(ip_id, CHARACTER) == {}
+    report = reapply(settings, ip_id, characters=lambda ip: CHARACTERS if ip == ip_id else [])
+    characters = members(script, {title: c for title, (_, c) in TITLES.items()})
+    assert stored(ip_id, CHARACTER) == characters
+    assert report.added == sum(len(s) for s in characters.values()) and report.removed == 0
+    assert characters["五条悟"] & characters["虎杖悠仁"]  # a listing naming two characters is in both
+    check_segments(script, ip_id, CHARACTER, characters, 12, now)
