@@ -18,10 +18,18 @@ from lib.core.settings import Settings
 from lib.market import window_rows
 from lib.market.daily import day_series
 from lib.market.rankings import ASCENDING, LEADERBOARD_KINDS
-from lib.market.retention import WindowBeyondRetention, check_window, detail_horizon, pruned_before
+from lib.market.retention import (
+    WindowBeyondRetention,
+    check_segment_window,
+    check_window,
+    detail_horizon,
+    details_pruned_before,
+    pruned_before,
+)
 from lib.market.series import outflow_sparklines
 from lib.market.statistics import day_of, hour_bucket
-from lib.market.windows import window_measures
+from lib.market.windows import segment_measures, window_measures
+from lib.segments.stored import GOODS, KINDS, configured_taxonomy
 from models import IpAlert, IpMetadata, IpStatsHourly
 
 logger = logging.getLogger(__name__)
@@ -38,12 +46,16 @@ COMPUTE_POLL = 0.1
 CACHE_PAUSE = 5.0
 
 
-def display_ljust(text: str, width: int) -> str:
-    """Pad to ``width`` terminal columns; CJK characters take two (so Japanese names line up)."""
+def display_width(text: str) -> int:
+    """Terminal columns of ``text``: CJK characters take two."""
     import unicodedata
 
-    used = sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
-    return text + " " * max(0, width - used)
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def display_ljust(text: str, width: int) -> str:
+    """Pad to ``width`` terminal columns (so Japanese names line up)."""
+    return text + " " * max(0, width - display_width(text))
 
 
 #: Deletes the caches listed in each index set (KEYS), then the sets, in one atomic step. A group's caches
@@ -100,6 +112,28 @@ def _cached(client: redis.Redis | None, key: str, ttl: float, compute: Callable[
 def leaderboard_row(ip_id: int, ip: IpMetadata, m: dict[str, Any]) -> dict[str, Any]:
     """One IP's leaderboard row: each measure's value (None: insufficient) and the counts behind them."""
     return {"ip_id": ip_id, "keyword": ip.keyword, "name": ip.display_name, **window_rows.row_measures(m)}
+
+
+#: A segments export's columns: each measure's value and its n (time to sell: its quartiles, one n).
+SEGMENT_COLUMNS = ["key", "label", "inflow", "outflow", "tracked_hours", "liquidity", "median_price", "p25_price",
+                   "p75_price", "price_n", "trimmed_mean_price", "sell_through", "sell_through_n",
+                   "time_to_sell_median", "time_to_sell_p25", "time_to_sell_p75", "time_to_sell_n", "price_cut_share",
+                   "price_cut_n", "median_price_cut"]
+
+
+def segment_row(segment: dict[str, Any]) -> dict[str, Any]:
+    """One segment as a flat row (``SEGMENT_COLUMNS``): the API's CSV export and the command line's."""
+    m = segment["measures"]
+    tts = m["time_to_sell_hours"]
+    return {"key": segment["key"], "label": segment["label"], "inflow": m["inflow"]["value"],
+            "outflow": m["outflow"]["value"], "tracked_hours": m["outflow"]["n"], "liquidity": m["liquidity"]["value"],
+            "median_price": m["median_price"]["value"], "p25_price": m["p25_price"]["value"],
+            "p75_price": m["p75_price"]["value"], "price_n": m["median_price"]["n"],
+            "trimmed_mean_price": m["trimmed_mean_price"]["value"], "sell_through": m["sell_through"]["value"],
+            "sell_through_n": m["sell_through"]["n"], "time_to_sell_median": tts["median"]["value"],
+            "time_to_sell_p25": tts["p25"]["value"], "time_to_sell_p75": tts["p75"]["value"],
+            "time_to_sell_n": tts["median"]["n"], "price_cut_share": m["price_cut_share"]["value"],
+            "price_cut_n": m["price_cut_share"]["n"], "median_price_cut": m["median_price_cut"]["value"]}
 
 
 class ReadSide:
@@ -331,6 +365,35 @@ class ReadSide:
         stored = window_rows.ip_measures(ip_id, hours, now) if self.precomputed(hours) else None
         measures = window_measures([ip_id], hours, now, detail_from=detail).get(ip_id) if stored is None else stored
         return measures or window_measures([ip_id], hours, now, empty=True, detail_from=detail)[ip_id]
+
+    def segments(self, ip_id: int, hours: int, by: str) -> dict[str, Any]:
+        """The IP's segments of kind ``by`` (goods or character, README "Segments") with listings created or sold
+        in the last ``hours`` hours, each with the window's measures restricted to its listings, most sold first.
+        Windows up to RETENTION_DETAIL (``check_segment_window``)."""
+        if by not in KINDS:
+            raise ValueError(f"unknown kind of segment {by!r}; expected one of {', '.join(KINDS)}")
+        now = self.clock.now()
+        check_segment_window(hours, self.settings, now, details_pruned_before())
+
+        def compute() -> dict[str, Any]:
+            ip = IpMetadata.get_or_none(IpMetadata.id == ip_id)
+            if ip is None:
+                raise LookupError(f"no IP with id {ip_id}")
+            labels = {t.id: t.ja for t in configured_taxonomy(self.settings).types} if by == GOODS else {}
+            measures = segment_measures(ip_id, by, hours, now)
+            ordered = sorted(measures, key=lambda key: (-(measures[key]["outflow"]["value"] or 0),
+                                                        -(measures[key]["inflow"]["value"] or 0), key))
+            rows = [{"key": key, "label": labels.get(key, key), "measures": measures[key]} for key in ordered]
+            return {"ip_id": ip.id, "keyword": ip.keyword, "name": ip.display_name, "hours": hours, "by": by,
+                    "segments": rows}
+        return _cached(self.cache, keys.ip_cache(ip_id, f"segments:{by}:{hours}"), self.settings.cache_ttl,
+                       compute, _ip_index(ip_id), self._cache_failed)
+
+    def drop_ip_caches(self, ip_ids: list[int]) -> None:
+        """Drop these IPs' cached answers (their segments were derived again)."""
+        if self.client is not None:
+            for ip_id in ip_ids:
+                invalidate_caches(self.client, ip_id)
 
     def max_days(self) -> int:
         """The longest per-day series answered: RETENTION_DAILY in whole days."""

@@ -17,8 +17,8 @@ from lib.core.db import database
 from lib.core.settings import Settings
 from lib.market import series
 from lib.market.rankings import LEADERBOARD_KINDS
-from lib.market.read_side import COMMON_WINDOWS, ReadSide
-from lib.market.retention import WindowBeyondRetention, max_window_hours
+from lib.market.read_side import COMMON_WINDOWS, SEGMENT_COLUMNS, ReadSide, segment_row
+from lib.market.retention import WindowBeyondRetention, max_segment_hours, max_window_hours
 from lib.messaging.dead_letters import DeadLetters, NotRequeueable
 from lib.web import schemas
 from lib.web.auth import CSRF_HEADER, SESSION_COOKIE, SESSION_SECONDS, OperatorAuth, operator_session, operator_token
@@ -108,6 +108,7 @@ def meta(request: Request, ctx: WebContext = Depends(context)) -> schemas.Meta:
     session = ctx.auth.request_session(request)
     return schemas.Meta(measures=measures(), windows=list(COMMON_WINDOWS),
                         max_hours=max_window_hours(ctx.settings), max_days=ctx.read_side.max_days(),
+                        max_segment_hours=max_segment_hours(ctx.settings),
                         timezone=ctx.settings.display_tz,
                         operator_enabled=ctx.auth.enabled, operator=session is not None,
                         csrf_token=ctx.auth.csrf_token(session) if session else None)
@@ -191,6 +192,27 @@ def ip_days(ip_id: IpId, ctx: WebContext = Depends(context),
         raise HTTPException(400, str(e)) from None
     if format == "csv":
         return _csv(result["series"], list(schemas.DayPoint.model_fields), f"animetop-ip-{ip_id}-{days}d.csv")
+    return result
+
+
+@router.get("/ips/{ip_id}/segments", response_model=schemas.IpSegments,
+            responses={**CSV, **problems(400, 404)})
+def ip_segments(ip_id: IpId, ctx: WebContext = Depends(context),
+                hours: int = Query(24, ge=1, json_schema_extra=bounded_by("RETENTION_DETAIL"),
+                                   description="window length in hours, at most RETENTION_DETAIL (`max_segment_hours` "
+                                               "of /meta: segments are computed from the per-listing facts, kept "
+                                               "that long); a longer one is refused with 400"),
+                by: Literal["goods", "character"] = Query("goods", description="goods types or characters"),
+                format: Literal["json", "csv"] = "json") -> Any:
+    try:
+        result = ctx.read_side.segments(ip_id, hours, by)
+    except LookupError as e:
+        raise HTTPException(404, str(e)) from None
+    except WindowBeyondRetention as e:
+        raise HTTPException(400, str(e)) from None
+    if format == "csv":
+        return _csv([segment_row(s) for s in result["segments"]], SEGMENT_COLUMNS,
+                    f"animetop-ip-{ip_id}-{by}-{hours}h.csv")
     return result
 
 

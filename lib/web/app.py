@@ -15,7 +15,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.routing import Match
 
-from lib.market.retention import max_window_hours
+from lib.market.retention import max_segment_hours, max_window_hours
 from lib.web import characters_api
 from lib.web.api import IpId, WebContext, router
 from lib.web.openapi import document
@@ -71,7 +71,8 @@ def create_app(ctx: WebContext) -> FastAPI:
     app.include_router(router)
     app.include_router(characters_api.router)
     # the bounds the server checks (lib.web.api's 400s), from the same functions, into the document
-    bounds = {"RETENTION_WINDOW": max_window_hours(ctx.settings), "RETENTION_DAILY": ctx.read_side.max_days()}
+    bounds = {"RETENTION_WINDOW": max_window_hours(ctx.settings), "RETENTION_DAILY": ctx.read_side.max_days(),
+              "RETENTION_DETAIL": max_segment_hours(ctx.settings)}
     app.openapi = partial(document, app, bounds)  # type: ignore[method-assign]  # FastAPI's way to extend it
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
 

@@ -1,10 +1,10 @@
 """The OpenAPI document of ``/api/v1``: FastAPI's, completed with the bounds that are settings.
 
 A parameter bounded by a setting (the longest window, ``RETENTION_WINDOW``; the longest per-day series,
-``RETENTION_DAILY``) names that setting with ``bounded_by`` where it is declared; ``document`` writes the value of
-the application being served as the parameter's ``maximum``, taken from the same function the server checks the
-parameter with (``create_app`` passes them), so the document and the check cannot drift apart. The name stays in
-the document too (``x-bounded-by``), for the reader.
+``RETENTION_DAILY``; the longest window of segments, ``RETENTION_DETAIL``) names that setting with ``bounded_by``
+where it is declared; ``document`` writes the value of the application being served as the parameter's
+``maximum``, taken from the same function the server checks the parameter with (``create_app`` passes them), so the
+document and the check cannot drift apart. The name stays in the document too (``x-bounded-by``), for the reader.
 """
 
 from __future__ import annotations

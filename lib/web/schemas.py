@@ -24,6 +24,8 @@ class Meta(BaseModel):
     windows: list[int] = Field(description="window lengths offered, in hours")
     max_hours: int = Field(description="the longest window the API answers, in hours (RETENTION_WINDOW)")
     max_days: int = Field(description="the longest per-day series the API answers, in days (RETENTION_DAILY)")
+    max_segment_hours: int = Field(description="the longest window segments are answered for, in hours "
+                                               "(RETENTION_DETAIL)")
     timezone: str = Field(description="DISPLAY_TZ: the time zone pages show times in")
     operator_enabled: bool = Field(description="whether DASHBOARD_TOKEN is set (requeue and purge possible)")
     operator: bool = Field(description="whether this request carries a valid operator session")
@@ -128,6 +130,53 @@ class IpDays(BaseModel):
     first_day: str = Field(description="the first UTC day of the range, YYYY-MM-DD")
     last_day: str = Field(description="today (UTC), YYYY-MM-DD")
     series: list[DayPoint] = Field(description="the days with a row (tracked), oldest first")
+
+
+class Value(BaseModel):
+    """A measure: its value, null below its minimum (insufficient, never 0), and the count it rests on."""
+
+    value: float | None
+    n: int
+
+
+class TimeToSell(BaseModel):
+    p25: Value
+    median: Value
+    p75: Value
+    listings: int = Field(description="listings created in the window (the Kaplan–Meier estimate's)")
+    curve: list[list[float]] = Field(description="[hours, share still unsold] steps; empty below 5 sales")
+
+
+class SegmentMeasures(BaseModel):
+    """A segment's window measures (README "Market measures", restricted to its listings: "Segments")."""
+
+    inflow: Value = Field(description="its listings created in the window; n: the IP's tracked hours")
+    outflow: Value = Field(description="its listings sold in the window; n: the IP's tracked hours")
+    liquidity: Value
+    median_price: Value
+    p25_price: Value
+    p75_price: Value
+    trimmed_mean_price: Value
+    sell_through: Value
+    time_to_sell_hours: TimeToSell
+    price_cut_share: Value
+    median_price_cut: Value
+
+
+class Segment(BaseModel):
+    key: str = Field(description="the goods type's id, or the character's name")
+    label: str = Field(description="the goods type's Japanese name, or the character's name")
+    measures: SegmentMeasures
+
+
+class IpSegments(BaseModel):
+    ip_id: int
+    keyword: str
+    name: str
+    hours: int
+    by: str = Field(description="goods or character")
+    segments: list[Segment] = Field(description="the segments with a listing created or sold in the window, most "
+                                                "sold first; a listing in several counts in each")
 
 
 class QueueCounts(BaseModel):

@@ -13,7 +13,10 @@ from urllib.parse import quote
 import jsonschema
 
 from lib.core.clock import FrozenClock, naive_utc
+from lib.core.redis_client import state_redis
 from lib.core.settings import load_settings
+from lib.market.processing import CrawlResult, ResultProcessor
+from lib.market.read_side import SEGMENT_COLUMNS
 from models import IpMetadata, IpStatsHourly, ItemSnapshot
 
 from ..helpers import wait_for
@@ -58,6 +61,10 @@ def test_every_read_endpoint_matches_its_openapi_document(dashboard):
                       ("/api/v1/ips/{ip_id}/days", f"/api/v1/ips/{ip}/days?days=30"),
                       ("/api/v1/ips/{ip_id}/days", "/api/v1/ips/999999/days"),
                       ("/api/v1/ips/{ip_id}/days", f"/api/v1/ips/{ip}/days?days=100000"),
+                      ("/api/v1/ips/{ip_id}/segments", f"/api/v1/ips/{ip}/segments?hours=48&by=goods"),
+                      ("/api/v1/ips/{ip_id}/segments", f"/api/v1/ips/{ip}/segments?by=character"),
+                      ("/api/v1/ips/{ip_id}/segments", "/api/v1/ips/999999/segments"),
+                      ("/api/v1/ips/{ip_id}/segments", f"/api/v1/ips/{ip}/segments?hours=241"),
                       ("/api/v1/status", "/api/v1/status"),
                       ("/api/v1/deadletters", "/api/v1/deadletters")]:
         reply = call(dashboard.url + url)
@@ -77,7 +84,7 @@ MEASURES = {"heat", "heat_low", "momentum", "outflow", "inflow", "liquidity", "s
 def test_the_document_states_the_bounds_the_server_enforces(db, env, broker):
     """The longest window and day series are settings: the document of an application built with other values
     than the defaults states those, and the server answers up to them and refuses (400) just past them."""
-    settings = load_settings({**env, "RETENTION_WINDOW": "30d", "RETENTION_DAILY": "400d"})
+    settings = load_settings({**env, "RETENTION_WINDOW": "30d", "RETENTION_DAILY": "400d", "RETENTION_DETAIL": "5d"})
     clock = FrozenClock(T0 + 120)
     ips, _ = seed_results(settings, clock)
     server, _ = start_dashboard(settings, broker, None, clock)
@@ -92,8 +99,12 @@ def test_the_document_states_the_bounds_the_server_enforces(db, env, broker):
             assert (schema(path, "hours")["minimum"], schema(path, "hours")["maximum"]) == (1, 30 * 24), path
         assert (schema("/ips/{ip_id}/days", "days")["minimum"], schema("/ips/{ip_id}/days", "days")["maximum"]) == \
             (1, 400)
+        assert (schema("/ips/{ip_id}/segments", "hours")["minimum"],
+                schema("/ips/{ip_id}/segments", "hours")["maximum"]) == (1, 5 * 24)
+        assert [call(f"{url}/ips/{ip}/segments?hours={n}").status for n in (120, 121)] == [200, 400]
+        assert call(f"{url}/meta").json()["max_segment_hours"] == 120
         assert set(schema("/leaderboard", "by")["enum"]) == MEASURES
-        for path in ("/ips/{ip_id}", "/ips/{ip_id}/series.csv", "/ips/{ip_id}/days"):
+        for path in ("/ips/{ip_id}", "/ips/{ip_id}/series.csv", "/ips/{ip_id}/days", "/ips/{ip_id}/segments"):
             assert (schema(path, "ip_id")["minimum"], schema(path, "ip_id")["maximum"]) == (1, 2**31 - 1), path
         for query, status in [("hours=720", 200), ("hours=721", 400)]:
             for path in (f"/leaderboard?{query}", f"/ips/{ip}?{query}", f"/ips/{ip}/series.csv?{query}"):
@@ -206,6 +217,39 @@ def test_exports(dashboard):
     sold = {s.source_id for s in ItemSnapshot.select().where((ItemSnapshot.ip_id == ip)
                                                              & (ItemSnapshot.status == "sold"))}
     assert {s["source_id"] for s in detail["latest_sales"]} == sold
+
+
+def test_segments_of_an_ip(dashboard, settings):
+    """/ips/{id}/segments: the IP's goods types with their listings' measures (a bundle counted in each type it
+    sells; the numbers' definitions are tested in tests/market/test_segments.py), most sold first; the same as CSV;
+    no characters without a character list."""
+    ip = dashboard.ips[2].id  # one new listing and three sales at T0 + 60, untitled: other
+    titled = [{"source_id": f"t{k}", "status": "on_sale", "price": 800, "title": title}
+              for k, title in enumerate(["五条悟 アクスタ", "五条悟 アクスタ", "缶バッジ アクスタ セット"])]
+    sold = {"source_id": "s5", "status": "sold", "price": 1000}  # an untitled listing's sale
+    ResultProcessor(settings, state_redis(settings), dashboard.clock).apply(
+        CrawlResult.parse(ip, f"{ip}-titled", T0 + 90, [*titled, sold]))
+    reply = call(f"{dashboard.url}/api/v1/ips/{ip}/segments?hours=24&by=goods")
+    assert reply.status == 200
+    body = reply.json()
+    check_against_openapi(openapi(dashboard), "/api/v1/ips/{ip_id}/segments", "get", reply)
+    assert (body["ip_id"], body["hours"], body["by"]) == (ip, 24, "goods")
+    flows = {s["key"]: (s["label"], s["measures"]["inflow"]["value"], s["measures"]["outflow"]["value"])
+             for s in body["segments"]}
+    assert flows == {"other": ("その他", 1, 4), "acrylic_stand": ("アクリルスタンド", 3, 0),
+                     "can_badge": ("缶バッジ", 1, 0)}
+    assert [s["key"] for s in body["segments"]] == ["other", "acrylic_stand", "can_badge"]
+    assert all(s["measures"]["median_price"] == {"value": None, "n": s["measures"]["outflow"]["value"]}
+               for s in body["segments"])  # under 5 prices: insufficient, with its count
+    export = call(f"{dashboard.url}/api/v1/ips/{ip}/segments?hours=24&by=goods&format=csv")
+    assert export.headers["content-type"].startswith("text/csv") and "attachment" in \
+        export.headers["content-disposition"]
+    rows = list(csv.DictReader(io.StringIO(export.body.decode())))
+    assert list(rows[0]) == SEGMENT_COLUMNS
+    assert [(r["key"], int(r["inflow"]), int(r["outflow"])) for r in rows] == [(k, i, o) for k, (_, i, o) in
+                                                                             flows.items()]
+    assert call(f"{dashboard.url}/api/v1/ips/{ip}/segments?by=character").json()["segments"] == []
+    assert call(f"{dashboard.url}/api/v1/ips/{ip}/segments?by=nope").status == 422
 
 
 def test_responses_carry_strict_security_headers(dashboard):

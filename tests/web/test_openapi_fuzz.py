@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from .conftest import TOKEN
+from .conftest import TOKEN, call
 
 #: Fixed so that a run is reproducible (and no example database carries cases from one run to the next).
 SEED = 25
@@ -67,6 +67,10 @@ def test_the_api_keeps_to_its_openapi_document(dashboard, tmp_path):
     selected, tested, warnings, named = summary(report)
     assert tested == selected > 0, report
     if operator:
+        # every operation of the document, the segments of an IP's listings among them
+        doc = call(f"{dashboard.url}/api/v1/openapi.json").json()
+        operations = {f"{method.upper()} {path}" for path, item in doc["paths"].items() for method in item}
+        assert "GET /api/v1/ips/{ip_id}/segments" in operations and selected == len(operations), report
         assert warnings == [] and "No issues found" in report, report
     else:
         # read-only: the changes refuse everything (403), as they must; nothing else is amiss
