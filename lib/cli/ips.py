@@ -141,6 +141,8 @@ def _measure_lines(measures: dict) -> list[str]:
 
 
 def _show_ip(args) -> int:
+    if args.by:
+        return _show_segments(args)
     try:
         detail = app_read_side().ip_detail(parse_ip_id(args.value), args.hours)
     except (LookupError, ValueError) as e:  # ValueError: a window longer than the storage keeps
@@ -171,4 +173,51 @@ def _show_ip(args) -> int:
               f"{yen(s['min_price']):>8}  {yen(s['max_price']):>8}")
     for a in detail["alerts"]:
         print(f"alert {a['rule']} at {a['hour']}: {a['message']}")
+    return 0
+
+
+#: The segments table's columns: (key of ``segment_row``, header, width, format, key of the count shown when the
+#: value is insufficient).
+SEGMENT_TABLE = [("inflow", "IN", 5, "{}", None), ("outflow", "OUT", 5, "{}", None),
+                 ("median_price", "MEDIAN¥", 8, "{:,.0f}", "price_n"), ("p25_price", "P25¥", 8, "{:,.0f}", "price_n"),
+                 ("p75_price", "P75¥", 8, "{:,.0f}", "price_n"),
+                 ("sell_through", "SELL%", 6, "{:.0%}", "sell_through_n"),
+                 ("time_to_sell_median", "TTS h", 6, "{:.1f}", "time_to_sell_n"),
+                 ("price_cut_share", "CUT%", 5, "{:.0%}", "price_cut_n")]
+
+
+def _show_segments(args) -> int:
+    from lib.market.read_side import SEGMENT_COLUMNS, display_ljust, display_width, segment_row
+
+    try:
+        result = app_read_side().segments(parse_ip_id(args.value), args.hours, args.by)
+    except (LookupError, ValueError) as e:  # ValueError: a window longer than the per-listing facts are kept
+        print(f"animetop ip show: {e}", file=sys.stderr)
+        return 1
+    if args.format == "json":
+        print(json.dumps(result, ensure_ascii=False, indent=2))
+        return 0
+    rows = [segment_row(s) for s in result["segments"]]
+    if args.format == "csv":
+        import csv
+
+        writer = csv.DictWriter(sys.stdout, fieldnames=SEGMENT_COLUMNS, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+        return 0
+    print(f"IP {result['ip_id']}: {result['keyword']}, last {result['hours']} h by {result['by']} "
+          f"(a count in parentheses: too few observations; a listing in several segments counts in each)")
+    named = args.by == "goods"  # a goods type's id and its name; a character is its name
+    width = max([display_width(r["key"]) for r in rows] + [len(args.by)])
+    print(display_ljust(args.by.upper(), width) + "  " + "  ".join(f"{h:>{w}}" for _, h, w, _, _ in SEGMENT_TABLE)
+          + ("  NAME" if named else ""))
+    for row in rows:
+        cells = []
+        for key, _, w, fmt, count in SEGMENT_TABLE:
+            value = row[key]
+            cells.append(f"{fmt.format(value) if value is not None else f'({row[count]})' if count else '-':>{w}}")
+        print(display_ljust(row["key"], width) + "  " + "  ".join(cells) + (f"  {row['label']}" if named else ""))
+    if not rows:
+        print(f"no listing of this IP was created or sold in the last {result['hours']} h"
+              + ("" if named else " naming one of its characters (none are matched without its character list)"))
     return 0

@@ -52,8 +52,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--hours", type=int, default=24, help="show: the window's hours (default 24)")
     p.add_argument("--name", help="add: display name (default: the keyword)")
     p.add_argument("--weight", type=float, default=1.0, help="add: initial weight (default 1.0)")
+    p.add_argument("--by", choices=["goods", "character"],
+                   help="show: the IP's goods types or characters, each with the window's measures (README "
+                        "\"Segments\"; --hours up to RETENTION_DETAIL), instead of its hours")
     p.add_argument("--format", choices=["table", "json", "csv"], default="table",
-                   help="show --format csv: the hourly series")
+                   help="show --format csv: the hourly series (with --by: the segments)")
 
     p = sub.add_parser("schedule", help="pause or resume sending crawls (the schedule itself is kept)")
     p.add_argument("action", choices=["pause", "resume", "status"],
@@ -120,17 +123,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["table", "json", "csv"], default="table")
 
     p = sub.add_parser("segments", help="goods types and characters of listing titles")
-    p.add_argument("action", choices=["classify"],
+    p.add_argument("action", choices=["classify", "reapply"],
                    help="classify: read titles on standard input, one a line; write one JSON object a line "
-                        '({"title": …, "goods": [ids], "characters": [names]})')
+                        '({"title": …, "goods": [ids], "characters": [names]}); reapply: derive the stored '
+                        "listings' segments again from their titles, after SEGMENTS_TAXONOMY or a character list "
+                        "changed")
     p.add_argument("--ip", type=int, metavar="ID",
-                   help="match the characters of this IP (its list: animetop ip characters ID)")
+                   help="classify: match the characters of this IP (its list: animetop ip characters ID); "
+                        "reapply: only this IP's listings")
     p.add_argument("--characters", metavar="FILE",
                    help='the characters to match, as JSON: [{"name": …, "aliases": […]}], instead of the list of '
                         "--ip (to try one before importing it)")
     p.add_argument("--taxonomy", metavar="FILE",
-                   help="goods types from this file instead of the packaged lib/segments/goods_types.toml "
-                        "(to try a change)")
+                   help="classify: goods types from this file instead of the configured ones (SEGMENTS_TAXONOMY, "
+                        "by default the packaged lib/segments/goods_types.toml), to try a change")
 
     p = sub.add_parser("run", help="run a process type of the Procfile, restarting it if it dies")
     p.add_argument("process_type", choices=["worker", "crawler", "scheduler"])

@@ -1,4 +1,4 @@
-"""``animetop segments``: the goods types and characters of listing titles."""
+"""``animetop segments``: the goods types and characters of listing titles, and the stored listings' segments."""
 
 from __future__ import annotations
 
@@ -10,15 +10,24 @@ from lib.cli.common import app_database, command
 
 @command("segments")
 def cmd_segments(args) -> int:
+    if args.action == "reapply":
+        return _reapply(args)
+    return _classify(args)
+
+
+def _classify(args) -> int:
     from pathlib import Path
 
+    from lib.core.settings import settings_or_exit
     from lib.segments.character_lists import CharactersUnavailable, characters_for_ip, load_characters_file
     from lib.segments.characters import CharacterMatcher
     from lib.segments.classify import Classifier
-    from lib.segments.taxonomy import TaxonomyError, default_taxonomy, load_taxonomy
+    from lib.segments.stored import configured_taxonomy
+    from lib.segments.taxonomy import TaxonomyError, load_taxonomy
 
     try:
-        taxonomy = load_taxonomy(Path(args.taxonomy)) if args.taxonomy else default_taxonomy()
+        # without --taxonomy, the goods types the results are classified by (SEGMENTS_TAXONOMY)
+        taxonomy = load_taxonomy(Path(args.taxonomy)) if args.taxonomy else configured_taxonomy(settings_or_exit())
         if args.characters:
             characters = load_characters_file(Path(args.characters))
         elif args.ip is not None:
@@ -43,4 +52,30 @@ def cmd_segments(args) -> int:
         line = {"title": title, "goods": classifier.classify(title), "characters": matcher.match(title)}
         out.write(json.dumps(line, ensure_ascii=False).encode("utf-8") + b"\n")
         out.flush()  # an operator typing titles sees each answer at once
+    return 0
+
+
+def _reapply(args) -> int:
+    from lib.cli.common import app_read_side
+    from lib.segments.stored import configured_classifier, reapply
+    from lib.segments.taxonomy import TaxonomyError
+    from models import IpMetadata
+
+    if args.taxonomy or args.characters:
+        print("animetop segments reapply: it applies the configured goods types (SEGMENTS_TAXONOMY) and the IPs' "
+              "character lists; --taxonomy and --characters only try them (classify)", file=sys.stderr)
+        return 2
+    side = app_read_side()  # binds the database; its Redis client drops the answers the new segments change
+    try:
+        configured_classifier(side.settings)
+    except TaxonomyError as e:
+        print(f"animetop segments reapply: SEGMENTS_TAXONOMY: {e}", file=sys.stderr)
+        return 2
+    if args.ip is not None and IpMetadata.get_or_none(IpMetadata.id == args.ip) is None:
+        print(f"animetop segments reapply: no IP with id {args.ip}", file=sys.stderr)
+        return 1
+    report = reapply(side.settings, args.ip)
+    side.drop_ip_caches(report.changed_ips or [])
+    print(f"{report.ips} IP(s), {report.listings:,} listing(s): {report.added:,} segment row(s) added, "
+          f"{report.removed:,} removed")
     return 0

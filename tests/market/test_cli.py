@@ -91,3 +91,51 @@ def test_the_leaderboard_is_served_from_its_cache(env, settings, market):
     first = side.leaderboard("heat", 24)
     assert r.exists(keys.leaderboard(24))
     assert side.leaderboard("heat", 24) == first
+
+
+@pytest.mark.slow_on_mysql  # the segments' numbers are checked on MariaDB in tests/market/test_segments.py
+def test_ip_show_by_segment_and_segments_reapply(env, settings, db, tmp_path):
+    """``ip show --by`` shows each goods type's measures as the definitions give them over its listings, in JSON,
+    CSV and a table; ``segments reapply`` after a taxonomy change derives them again (and the cached answer goes)."""
+    from .test_segments import CHANGED_GOODS, CHANGED_TAXONOMY, TITLES, check_segments, members
+
+    script = make_script(15, n_crawls=20, titles=list(TITLES))
+    offset = (time.time() - 120 - max(at for at, _ in script.crawls)) // H * H
+    script = shifted(script, offset)
+    ip_id = deliver(settings, script, "in_order", 15)
+    goods = members(script, {title: g for title, (g, _) in TITLES.items()})
+
+    out = run_cli(env, "ip", "show", str(ip_id), "--by", "goods", "--hours", "12", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    shown = json.loads(out.stdout)
+    expected = check_segments(script, ip_id, "goods", goods, 12, time.time())  # what ip show answers, by definition
+    assert [s["key"] for s in shown["segments"]] == sorted(
+        (k for k, e in expected.items() if e["inflow"] or e["outflow"]),
+        key=lambda k: (-expected[k]["outflow"], -expected[k]["inflow"], k))
+    for segment in shown["segments"]:
+        e, m = expected[segment["key"]], segment["measures"]
+        assert (m["inflow"]["value"], m["outflow"]["value"]) == (e["inflow"], e["outflow"])
+        assert close(m["median_price"]["value"], e["median_price"]) and close(m["sell_through"]["value"],
+                                                                              e["sell_through"])
+    rows = list(csv.DictReader(io.StringIO(run_cli(env, "ip", "show", str(ip_id), "--by", "goods", "--hours", "12",
+                                                   "--format", "csv").stdout)))
+    assert [(r["key"], int(r["outflow"]), r["median_price"] or None) for r in rows] == \
+        [(s["key"], s["measures"]["outflow"]["value"],
+          None if s["measures"]["median_price"]["value"] is None else str(s["measures"]["median_price"]["value"]))
+         for s in shown["segments"]]
+    table = run_cli(env, "ip", "show", str(ip_id), "--by", "goods", "--hours", "12").stdout
+    assert "GOODS" in table and "acrylic_stand" in table and "アクリルスタンド" in table
+    too_long = run_cli(env, "ip", "show", str(ip_id), "--by", "goods", "--hours", str(10 * 24 + 1))
+    assert too_long.returncode == 1 and "RETENTION_DETAIL" in too_long.stderr
+
+    taxonomy = tmp_path / "goods.toml"
+    taxonomy.write_text(CHANGED_TAXONOMY, encoding="utf-8")
+    changed = {**env, "SEGMENTS_TAXONOMY": str(taxonomy)}
+    done = run_cli(changed, "segments", "reapply", "--ip", str(ip_id))
+    assert done.returncode == 0, done.stderr
+    assert f"1 IP(s), {len({it['source_id'] for _, items in script.crawls for it in items})} listing(s)" in done.stdout
+    out = run_cli(changed, "ip", "show", str(ip_id), "--by", "goods", "--hours", "12", "--format", "json")
+    assert {s["key"] for s in json.loads(out.stdout)["segments"]} <= set(members(script, CHANGED_GOODS)) \
+        and "badge" in {s["key"] for s in json.loads(out.stdout)["segments"]}  # the cached answer was dropped
+    again = run_cli(changed, "segments", "reapply")
+    assert again.returncode == 0 and "0 segment row(s) added, 0 removed" in again.stdout, again.stdout
