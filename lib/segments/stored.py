@@ -119,9 +119,10 @@ def segment_applied(ip_id: int, titles: dict[str, str], previous: dict[str, str]
                     segmenter: Callable[[], Segmenter]) -> int:
     """Bring the segments of the listings a result wrote up to their new titles (``titles``; ``previous``: the
     titles stored before, by ``stored_titles``): a listing new, retitled or never segmented (no goods row: stored
-    before segments existed) is classified again, its rows replaced. Runs in the result's transaction; returns the
-    listings classified. ``segmenter`` is made only when one is."""
-    due = {sid for sid, title in titles.items() if previous.get(sid) != title}
+    before segments existed) is classified again. Runs in the result's transaction; returns the listings
+    classified. ``segmenter`` is made only when one is."""
+    retitled = sorted(sid for sid, title in titles.items() if sid in previous and previous[sid] != title)
+    due = set(retitled) | {sid for sid in titles if sid not in previous}
     kept = [sid for sid in titles if sid not in due]
     for start in range(0, len(kept), BATCH):
         chunk = kept[start:start + BATCH]
@@ -130,14 +131,15 @@ def segment_applied(ip_id: int, titles: dict[str, str], previous: dict[str, str]
         due.update(sid for sid in chunk if sid not in segmented)
     if not due:
         return 0
-    derive = segmenter()
-    ordered = sorted(due)
-    for start in range(0, len(ordered), BATCH):
-        chunk = ordered[start:start + BATCH]
-        # replaced whole, not diffed: a delete acts on the latest rows whatever this transaction read before
+    # Only a retitled listing has rows to replace (a new one has no snapshot, so none; a pruned one lost them
+    # with its snapshot). They go whole, not diffed: a delete acts on the latest rows whatever this transaction
+    # read before. Deleting nothing would still lock gaps of the index on MariaDB, where another IP's result
+    # inserting into the same gap could deadlock with it.
+    for start in range(0, len(retitled), BATCH):
         ListingSegment.delete().where((ListingSegment.ip_id == ip_id)
-                                      & ListingSegment.source_id.in_(chunk)).execute()
-        _insert(ip_id, [(sid, kind, key) for sid in chunk for kind, key in sorted(derive.of(titles[sid]))])
+                                      & ListingSegment.source_id.in_(retitled[start:start + BATCH])).execute()
+    derive = segmenter()
+    _insert(ip_id, [(sid, kind, key) for sid in sorted(due) for kind, key in sorted(derive.of(titles[sid]))])
     return len(due)
 
 
@@ -178,9 +180,9 @@ def reapply(settings: Settings, ip_id: int | None = None, *, batch: int = BATCH,
     for ip in ips:
         segmenter = Segmenter(classifier, characters(ip))
         before = report.added + report.removed
-        after_id: int | None = 0
-        while after_id is not None:
-            after_id = retrying_deadlocks(partial(_reapply_batch, ip, after_id, batch, segmenter, report))
+        after: str | None = ""  # source ids are never empty
+        while after is not None:
+            after = retrying_deadlocks(partial(_reapply_batch, ip, after, batch, segmenter, report))
         while retrying_deadlocks(partial(_sweep_orphans, ip, batch, report)):
             pass
         report.ips += 1
@@ -191,26 +193,27 @@ def reapply(settings: Settings, ip_id: int | None = None, *, batch: int = BATCH,
     return report
 
 
-def _reapply_batch(ip_id: int, after_id: int, batch: int, segmenter: Segmenter, report: ReapplyReport) -> int | None:
-    """One transaction: the next ``batch`` listings of the IP after snapshot id ``after_id``; returns the last id
+def _reapply_batch(ip_id: int, after: str, batch: int, segmenter: Segmenter, report: ReapplyReport) -> str | None:
+    """One transaction: the IP's next ``batch`` listings by source id after ``after``; returns the last source id
     taken (None: there were none). The report is counted only once the transaction committed."""
     with write_transaction():
-        snapshots = (ItemSnapshot.select(ItemSnapshot.id, ItemSnapshot.source_id, ItemSnapshot.title)
-                     .where((ItemSnapshot.ip_id == ip_id) & (ItemSnapshot.id > after_id))
-                     .order_by(ItemSnapshot.id).limit(batch))
+        # through the unique (ip_id, source_id) index: on MariaDB only this IP's snapshots are locked (a range of
+        # ids would lock every IP's rows it scans)
+        snapshots = (ItemSnapshot.select(ItemSnapshot.source_id, ItemSnapshot.title)
+                     .where((ItemSnapshot.ip_id == ip_id) & (ItemSnapshot.source_id > after))
+                     .order_by(ItemSnapshot.source_id).limit(batch))
         if is_mysql():
             snapshots = snapshots.for_update()
         rows = _rows(snapshots)
         if not rows:
             return None
-        wanted = {(sid, kind, key) for _, sid, title in rows for kind, key in segmenter.of(title)}
-        existing_query = (ListingSegment.select(ListingSegment.id, ListingSegment.source_id, ListingSegment.kind,
-                                                ListingSegment.key)
-                          .where((ListingSegment.ip_id == ip_id)
-                                 & ListingSegment.source_id.in_([sid for _, sid, _ in rows])))
-        if is_mysql():
-            existing_query = existing_query.for_update()
-        existing = {(sid, kind, key): row_id for row_id, sid, kind, key in _rows(existing_query)}
+        wanted = {(sid, kind, key) for sid, title in rows for kind, key in segmenter.of(title)}
+        # a plain read: with the listings' snapshots locked, no result writes their rows until this commits, and
+        # it sees every result committed before (a locking read would also lock the index's gaps, where other
+        # IPs' results insert)
+        existing = {(sid, kind, key): row_id for row_id, sid, kind, key in _rows(
+            ListingSegment.select(ListingSegment.id, ListingSegment.source_id, ListingSegment.kind, ListingSegment.key)
+            .where((ListingSegment.ip_id == ip_id) & ListingSegment.source_id.in_([sid for sid, _ in rows])))}
         gone = [row_id for segment, row_id in existing.items() if segment not in wanted]
         new = sorted(wanted - set(existing))
         if gone:
@@ -219,7 +222,7 @@ def _reapply_batch(ip_id: int, after_id: int, batch: int, segmenter: Segmenter, 
     report.listings += len(rows)
     report.added += len(new)
     report.removed += len(gone)
-    return int(rows[-1][0])
+    return str(rows[-1][0])
 
 
 def _sweep_orphans(ip_id: int, batch: int, report: ReapplyReport) -> bool:
