@@ -133,10 +133,14 @@ class IpDays(BaseModel):
 
 
 class Value(BaseModel):
-    """A measure: its value, null below its minimum (insufficient, never 0), and the count it rests on."""
+    """A measure: its value, null below its minimum (insufficient, never 0), the count it rests on and, for an
+    estimate, its 95 % interval (README "Uncertainty")."""
 
     value: float | None
     n: int
+    interval: list[float | None] | None = Field(None, description="[low, high]; null while the value is "
+                                                                  "insufficient or where no interval of its kind "
+                                                                  "exists (a flow); high null: open above")
 
 
 class TimeToSell(BaseModel):
