@@ -11,7 +11,8 @@ Two ways in, one derivation (``Segmenter``):
   run changes nothing).
 
 A listing's characters come from ``characters_for_ip``, the one source of the IPs' character lists; an IP
-without a readable list has none (no character rows).
+without a readable list has none (no character rows). The lists are read when a result is applied and by
+``reapply``: after a list changes, ``animetop segments reapply --ip ID`` matches the listings already kept.
 """
 
 from __future__ import annotations
@@ -45,10 +46,6 @@ BATCH = 500
 
 #: A listing's segments: (kind, key) pairs.
 Segments = frozenset[tuple[str, str]]
-#: The characters of an IP (``characters_for_ip`` unless a caller gives another source).
-CharacterSource = Callable[[int], list[Character]]
-
-
 def _rows(query: Any) -> list[tuple[Any, ...]]:
     return cast(list[tuple[Any, ...]], list(query.tuples()))
 
@@ -74,7 +71,7 @@ def _classifier_at(path: str) -> Classifier:
 
 
 def ip_characters(ip_id: int) -> list[Character]:
-    """The IP's characters from its character list; none while no list can be read (``CharactersUnavailable``)."""
+    """The IP's characters from its character list (``animetop ip characters``); none for an IP without one."""
     try:
         return characters_for_ip(ip_id)
     except CharactersUnavailable:
@@ -95,8 +92,8 @@ class Segmenter:
         self.matcher = CharacterMatcher(listed, classifier) if listed else None
 
     @classmethod
-    def for_ip(cls, settings: Settings, ip_id: int, characters: CharacterSource = ip_characters) -> Segmenter:
-        return cls(configured_classifier(settings), characters(ip_id))
+    def for_ip(cls, settings: Settings, ip_id: int) -> Segmenter:
+        return cls(configured_classifier(settings), ip_characters(ip_id))
 
     def of(self, title: str) -> Segments:
         found = {(GOODS, t) for t in self.classifier.classify(title)}
@@ -167,8 +164,7 @@ class ReapplyReport:
     changed_ips: list[int] | None = None
 
 
-def reapply(settings: Settings, ip_id: int | None = None, *, batch: int = BATCH,
-            characters: CharacterSource = ip_characters) -> ReapplyReport:
+def reapply(settings: Settings, ip_id: int | None = None, *, batch: int = BATCH) -> ReapplyReport:
     """Recompute the segments of every kept listing (of ``ip_id``, or of every IP) from its stored title, with
     the configured taxonomy and the IPs' characters now, ``batch`` listings a transaction (on MySQL/MariaDB their
     snapshots locked, so a result retitling one of them waits for the batch, then segments it anew). Rows of
@@ -178,7 +174,7 @@ def reapply(settings: Settings, ip_id: int | None = None, *, batch: int = BATCH,
     ips = [ip_id] if ip_id is not None else [i for (i,) in _rows(IpMetadata.select(IpMetadata.id)
                                                                   .order_by(IpMetadata.id))]
     for ip in ips:
-        segmenter = Segmenter(classifier, characters(ip))
+        segmenter = Segmenter(classifier, ip_characters(ip))
         before = report.added + report.removed
         after: str | None = ""  # source ids are never empty
         while after is not None:

@@ -1,19 +1,24 @@
 """README "Segments": the window measures of an IP's goods types and characters equal the definitions computed
 here on the scripted market restricted to each segment's listings (tests/market/scripted.py), on SQLite and
-MariaDB: derived when the results are applied, and again by ``reapply`` after the taxonomy or the characters
-changed. A listing in two segments counts in both."""
+MariaDB: derived when the results are applied, and again by ``reapply`` after the taxonomy or the IP's character
+list changed. A listing in two segments counts in both."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
 
+from lib.core.clock import FrozenClock
+from lib.core.redis_client import state_redis
+from lib.market.processing import CrawlResult, ResultProcessor
 from lib.market.windows import segment_measures
-from lib.segments.characters import Character
+from lib.scheduling.catalogue import Catalogue
+from lib.scheduling.schedule import ScheduleStore
+from lib.segments.character_store import remove_character, replace_characters
 from lib.segments.stored import CHARACTER, GOODS, reapply
 from models import ItemSnapshot, ListingSegment
 
-from .scripted import Script, expected_window, make_script, restricted
+from .scripted import T0, Script, expected_window, make_script, restricted
 from .test_hourly_rows import deliver
 from .test_windows import MINIMUMS, close
 
@@ -27,7 +32,7 @@ TITLES: dict[str, tuple[set[str], set[str]]] = {
     "呪術廻戦 フィギュア 五条悟": ({"figure"}, {"五条悟"}),
     "呪術廻戦 タオル": ({"other"}, set()),
 }
-CHARACTERS = [Character("五条悟", ("五条",)), Character("虎杖悠仁", ("虎杖", "悠仁")), Character("伏黒恵", ("伏黒",))]
+CHARACTERS = [("五条悟", ["五条"]), ("虎杖悠仁", ["虎杖", "悠仁"]), ("伏黒恵", ["伏黒"])]
 
 #: A taxonomy of the test's own: アクスタ is no longer a stand's word (only アクリルスタンド is), the badges are
 #: ``badge``, and figures are not a type (so they are ``other``).
@@ -109,7 +114,7 @@ def test_goods_segments_measure_their_listings_by_the_definitions(db, settings):
     ip_id = deliver(settings, script, "duplicated", 7)  # every result twice, shuffled: derived once
     goods = members(script, {title: g for title, (g, _) in TITLES.items()})
     assert stored(ip_id, GOODS) == goods
-    assert stored(ip_id, CHARACTER) == {}  # no character list can be read yet: no characters
+    assert stored(ip_id, CHARACTER) == {}  # the IP lists no characters
     bundles = goods["acrylic_stand"] & goods["can_badge"]
     assert bundles
     for hours in (6, 24):
@@ -151,14 +156,24 @@ def test_reapply_follows_a_taxonomy_change(db, settings, tmp_path):
     assert gone not in stored(ip_id, GOODS)["badge"]
 
 
-def test_character_segments_after_the_characters_are_known(db, settings):
+def test_character_segments_follow_the_ip_character_list(db, settings):
+    """Characters listed before the results come are matched as they are applied; a character removed from the
+    list loses its segment at the next reapply."""
     script = make_script(9, n_crawls=20, titles=list(TITLES))
     now = max(at for at, _ in script.crawls) + 600
-    ip_id = deliver(settings, script, "in_order", 9)
-    assert stored(ip_id, CHARACTER) == {}
-    report = reapply(settings, ip_id, characters=lambda ip: CHARACTERS if ip == ip_id else [])
+    r = state_redis(settings)
+    ip_id = Catalogue(ScheduleStore(r), settings, FrozenClock(T0)).add("呪術廻戦 characters").id
+    replace_characters(ip_id, CHARACTERS)
+    proc = ResultProcessor(settings, r, FrozenClock(T0))
+    for n, (at, items) in enumerate(script.crawls):
+        proc.apply(CrawlResult.parse(ip_id, f"{ip_id}-{n}", at, items, search=script.search[n]))
     characters = members(script, {title: c for title, (_, c) in TITLES.items()})
     assert stored(ip_id, CHARACTER) == characters
-    assert report.added == sum(len(s) for s in characters.values()) and report.removed == 0
     assert characters["五条悟"] & characters["虎杖悠仁"]  # a listing naming two characters is in both
+    check_segments(script, ip_id, CHARACTER, characters, 12, now)
+
+    assert remove_character(ip_id, "伏黒恵") is not None
+    report = reapply(settings, ip_id)
+    assert (report.added, report.removed) == (0, len(characters.pop("伏黒恵")))
+    assert stored(ip_id, CHARACTER) == characters
     check_segments(script, ip_id, CHARACTER, characters, 12, now)
