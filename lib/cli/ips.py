@@ -187,29 +187,39 @@ SEGMENT_TABLE = [("inflow", "IN", 5, "{}", None), ("outflow", "OUT", 5, "{}", No
 
 
 def _show_segments(args) -> int:
-    from lib.market.read_side import SEGMENT_COLUMNS, display_ljust, display_width, segment_row
 
     try:
         result = app_read_side().segments(parse_ip_id(args.value), args.hours, args.by)
     except (LookupError, ValueError) as e:  # ValueError: a window longer than the per-listing facts are kept
         print(f"animetop ip show: {e}", file=sys.stderr)
         return 1
-    if args.format == "json":
+    named = args.by == "goods"
+    return print_segments(result, args.by, args.format, f"IP {result['ip_id']}: {result['keyword']}, last "
+                          f"{result['hours']} h by {result['by']}",
+                          f"no listing of this IP was created or sold in the last {result['hours']} h"
+                          + ("" if named else " naming one of its characters (none are matched without its character "
+                                              "list)"))
+
+
+def print_segments(result: dict, by: str, fmt: str, heading: str, empty: str) -> int:
+    """A segments answer (an IP's, or the board across IPs) as a table, JSON or CSV."""
+    from lib.market.read_side import SEGMENT_COLUMNS, display_ljust, display_width, segment_row
+
+    if fmt == "json":
         print(json.dumps(result, ensure_ascii=False, indent=2))
         return 0
     rows = [segment_row(s) for s in result["segments"]]
-    if args.format == "csv":
+    if fmt == "csv":
         import csv
 
         writer = csv.DictWriter(sys.stdout, fieldnames=SEGMENT_COLUMNS, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
         return 0
-    print(f"IP {result['ip_id']}: {result['keyword']}, last {result['hours']} h by {result['by']} "
-          f"(a count in parentheses: too few observations; a listing in several segments counts in each)")
-    named = args.by == "goods"  # a goods type's id and its name; a character is its name
-    width = max([display_width(r["key"]) for r in rows] + [len(args.by)])
-    print(display_ljust(args.by.upper(), width) + "  " + "  ".join(f"{h:>{w}}" for _, h, w, _, _ in SEGMENT_TABLE)
+    print(f"{heading} (a count in parentheses: too few observations; a listing in several segments counts in each)")
+    named = by == "goods"  # a goods type's id and its name; a character is its name
+    width = max([display_width(r["key"]) for r in rows] + [len(by)])
+    print(display_ljust(by.upper(), width) + "  " + "  ".join(f"{h:>{w}}" for _, h, w, _, _ in SEGMENT_TABLE)
           + ("  NAME" if named else ""))
     for row in rows:
         cells = []
@@ -218,6 +228,5 @@ def _show_segments(args) -> int:
             cells.append(f"{fmt.format(value) if value is not None else f'({row[count]})' if count else '-':>{w}}")
         print(display_ljust(row["key"], width) + "  " + "  ".join(cells) + (f"  {row['label']}" if named else ""))
     if not rows:
-        print(f"no listing of this IP was created or sold in the last {result['hours']} h"
-              + ("" if named else " naming one of its characters (none are matched without its character list)"))
+        print(empty)
     return 0

@@ -123,11 +123,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["table", "json", "csv"], default="table")
 
     p = sub.add_parser("segments", help="goods types and characters of listing titles")
-    p.add_argument("action", choices=["classify", "reapply"],
+    p.add_argument("action", choices=["classify", "reapply", "board"],
                    help="classify: read titles on standard input, one a line; write one JSON object a line "
                         '({"title": …, "goods": [ids], "characters": [names]}); reapply: derive the stored '
                         "listings' segments again from their titles, after SEGMENTS_TAXONOMY or a character list "
-                        "changed")
+                        "changed; board: what sells across franchises, each goods type (or character) over every "
+                        "IP's listings")
+    p.add_argument("--by", choices=["goods", "character"], default="goods", help="board: the kind of segment")
+    p.add_argument("--hours", type=int, default=168, help="board: the window, at most RETENTION_DETAIL")
+    p.add_argument("--format", choices=["table", "json", "csv"], default="table", help="board: the output")
     p.add_argument("--ip", type=int, metavar="ID",
                    help="classify: match the characters of this IP (its list: animetop ip characters ID); "
                         "reapply: only this IP's listings")

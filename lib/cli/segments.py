@@ -12,7 +12,23 @@ from lib.cli.common import app_database, command
 def cmd_segments(args) -> int:
     if args.action == "reapply":
         return _reapply(args)
+    if args.action == "board":
+        return _board(args)
     return _classify(args)
+
+
+def _board(args) -> int:
+    from lib.cli.common import app_read_side
+    from lib.cli.ips import print_segments
+
+    try:
+        result = app_read_side().segments_board(args.hours, args.by)
+    except ValueError as e:  # a window longer than the per-listing facts are kept
+        print(f"animetop segments board: {e}", file=sys.stderr)
+        return 1
+    return print_segments(result, args.by, args.format,
+                          f"Across every IP, last {result['hours']} h by {result['by']}",
+                          f"no listing was created or sold in the last {result['hours']} h")
 
 
 def _classify(args) -> int:

@@ -58,6 +58,11 @@ def leaderboard(hours: int) -> str:
     return f"{PREFIX}:leaderboard:{hours}"
 
 
+def segments_board(kind: str, hours: int) -> str:
+    """The board of one kind of segment across every IP (``lib.market.read_side``), in the group of its index."""
+    return f"{PREFIX}:{{segments-board}}:{kind}:{hours}"
+
+
 def ip_cache(ip_id: int, name: str) -> str:
     return f"{PREFIX}:{{{ip_cache_group(ip_id)}}}:{name}"
 

@@ -28,7 +28,7 @@ from lib.market.retention import (
 )
 from lib.market.series import outflow_sparklines
 from lib.market.statistics import day_of, hour_bucket
-from lib.market.windows import segment_measures, window_measures
+from lib.market.windows import kind_measures, segment_measures, window_measures
 from lib.segments.stored import GOODS, KINDS, configured_taxonomy
 from models import IpAlert, IpMetadata, IpStatsHourly
 
@@ -379,15 +379,30 @@ class ReadSide:
             ip = IpMetadata.get_or_none(IpMetadata.id == ip_id)
             if ip is None:
                 raise LookupError(f"no IP with id {ip_id}")
-            labels = {t.id: t.ja for t in configured_taxonomy(self.settings).types} if by == GOODS else {}
-            measures = segment_measures(ip_id, by, hours, now)
-            ordered = sorted(measures, key=lambda key: (-(measures[key]["outflow"]["value"] or 0),
-                                                        -(measures[key]["inflow"]["value"] or 0), key))
-            rows = [{"key": key, "label": labels.get(key, key), "measures": measures[key]} for key in ordered]
             return {"ip_id": ip.id, "keyword": ip.keyword, "name": ip.display_name, "hours": hours, "by": by,
-                    "segments": rows}
+                    "segments": self._segment_rows(segment_measures(ip_id, by, hours, now), by)}
         return _cached(self.cache, keys.ip_cache(ip_id, f"segments:{by}:{hours}"), self.settings.cache_ttl,
                        compute, _ip_index(ip_id), self._cache_failed)
+
+    def segments_board(self, hours: int, by: str) -> dict[str, Any]:
+        """What sells across franchises: each segment of kind ``by`` over every IP's listings (README
+        "Segments"), most sold first; cached for CACHE_TTL like the leaderboard. Windows up to RETENTION_DETAIL."""
+        if by not in KINDS:
+            raise ValueError(f"unknown kind of segment {by!r}; expected one of {', '.join(KINDS)}")
+        now = self.clock.now()
+        check_segment_window(hours, self.settings, now, details_pruned_before())
+
+        def compute() -> dict[str, Any]:
+            return {"hours": hours, "by": by, "segments": self._segment_rows(kind_measures(by, hours, now), by)}
+        return _cached(self.cache, keys.segments_board(by, hours), self.settings.cache_ttl, compute,
+                       keys.cache_index("segments-board"), self._cache_failed)
+
+    def _segment_rows(self, measures: dict[str, dict[str, Any]], by: str) -> list[dict[str, Any]]:
+        """Segments most sold first (then most listed, then by key), each with its label."""
+        labels = {t.id: t.ja for t in configured_taxonomy(self.settings).types} if by == GOODS else {}
+        ordered = sorted(measures, key=lambda key: (-(measures[key]["outflow"]["value"] or 0),
+                                                    -(measures[key]["inflow"]["value"] or 0), key))
+        return [{"key": key, "label": labels.get(key, key), "measures": measures[key]} for key in ordered]
 
     def drop_ip_caches(self, ip_ids: list[int]) -> None:
         """Drop these IPs' cached answers (their segments were derived again)."""

@@ -163,6 +163,14 @@ class _SegmentListings(_Listings):
         return super().narrow(query.switch(ListingEvent).join(ListingSegment, on=in_segment), low, high)
 
 
+class _KindListings(_SegmentListings):
+    """Every IP's listings in the segments of one kind, by segment key: the board across franchises."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(0, kind)
+        self.ip_ids = None
+
+
 def _load(ip_ids: Sequence[int] | None, w: Window) -> dict[int, _IpData]:
     data: dict[int, _IpData] = defaultdict(_IpData)
     ranges = _ranges(w)
@@ -417,6 +425,22 @@ def segment_measures(ip_id: int, kind: str, hours: int, now: float) -> dict[str,
     for key, d in data.items():
         d.flows["window"] = _Flows(sum(1 for at, _, _ in d.created if at < end),
                                    sum(1 for at, _, _ in d.sales if at < end), tracked)
+        m = _ip_measures(d, w)
+        measures[key] = {name: m[name] for name in SEGMENT_MEASURES}
+    return measures
+
+
+def kind_measures(kind: str, hours: int, now: float) -> dict[str, dict[str, Any]]:
+    """``segment_measures`` across every IP: each segment of ``kind`` over all franchises' listings (README
+    "Segments": "what sells across franchises"). Flows carry the window's hours as ``n``."""
+    w = Window(hours, now)
+    data: dict[str, _IpData] = defaultdict(_IpData)
+    _load_listings(_KindListings(kind), w, data)
+    end = w.start + hours * 3600.0
+    measures = {}
+    for key, d in data.items():
+        d.flows["window"] = _Flows(sum(1 for at, _, _ in d.created if at < end),
+                                   sum(1 for at, _, _ in d.sales if at < end), hours)
         m = _ip_measures(d, w)
         measures[key] = {name: m[name] for name in SEGMENT_MEASURES}
     return measures

@@ -216,6 +216,23 @@ def ip_segments(ip_id: IpId, ctx: WebContext = Depends(context),
     return result
 
 
+@router.get("/segments", response_model=schemas.SegmentsBoard, responses={**CSV, **problems(400)})
+def segments_board(ctx: WebContext = Depends(context),
+                   hours: int = Query(168, ge=1, json_schema_extra=bounded_by("RETENTION_DETAIL"),
+                                      description="window length in hours, at most RETENTION_DETAIL "
+                                                  "(`max_segment_hours` of /meta); a longer one is refused with 400"),
+                   by: Literal["goods", "character"] = Query("goods", description="goods types or characters"),
+                   format: Literal["json", "csv"] = "json") -> Any:
+    """What sells across franchises: each goods type (or character) over every IP's listings."""
+    try:
+        result = ctx.read_side.segments_board(hours, by)
+    except WindowBeyondRetention as e:
+        raise HTTPException(400, str(e)) from None
+    if format == "csv":
+        return _csv([segment_row(s) for s in result["segments"]], SEGMENT_COLUMNS, f"animetop-{by}-{hours}h.csv")
+    return result
+
+
 @router.get("/status", response_model=schemas.Status)
 def status(ctx: WebContext = Depends(context)) -> Any:
     now = ctx.status()

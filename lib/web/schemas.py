@@ -183,6 +183,15 @@ class IpSegments(BaseModel):
                                                 "sold first; a listing in several counts in each")
 
 
+class SegmentsBoard(BaseModel):
+    """What sells across franchises: each goods type (or character) over every IP's listings."""
+
+    hours: int
+    by: str = Field(description="goods or character")
+    segments: list[Segment] = Field(description="the segments with a listing created or sold in the window, most "
+                                                "sold first; flows' n is the window's hours")
+
+
 class QueueCounts(BaseModel):
     queue: str
     ready: int

@@ -177,3 +177,65 @@ def test_character_segments_follow_the_ip_character_list(db, settings):
     assert (report.added, report.removed) == (0, len(characters.pop("伏黒恵")))
     assert stored(ip_id, CHARACTER) == characters
     check_segments(script, ip_id, CHARACTER, characters, 12, now)
+
+
+def test_the_board_across_ips_pools_every_ips_listings_of_a_type(db, settings, env):
+    """README "Segments": what sells across franchises. Two IPs' scripted markets: each goods type's flows are
+    the IPs' flows of that type added up; its sold prices and its cohort are the pooled listings' (computed here
+    from the definitions' events), so its median price and sell-through are the pooled ones. The CLI prints the
+    same board."""
+    import json
+    import statistics
+
+    from lib.market.read_side import ReadSide
+
+    from ..helpers import run_cli
+    from .scripted import _starts, expected_events
+
+    scripts = {seed: make_script(seed, n_crawls=24, titles=list(TITLES)) for seed in (17, 18)}
+    now = max(at for s in scripts.values() for at, _ in s.crawls) + 600
+    ips = {seed: deliver(settings, script, "in_order", seed) for seed, script in scripts.items()}
+    goods_of = {title: g for title, (g, _) in TITLES.items()}
+    hours = 24
+    board = ReadSide(settings, None, FrozenClock(now)).segments_board(hours, GOODS)
+    got = {row["key"]: row["measures"] for row in board["segments"]}
+    since, cohort_since, _, _ = _starts(now, hours, None)
+    end = now + 1e-6
+    expected: dict[str, dict] = {}
+    for key in {k for g in goods_of.values() for k in g}:
+        inflow = outflow = sold_of_cohort = cohort = 0
+        prices: list[int] = []
+        for seed, script in scripts.items():
+            segment = restricted(script, members(script, goods_of).get(key, set()))
+            one = expected_window(segment, hours, now, MINIMUMS)
+            inflow, outflow = inflow + one["inflow"], outflow + one["outflow"]
+            created, sold = expected_events(segment)
+            first_sale: dict[str, float] = {}
+            for sid, when, *_ in sorted(sold, key=lambda e: e[1]):
+                first_sale.setdefault(sid, when)
+            prices += [p for _, when, p, _, _ in sold if cohort_since <= when < end and p is not None]
+            in_cohort = [sid for sid, when in created if cohort_since <= when < end]
+            cohort += len(in_cohort)
+            sold_of_cohort += sum(1 for sid in in_cohort if sid in first_sale and first_sale[sid] < end)
+        if inflow or outflow:
+            expected[key] = {"inflow": inflow, "outflow": outflow,
+                             "median_price": statistics.median(prices) if len(prices) >= MINIMUMS["prices"] else None,
+                             "sell_through": sold_of_cohort / cohort if cohort >= MINIMUMS["created"] else None}
+    assert set(got) == set(expected)
+    for key, e in expected.items():
+        values = {k: got[key][k]["value"] for k in e}
+        assert all(close(values[k], e[k]) for k in e), (key, values, e)
+    assert got["acrylic_stand"]["median_price"]["value"] is not None  # not vacuous
+    assert [row["key"] for row in board["segments"]] == sorted(
+        expected, key=lambda k: (-expected[k]["outflow"], -expected[k]["inflow"], k))
+    # the IPs' own boards add up to it
+    for key in ("can_badge", "acrylic_stand"):
+        per_ip = [segment_measures(ip, GOODS, hours, now).get(key) for ip in ips.values()]
+        assert sum(m["outflow"]["value"] for m in per_ip if m) == got[key]["outflow"]["value"]
+    # the command line (on the wall clock, the scripted market's hours ahead of it: the table's shape, and JSON)
+    table = run_cli(env, "segments", "board", "--hours", "24")
+    assert table.returncode == 0, table.stderr
+    assert table.stdout.startswith("Across every IP, last 24 h by goods") and "GOODS" in table.stdout
+    shown = run_cli(env, "segments", "board", "--format", "json")
+    assert shown.returncode == 0 and json.loads(shown.stdout)["hours"] == 168, shown.stderr
+    assert run_cli(env, "segments", "board", "--hours", "100000").returncode == 1  # past RETENTION_DETAIL
