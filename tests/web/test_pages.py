@@ -131,15 +131,17 @@ def test_ip_page_draws_every_chart(site, chromium, tmp_path):
                                   ".map(a => a.getAttribute('href'))")
             axis = await page.js("() => ['price', 'flow-hourly'].map(id => document.getElementById(id)"
                                  ".getAttribute('aria-label')).join(' ')")
+            segments = await page.js("() => Array.from(document.querySelectorAll('#segments tbody tr')).map(r => ["
+                                     "r.dataset.key, r.querySelectorAll('svg.whisker circle').length])")
             shown = await page.js("() => Array.from(document.querySelectorAll('#cards .card')).map(c => ["
                                   "c.childNodes[1].textContent, (c.querySelector('.interval') || {}).textContent || "
                                   "null, c.querySelectorAll('.interval svg circle').length])")
             await page.page.screenshot({"path": str(tmp_path / "ip.png"), "fullPage": True})
-            return drawn, name, sales, axis, shown, page.errors
+            return drawn, name, sales, axis, shown, segments, page.errors
         finally:
             await browser.close()
 
-    drawn, name, sales, axis, shown, errors = run(go())
+    drawn, name, sales, axis, shown, segments, errors = run(go())
     assert errors == []
     assert name == top["name"]
     # each estimate's 95 % interval under its card, as the API gives it, with its whisker (README definition 8)
@@ -155,6 +157,12 @@ def test_ip_page_draws_every_chart(site, chromium, tmp_path):
     low, high = m["median_price"]["interval"]
     assert cards["Median sold price"][0] == f"95 %: ¥{round(low):,} – ¥{round(high):,}"
     assert cards["Listed"] == (None, 0)  # a count, not an estimate: no interval
+    # the segments table: the API's goods types, most sold first, a price whisker where the median has an interval
+    api = call(f"{url}/api/v1/ips/{top['ip_id']}/segments?hours=168&by=goods").json()["segments"]
+    assert [key for key, _ in segments] == [s["key"] for s in api] and len(api) >= 5  # the simulator's titles
+    assert [dots for _, dots in segments] == [int(s["measures"]["median_price"]["interval"] is not None
+                                                  and s["measures"]["median_price"]["value"] is not None) for s in api]
+    assert sum(dots for _, dots in segments) >= 3
     assert call(f"{url}/api/v1/ips/{top['ip_id']}?hours=168").json()["search_totals"]  # the crawler reports them
     assert all(count > 500 for count in drawn.values()), drawn  # each chart drew more than its frame
     assert sales and all(href.startswith("http") for href in sales)

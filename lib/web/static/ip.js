@@ -4,6 +4,8 @@
   const ipId = document.body.dataset.ipId;
   const hoursSelect = document.getElementById("hours");
   const daysSelect = document.getElementById("days");
+  const segmentsBy = document.getElementById("segments-by");
+  let siteInfo = null;  // /meta, read once
   const ts = (iso) => Date.parse(iso) / 1000;
 
   // A window measure {value, n}: its value, or "insufficient" with the count it rests on.
@@ -136,6 +138,45 @@
     }));
   }
 
+  // The IP's segments (goods types or characters): a row each, the median sold price's 95 % interval drawn as a
+  // small multiple on one price scale for every row, so the segments' prices compare at a glance.
+  async function loadSegments(hours, by) {
+    const h = Math.min(Number(hours), siteInfo.max_segment_hours);
+    const note = document.getElementById("segments-note");
+    document.getElementById("segments-csv").href = `/api/v1/ips/${ipId}/segments?hours=${h}&by=${by}&format=csv`;
+    const d = await api(`/api/v1/ips/${ipId}/segments?hours=${h}&by=${by}`);
+    note.textContent = `Listings of the last ${windowLabel(h)} by ${by === "goods" ? "goods type" : "character"} ` +
+      "(a listing in several counts in each)" + (h < Number(hours) ? `; segments reach back ${windowLabel(h)} at most.` : ".");
+    const ends = d.segments.map(s => s.measures.median_price.interval).filter(Boolean);
+    const lo = Math.min(...ends.map(e => e[0])), hi = Math.max(...ends.map(e => e[1]));
+    const x = (v) => 4 + 112 * (hi > lo ? (v - lo) / (hi - lo) : 0.5);
+    const svgNs = "http://www.w3.org/2000/svg";
+    const whisker = (m) => {
+      if (!m.interval || m.value === null) return el("span", {class: "muted"}, "–");
+      const svg = document.createElementNS(svgNs, "svg");
+      svg.setAttribute("viewBox", "0 0 120 10");
+      svg.setAttribute("class", "whisker");
+      svg.setAttribute("aria-label", `95 %: ${value(m.interval[0], "¥")} – ${value(m.interval[1], "¥")}`);
+      const line = document.createElementNS(svgNs, "line");
+      for (const [k, v] of Object.entries({x1: x(m.interval[0]), x2: x(m.interval[1]), y1: 5, y2: 5})) line.setAttribute(k, v);
+      const dot = document.createElementNS(svgNs, "circle");
+      for (const [k, v] of Object.entries({cx: x(m.value), cy: 5, r: 2.5})) dot.setAttribute(k, v);
+      svg.append(line, dot);
+      return svg;
+    };
+    const body = document.querySelector("#segments tbody");
+    body.replaceChildren(...(d.segments.length ? d.segments.map(s => {
+      const m = s.measures;
+      return el("tr", {"data-key": s.key}, el("td", {class: "name"}, s.label === s.key ? s.key : `${s.label} (${s.key})`),
+        el("td", {class: "num"}, value(m.outflow.value, "")), el("td", {class: "num"}, value(m.inflow.value, "")),
+        el("td", {class: "num"}, measure(m.median_price, "¥")), el("td", {}, whisker(m.median_price)),
+        el("td", {class: "num"}, measure(m.sell_through, "%")),
+        el("td", {class: "num"}, measure(m.time_to_sell_hours.median, "hours")));
+    }) : [el("tr", {}, el("td", {colspan: 7, class: "muted"}, by === "goods"
+      ? "No listing was created or sold in this window."
+      : "No listing names a character of this IP in this window (characters are matched from its list: animetop ip characters)."))]));
+  }
+
   async function load(hours) {
     setParams({hours});
     hoursSelect.value = hours;
@@ -149,10 +190,11 @@
     const xs = d.series.map(r => ts(r.hour));
     Charts.flows(document.getElementById("flow-hourly"), xs, d.series.map(r => r.inflow), d.series.map(r => r.outflow), "/h");
     price(d); timeToSell(d); supply(d); cuts(d); alerts(d); sales(d);
+    await loadSegments(hours, segmentsBy.value);
   }
 
   try {
-    const info = await meta();
+    const info = siteInfo = await meta();
     const current = Number(params().get("hours") || 168);
     const windows = [...new Set([...info.windows, current])].sort((a, b) => a - b);
     hoursSelect.replaceChildren(...windows.map(h => el("option", {value: h}, `last ${windowLabel(h)}`)));
@@ -161,6 +203,7 @@
     const ranges = [...new Set([30, 90, 365, info.max_days, currentDays])].filter(n => n <= info.max_days).sort((a, b) => a - b);
     daysSelect.replaceChildren(...ranges.map(n => el("option", {value: n}, `last ${n} days`)));
     daysSelect.addEventListener("change", () => loadDays(daysSelect.value).catch(showError));
+    segmentsBy.addEventListener("change", () => loadSegments(hoursSelect.value, segmentsBy.value).catch(showError));
     await Promise.all([load(String(current)), loadDays(String(Math.min(currentDays, info.max_days)))]);
     document.body.dataset.ready = "1";
   } catch (error) { showError(error); }
