@@ -205,7 +205,7 @@ def test_the_board_across_ips_pools_every_ips_listings_of_a_type(db, settings, e
     for key in {k for g in goods_of.values() for k in g}:
         inflow = outflow = sold_of_cohort = cohort = 0
         prices: list[int] = []
-        for seed, script in scripts.items():
+        for script in scripts.values():
             segment = restricted(script, members(script, goods_of).get(key, set()))
             one = expected_window(segment, hours, now, MINIMUMS)
             inflow, outflow = inflow + one["inflow"], outflow + one["outflow"]
