@@ -14,7 +14,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("settings", help="print the effective settings (passwords redacted)")
-    p.add_argument("--markdown", action="store_true", help="print the settings table for the README")
+    p.add_argument("--markdown", action="store_true", help="print the settings table (docs/reference/configuration.md)")
 
     p = sub.add_parser("db", help="database tasks")
     p.add_argument("action", choices=["init", "prune", "partitions"],
