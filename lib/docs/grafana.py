@@ -9,7 +9,6 @@ and pick the Prometheus data source that scrapes the ``worker`` (``METRICS_PORT`
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -192,16 +191,6 @@ def dashboard() -> dict[str, Any]:
         "annotations": {"list": []},
         "panels": panels,
     }
-
-
-def queried_metrics() -> set[str]:
-    """Every metric name some panel's query reads (histograms by their base name)."""
-    names: set[str] = set()
-    for row in ROWS:
-        for panel in row.panels:
-            for query in panel.queries:
-                names.update(re.sub(r"_bucket$", "", m) for m in re.findall(r"\b(?:animetop|dramatiq)_\w+", query.expr))
-    return names
 
 
 def dashboard_json() -> str:
