@@ -65,7 +65,7 @@ def _ip_index(ip_id: int) -> str:
 def invalidate_caches(client: redis.Redis, ip_id: int) -> None:
     """Drop this IP's detail caches (after its stats changed). Leaderboards are not dropped: one window's board
     covers every IP, and at a result every few seconds it would almost never be served warm; they are kept until
-    CACHE_TTL and recomputed ahead of it by ``refresh_leaderboards`` (README "Market data")."""
+    CACHE_TTL and recomputed ahead of it by ``refresh_leaderboards`` (docs/concepts/market-data.md)."""
     try:
         client.eval(_INVALIDATE, 1, _ip_index(ip_id))
     except redis.RedisError as e:  # caches expire by themselves within CACHE_TTL
@@ -337,9 +337,9 @@ class ReadSide:
         return max(1, int(self.settings.retention_daily // 86400))
 
     def ip_days(self, ip_id: int, days: int) -> dict[str, Any]:
-        """The IP's per-day series over the last ``days`` UTC days, today's partial day included (README "Storage
-        and retention"): flows, tracked hours and the sold-price median, quartiles, mean and range of each day,
-        from the daily rows (``lib.market.daily.day_series``). Up to RETENTION_DAILY days, also before the hourly
+        """The IP's per-day series over the last ``days`` UTC days, today's partial day included
+        (docs/operating/storage.md): flows, tracked hours and the sold-price median, quartiles, mean and range of each
+        day, from the daily rows (``lib.market.daily.day_series``). Up to RETENTION_DAILY days, also before the hourly
         rows' horizon; a day without a row (not tracked) is left out."""
         if not 1 <= days <= self.max_days():
             raise WindowBeyondRetention(f"ask for 1 to {self.max_days()} days (RETENTION_DAILY keeps daily rows "
