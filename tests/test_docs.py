@@ -34,8 +34,63 @@ def test_the_site_builds_in_strict_mode(tmp_path):
                             env={"PATH": "/usr/bin:/bin", "NO_MKDOCS_2_WARNING": "1"})
     assert result.returncode == 0, result.stderr
     for page in ("index.html", "concepts/measures.html", "reference/configuration.html", "reference/api.html",
-                 "operating/grafana-dashboard.json"):
+                 "operating/grafana-dashboard.json", "images/dashboard.png"):
         assert (site / page).is_file(), page
+    # Python-Markdown nests a list only at four spaces (GitHub at two): a list that did not nest or a list item
+    # swallowed by a paragraph shows as a marker in the text, and the definitions would be numbered past 8
+    stray = {}
+    for page in site.rglob("*.html"):
+        text = re.sub(r"<(pre|code)\b.*?</\1>", "", page.read_text(), flags=re.S)
+        found = re.findall(r"\n[ \t]*(?:[*+-]|\d+\.) \S.{0,40}", text)
+        if found:
+            stray[str(page.relative_to(site))] = found
+    assert stray == {}
+    assert top_level_items((site / "concepts" / "measures.html").read_text(), "ol") == 8
+
+
+def top_level_items(html: str, kind: str) -> int:
+    """How many items the first list of ``kind`` in the page's article has, nested lists' items not counted."""
+    from html.parser import HTMLParser
+
+    class Lists(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.open: list[str] = []
+            self.level: int | None = None
+            self.items = 0
+            self.done = False
+
+        def handle_starttag(self, tag, attrs):
+            if tag in ("ol", "ul"):
+                self.open.append(tag)
+                if tag == kind and self.level is None and not self.done:
+                    self.level = len(self.open)
+            elif tag == "li" and self.level is not None and len(self.open) == self.level:
+                self.items += 1
+
+        def handle_endtag(self, tag):
+            if tag in ("ol", "ul"):
+                if self.level == len(self.open):
+                    self.level, self.done = None, True
+                self.open.pop()
+
+    parser = Lists()
+    parser.feed(html[html.index("<article"):])
+    return parser.items
+
+
+def test_nested_lists_are_indented_four_spaces():
+    """GitHub nests a list at two spaces, Python-Markdown (MkDocs) at four: text moved from the README must be
+    re-indented, or its nested items become siblings of their parent."""
+    shallow = []
+    for page in DOCS.rglob("*.md"):
+        fence = False
+        for number, line in enumerate(page.read_text().splitlines(), 1):
+            if line.lstrip().startswith("```"):
+                fence = not fence
+            elif not fence and re.match(r"^( {1,3}| {5,7})(?:[*+-]|\d+\.) ", line):
+                shallow.append(f"{page.relative_to(ROOT)}:{number}: {line.strip()[:40]}")
+    assert shallow == []
 
 
 def test_a_broken_link_fails_the_strict_build(tmp_path):
