@@ -23,7 +23,7 @@ def ping(note: str = "") -> None:
 
 # Hourly (periodiq), at minute 17 to stay clear of the top of the hour. One pass at a time across all
 # processes (busy: skip). Each IP is pruned in its own transaction, so a kill mid-pass loses nothing: the next
-# pass carries on. README "Storage and retention".
+# pass carries on. docs/operating/storage.md.
 @PRUNE_STORAGE.declare(periodic=cron("17 * * * *"), lock_key=PRUNE_STORAGE.actor_name, on_lock_busy="skip",
                        max_retries=1, time_limit=3_600_000)
 def prune_storage() -> None:
@@ -38,7 +38,7 @@ def prune_storage() -> None:
 # Hourly (periodiq), at minute 7: a completed UTC day is rolled up within the hour after midnight, and a past day
 # a late result changed within the hour after it (the per-day series computes such days from the hourly rows
 # meanwhile). One pass at a time across all processes (busy: skip); each IP in its own transaction, so a kill
-# mid-pass loses nothing. README "Storage and retention".
+# mid-pass loses nothing. docs/operating/storage.md.
 @ROLL_UP_DAYS.declare(periodic=cron("7 * * * *"), lock_key=ROLL_UP_DAYS.actor_name, on_lock_busy="skip",
                       max_retries=1, time_limit=3_600_000)
 def roll_up_days() -> None:
@@ -49,7 +49,7 @@ def roll_up_days() -> None:
 # Every minute (periodiq); one run at a time across all processes (busy: skip, the running one does the work).
 # Results mark their IPs' window rows pending; this recomputes those rows (work in proportion to the IPs whose
 # data changed, and to those whose facts leave a window at the hour), then keeps the dashboard's boards cached
-# ahead of their CACHE_TTL so a viewer finds them warm. README "Market data".
+# ahead of their CACHE_TTL so a viewer finds them warm. docs/concepts/market-data.md.
 @REFRESH_LEADERBOARDS.declare(periodic=cron("* * * * *"), lock_key=REFRESH_LEADERBOARDS.actor_name,
                               on_lock_busy="skip", max_retries=0, time_limit=1_800_000)
 def refresh_leaderboards() -> None:

@@ -1,4 +1,4 @@
-"""The leaderboard over 1,000 IPs × 30 days from a cold cache (README "Market measures"): every measure of every
+"""The leaderboard over 1,000 IPs × 30 days from a cold cache (docs/concepts/measures.md): every measure of every
 IP over the whole window, then ranked. Floor, measured in the same run: the same rows fetched raw by the same
 queries' plain equivalents (no aggregation or statistics in Python). The stated budget: 30 s on SQLite for the
 30-day window from a cold cache (then the cache answers in milliseconds until a result of an IP invalidates it);

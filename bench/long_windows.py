@@ -1,6 +1,6 @@
-"""A 90-day window from the daily summaries against the same window from the per-listing facts (README "Storage and
-retention", "Long windows"), on the leaderboard benchmark's synthetic market (``--ips``, default 200 IPs × 97
-days): every IP's measures over 2,160 h (``window_measures``, what a cold board computes), first with every
+"""A 90-day window from the daily summaries against the same window from the per-listing facts
+(docs/operating/storage.md, "Long windows"), on the leaderboard benchmark's synthetic market (``--ips``, default 200 IPs
+× 97 days): every IP's measures over 2,160 h (``window_measures``, what a cold board computes), first with every
 listing's facts kept, then after the listings before the detail horizon (``RETENTION_DETAIL``) were folded into
 the daily rows and deleted — what a pruning pass does (``summarize_pruned``; the synthetic market has no
 sightings, so the pass's search for dormant listings is replaced by "every fact before the horizon"). Floor, in

@@ -1,6 +1,6 @@
 """A 1,000-item crawl result end to end (state machine + database writes), against the floor measured in the
 same run: the same Redis commands pipelined raw plus, in one transaction, one bulk upsert of the same snapshot rows
-and one bulk insert of the same sighting rows (the facts every result stores, README "Market measures"). For
+and one bulk insert of the same sighting rows (the facts every result stores, docs/concepts/measures.md). For
 contrast, a naive version with one round trip per item.
 
 Each round a tenth of the listings sell and a tenth are new, and every price moves: the events of the 200 that

@@ -44,8 +44,8 @@ def expected(sim, statuses, pages=5):
 
 
 def want_price(truth: dict) -> tuple[int | None, str | None]:
-    """The documented rule (README, "Prices that are prices"), written out here: a listing flagged as having
-    no price, or priced at the placeholder ¥9,999,999, has no price."""
+    """The documented rule (docs/concepts/crawling.md, "Prices that are prices"), written out here: a listing flagged as
+    having no price, or priced at the placeholder ¥9,999,999, has no price."""
     if truth.get("isNoPrice") is True:
         return None, "no_price"
     if int(truth["price"]) == 9_999_999:

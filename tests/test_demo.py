@@ -2,8 +2,8 @@
 
 The shared demo run (``demo_run`` in tests/conftest.py) records every search page the simulator served. From that
 record and the simulator's own truth (each listing's creation and update times) the test
-works out what the hourly statistics must be by the README's definitions, independently of the crawler's
-messages and the pipeline's state, and compares them with the database.
+works out what the hourly statistics must be by the definitions of docs/concepts/measures.md, independently of the
+crawler's messages and the pipeline's state, and compares them with the database.
 """
 
 import json
@@ -39,9 +39,9 @@ def crawl_sessions(requests: list[dict]) -> list[list[dict]]:
 
 
 def expected_hours(keyword: str, crawls: list[float], sessions: list[list[dict]]) -> tuple[dict, set]:
-    """Ground truth of one IP's hourly rows from the pages its applied crawls were served, by the README's
-    definitions (tests/market/scripted.py computes them from what each crawl saw). The API's ``updated`` of a
-    served listing is the simulator's own (the record holds id, status, price and created)."""
+    """Ground truth of one IP's hourly rows from the pages its applied crawls were served, by the definitions of
+    docs/concepts/measures.md (tests/market/scripted.py computes them from what each crawl saw). The API's ``updated``
+    of a served listing is the simulator's own (the record holds id, status, price and created)."""
     starts = [s[0]["t"] for s in sessions]
     script_crawls = []
     for n, crawled_at in enumerate(crawls):

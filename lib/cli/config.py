@@ -10,10 +10,9 @@ from lib.core.settings import SPECS
 @command("settings")
 def cmd_settings(args) -> int:
     if args.markdown:
-        print("| Variable | Default | Meaning |\n|---|---|---|")
-        for spec in SPECS:
-            default = f"`{spec.default}`" if spec.default is not None else "(unset)"
-            print(f"| `{spec.name}` | {default} | {spec.doc} |")
+        from lib.docs.configuration import settings_table
+
+        print("\n".join(settings_table()))
         return 0
     settings = app_settings()
     for spec in SPECS:

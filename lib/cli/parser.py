@@ -14,7 +14,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("settings", help="print the effective settings (passwords redacted)")
-    p.add_argument("--markdown", action="store_true", help="print the settings table for the README")
+    p.add_argument("--markdown", action="store_true", help="print the settings table (docs/reference/configuration.md)")
 
     p = sub.add_parser("db", help="database tasks")
     p.add_argument("action", choices=["init", "prune", "partitions"],
@@ -53,8 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", help="add: display name (default: the keyword)")
     p.add_argument("--weight", type=float, default=1.0, help="add: initial weight (default 1.0)")
     p.add_argument("--by", choices=["goods", "character"],
-                   help="show: the IP's goods types or characters, each with the window's measures (README "
-                        "\"Segments\"; --hours up to RETENTION_DETAIL), instead of its hours")
+                   help="show: the IP's goods types or characters, each with the window's measures (docs: "
+                        "concepts/measures, \"Segments\"; --hours up to RETENTION_DETAIL), instead of its hours")
     p.add_argument("--format", choices=["table", "json", "csv"], default="table",
                    help="show --format csv: the hourly series (with --by: the segments)")
 

@@ -30,7 +30,7 @@ def create_tables() -> list[str]:
         from lib.core.clock import get_clock
         from lib.market import partitions
 
-        partitions.ensure_partitioned(get_clock().now())  # hourly rows by month (README "Storage and retention")
+        partitions.ensure_partitioned(get_clock().now())  # hourly rows by month (docs/operating/storage.md)
     return [model._meta.table_name for model in ALL_MODELS]
 
 

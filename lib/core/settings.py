@@ -1,7 +1,7 @@
 """Every setting of the application, read from the environment once.
 
 Each setting is declared exactly once, as a typed field of ``Settings`` with its default (raw text), parser and
-meaning; ``SPECS`` lists them in that order for the README's configuration table and ``animetop settings``.
+meaning; ``SPECS`` lists them in that order for docs/reference/configuration.md and ``animetop settings``.
 Nothing else in the code base reads ``os.environ`` for configuration: everything asks ``get_settings()``.
 Parsers live in ``lib.core.parsers``, Redis URL helpers in ``lib.core.redis_urls``, redaction in
 ``lib.core.redaction``.
@@ -116,7 +116,7 @@ class Settings:
             "Leaderboard windows refresh_leaderboards keeps computed, so viewers find them warm (each at least every "
             "CACHE_TTL/2), and keeps as one precomputed row per IP beside the standard 1, 7 and 30 days (Market "
             "data); add 90d for the longest.")
-    # storage (README "Storage and retention")
+    # storage (docs/operating/storage.md)
     retention_window: float = setting("90d", parsers.parse_duration,
             "Longest window the stored facts answer exactly: pruning keeps all a window up to this long reads "
             "(with its previous window and 7-day baseline: 2 x this + 8 days); longer windows are refused.")
@@ -128,7 +128,7 @@ class Settings:
             "How long the daily rows (ip_stats_daily) are kept: the longest per-day series answered.")
     retention_prune: bool = setting("true", parsers.boolean,
             "Whether the hourly prune_storage actor prunes (false: keep everything; `animetop db prune` still works).")
-    # segments (README "Segments")
+    # segments (docs/concepts/measures.md "Segments")
     segments_taxonomy: str | None = setting(None, parsers.path,
             "The goods types listing titles are classified by (a TOML file like lib/segments/goods_types.toml); "
             "unset: that packaged file. After changing it, restart the workers and run `animetop segments reapply`.")
@@ -141,8 +141,8 @@ class Settings:
     chromium_path: str | None = setting(None, str,
             "Chromium binary; unset: found in the usual system paths.")
     chromium_no_sandbox: bool = setting("false", parsers.boolean,
-            "Turn Chromium's OS-level sandbox off (`--no-sandbox`). Required as root (containers); see Security in the "
-            "README.")
+            "Turn Chromium's OS-level sandbox off (`--no-sandbox`). Required as root (containers); see "
+            "docs/reliability/security.md.")
     proxy_urls: tuple[str, ...] = setting("", parsers.proxy_list,
             "Comma-separated HTTP(S)/SOCKS5 proxies the crawler rotates through.")
     proxy_switch_after: int = setting("10", parsers.positive_int,
@@ -282,7 +282,7 @@ class Settings:
         return redis_urls.is_cluster_url(self.state_redis_url)
 
 
-#: Every variable, in declaration order (the README's table and ``animetop settings`` follow it).
+#: Every variable, in declaration order (docs/reference/configuration.md and ``animetop settings`` follow it).
 SPECS: tuple[Spec, ...] = tuple(
     Spec(f.name.upper(), *f.metadata["spec"]) for f in dataclasses.fields(Settings) if "spec" in f.metadata)
 

@@ -138,7 +138,7 @@ def find_chromium(configured: str | None) -> str:
 
 
 SANDBOX_AS_ROOT = ("Chromium cannot run sandboxed as root: run the crawler as an unprivileged user (safer), or set "
-                   "CHROMIUM_NO_SANDBOX=true to turn Chromium's sandbox off (see the README, Security)")
+                   "CHROMIUM_NO_SANDBOX=true to turn Chromium's sandbox off (see docs/reliability/security.md)")
 
 
 def check_sandbox(no_sandbox: bool) -> None:

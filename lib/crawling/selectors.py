@@ -24,7 +24,7 @@ PAGE_SIZE = 120
 #: page) is far below. The DOM path's completeness and the drift alert's fill both rest on it.
 FULL_PAGE_MIN = PAGE_SIZE - 12
 #: The price the site shows for a listing without a real one (with a no-price flag in the API), and that some
-#: sellers set to mean "not for sale": never a price (README, "Prices that are prices").
+#: sellers set to mean "not for sale": never a price (docs/concepts/crawling.md, "Prices that are prices").
 PLACEHOLDER_PRICE = 9_999_999
 #: An API item's no-price flag: a true boolean field whose name matches this (``isNoPrice``, ``noPrice``, …).
 NO_PRICE_FLAG = r"^(is_?)?no_?price$"

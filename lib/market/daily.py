@@ -1,11 +1,11 @@
-"""Daily rows (README "Storage and retention"): each IP's completed UTC days rolled up from their hourly rows and
+"""Daily rows (docs/operating/storage.md): each IP's completed UTC days rolled up from their hourly rows and
 sales into ``ip_stats_daily``, kept current as late results change past days, and the per-day series read from
 them.
 
 A day's row: ``hours``, the tracked hours (hourly rows) of the day; ``inflow`` and ``outflow``, their sums; and
-over the day's sales with a real price the sample count, mean, median, quartiles and range (README definition 4,
-by day). Flows are in event time, so a late result can change a past day: every write of hourly rows marks their
-days pending (``IpDayPending``, in the same transaction), and the rollup recomputes the pending days, dropping
+over the day's sales with a real price the sample count, mean, median, quartiles and range (docs/concepts/measures.md,
+definition 4, by day). Flows are in event time, so a late result can change a past day: every write of hourly rows marks
+their days pending (``IpDayPending``, in the same transaction), and the rollup recomputes the pending days, dropping
 their marks in its own transaction. The per-day series reads the daily rows, and computes from the hourly rows
 only the days that have none yet or are pending (today, a day a result just changed): the same values either way.
 """
@@ -155,7 +155,7 @@ def first_day(last: datetime, days: int) -> datetime:
 
 
 
-#: The daily row's columns summarizing pruned listings (README "Storage and retention"), and their sketches'
+#: The daily row's columns summarizing pruned listings (docs/operating/storage.md), and their sketches'
 #: accuracy and floor.
 PRUNED_SKETCHES = {"pruned_sold_times": (summaries.DURATION_ACCURACY, summaries.SECOND),
                    "pruned_censored": (summaries.DURATION_ACCURACY, summaries.SECOND),
@@ -184,12 +184,12 @@ class _PrunedDay:
 
 
 def summarize_pruned(ip_id: int, source_ids: list[str]) -> int:
-    """Fold the facts of these listings, about to be pruned, into their days' rows (README "Storage and
-    retention"): by creation day the count, the first sales by day after it and the times to sell or censoring
-    times (as the window measures define them: a listing pruned is no longer seen, so it is censored at its last
-    sighting), by sale day the real prices and price cuts. Run in the transaction that deletes the listings: each
-    listing is summarized exactly once (on MySQL/MariaDB its events are locked first, so a second pass at once
-    waits and then finds them gone). Returns the number of days written."""
+    """Fold the facts of these listings, about to be pruned, into their days' rows (docs/operating/storage.md): by
+    creation day the count, the first sales by day after it and the times to sell or censoring times (as the window
+    measures define them: a listing pruned is no longer seen, so it is censored at its last sighting), by sale day the
+    real prices and price cuts. Run in the transaction that deletes the listings: each listing is summarized exactly
+    once (on MySQL/MariaDB its events are locked first, so a second pass at once waits and then finds them gone).
+    Returns the number of days written."""
     if not source_ids:
         return 0
     days = _fold(*_pruned_facts(ip_id, source_ids))

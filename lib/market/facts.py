@@ -3,7 +3,7 @@ last crawl of each run of consecutive crawls that saw the listing unchanged), an
 (created, sold) are derived from all its sightings and the IP's baseline crawl
 (``listing_events``, unique per listing, kind and occurrence). Both are a function of the *set* of results
 applied, so any delivery order and any repetition end with the same facts; the hourly rows are then derived
-from the events of the hours touched. Definitions 1–3 in the README ("Market measures")."""
+from the events of the hours touched. Definitions 1–3 in docs/concepts/measures.md."""
 
 from __future__ import annotations
 

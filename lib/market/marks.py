@@ -1,4 +1,4 @@
-"""The horizons storage was pruned to (``storage_marks``; README "Storage and retention"), read by the pruning
+"""The horizons storage was pruned to (``storage_marks``; docs/operating/storage.md), read by the pruning
 (``lib.market.retention``), by result processing (the floor below which nothing is derived again) and by the
 window measures (where the daily summaries of pruned listings begin)."""
 

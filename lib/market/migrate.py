@@ -1,7 +1,7 @@
 """Bring a database written before the event-time facts to them (``animetop db init``): what it stored of each
 listing is its latest state (``item_snapshots``), so each IP's sightings are rebuilt from those, then its
 events and hourly rows. A database written before the sightings were stored as runs has one row per listing and
-crawl: those become runs (``compress_sightings``). README "Market measures", migration."""
+crawl: those become runs (``compress_sightings``). docs/operating/database.md."""
 
 from __future__ import annotations
 

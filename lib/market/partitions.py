@@ -1,4 +1,4 @@
-"""Monthly partitions of the hourly rows on MySQL/MariaDB (README "Storage and retention").
+"""Monthly partitions of the hourly rows on MySQL/MariaDB (docs/operating/storage.md).
 
 ``ip_stats_hourly`` is partitioned by ``RANGE COLUMNS(hour_bucket)``, one partition per UTC month (``p202611``
 holds November 2026) and ``pmax`` for anything later, so pruning drops whole months instead of deleting rows

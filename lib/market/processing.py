@@ -300,7 +300,7 @@ class ResultProcessor:
             raise BadMessage(f"no IP with id {result.ip_id}")
         self.floor = details_pruned_before()
         if self.floor is not None and result.crawled_at < self.floor:
-            # the facts it would be derived against were pruned (README "Storage and retention")
+            # the facts it would be derived against were pruned (docs/operating/storage.md)
             logger.warning("result %s of IP %s skipped: crawled at %s, before the storage was pruned to %s",
                            result.task_id, result.ip_id, naive_utc(result.crawled_at), naive_utc(self.floor))
             return Outcome(task_id=result.task_id, applied=False)

@@ -1,4 +1,4 @@
-"""What a leaderboard ranks by (README "Market measures"): one list for the read side, the API and the CLI (a
+"""What a leaderboard ranks by (docs/concepts/measures.md): one list for the read side, the API and the CLI (a
 module of its own, so the command line's parser reads it without importing the database layer)."""
 
 #: time_to_sell is the median, fastest first; heat_low is the lower end of the heat's 95 % interval (a franchise

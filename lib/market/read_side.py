@@ -77,7 +77,7 @@ def _ip_index(ip_id: int) -> str:
 def invalidate_caches(client: redis.Redis, ip_id: int) -> None:
     """Drop this IP's detail caches (after its stats changed). Leaderboards are not dropped: one window's board
     covers every IP, and at a result every few seconds it would almost never be served warm; they are kept until
-    CACHE_TTL and recomputed ahead of it by ``refresh_leaderboards`` (README "Market data")."""
+    CACHE_TTL and recomputed ahead of it by ``refresh_leaderboards`` (docs/concepts/market-data.md)."""
     try:
         client.eval(_INVALIDATE, 1, _ip_index(ip_id))
     except redis.RedisError as e:  # caches expire by themselves within CACHE_TTL
@@ -367,8 +367,9 @@ class ReadSide:
         return measures or window_measures([ip_id], hours, now, empty=True, detail_from=detail)[ip_id]
 
     def segments(self, ip_id: int, hours: int, by: str) -> dict[str, Any]:
-        """The IP's segments of kind ``by`` (goods or character, README "Segments") with listings created or sold
-        in the last ``hours`` hours, each with the window's measures restricted to its listings, most sold first.
+        """The IP's segments of kind ``by`` (goods or character, docs/concepts/measures.md "Segments") with
+        listings created or sold in the last ``hours`` hours, each with the window's measures restricted to its
+        listings, most sold first.
         Windows up to RETENTION_DETAIL (``check_segment_window``)."""
         if by not in KINDS:
             raise ValueError(f"unknown kind of segment {by!r}; expected one of {', '.join(KINDS)}")
@@ -385,8 +386,9 @@ class ReadSide:
                        compute, _ip_index(ip_id), self._cache_failed)
 
     def segments_board(self, hours: int, by: str) -> dict[str, Any]:
-        """What sells across franchises: each segment of kind ``by`` over every IP's listings (README
-        "Segments"), most sold first; cached for CACHE_TTL like the leaderboard. Windows up to RETENTION_DETAIL."""
+        """What sells across franchises: each segment of kind ``by`` over every IP's listings
+        (docs/concepts/measures.md "Segments"), most sold first; cached for CACHE_TTL like the leaderboard. Windows
+        up to RETENTION_DETAIL."""
         if by not in KINDS:
             raise ValueError(f"unknown kind of segment {by!r}; expected one of {', '.join(KINDS)}")
         now = self.clock.now()
@@ -415,9 +417,9 @@ class ReadSide:
         return max(1, int(self.settings.retention_daily // 86400))
 
     def ip_days(self, ip_id: int, days: int) -> dict[str, Any]:
-        """The IP's per-day series over the last ``days`` UTC days, today's partial day included (README "Storage
-        and retention"): flows, tracked hours and the sold-price median, quartiles, mean and range of each day,
-        from the daily rows (``lib.market.daily.day_series``). Up to RETENTION_DAILY days, also before the hourly
+        """The IP's per-day series over the last ``days`` UTC days, today's partial day included
+        (docs/operating/storage.md): flows, tracked hours and the sold-price median, quartiles, mean and range of each
+        day, from the daily rows (``lib.market.daily.day_series``). Up to RETENTION_DAILY days, also before the hourly
         rows' horizon; a day without a row (not tracked) is left out."""
         if not 1 <= days <= self.max_days():
             raise WindowBeyondRetention(f"ask for 1 to {self.max_days()} days (RETENTION_DAILY keeps daily rows "

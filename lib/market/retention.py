@@ -1,4 +1,4 @@
-"""Bounded storage (README "Storage and retention"): what is kept, for how long, and what is rolled up first.
+"""Bounded storage (docs/operating/storage.md): what is kept, for how long, and what is rolled up first.
 
 Every window up to ``RETENTION_WINDOW`` hours, ending now or later, reads facts from its previous window and its
 7-day heat baseline on: at most ``2 × RETENTION_WINDOW + 7 days`` back. The *horizon* is that reach plus a day's

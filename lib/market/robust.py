@@ -1,5 +1,5 @@
 """Robust summaries the market measures use: quantiles, the trimmed mean, the median absolute deviation and the
-Kaplan–Meier estimate of time to sell. Definitions in the README ("Market measures")."""
+Kaplan–Meier estimate of time to sell. Definitions in docs/concepts/measures.md."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Hourly rows derived from the event-time facts, alert rules on settled hours, and the weight adjustment
-(seed 000 §4.3–4.5; README "Market measures")."""
+(seed 000 §4.3–4.5; docs/concepts/measures.md)."""
 
 from __future__ import annotations
 
@@ -52,8 +52,8 @@ def _price(value: float | None) -> Decimal | None:
 
 
 def hour_values(inflow: int, outflow: int, prices: list[int]) -> dict[str, Any]:
-    """An hourly row's values (README definition 4) from the hour's events: counts and, over the sales with a
-    real price, the sample count, mean, median, quartiles and range."""
+    """An hourly row's values (docs/concepts/measures.md, definition 4) from the hour's events: counts and, over the
+    sales with a real price, the sample count, mean, median, quartiles and range."""
     return {
         "inflow": inflow, "outflow": outflow,
         "liquidity_index": _dec(outflow / inflow, "0.0001") if inflow else None,

@@ -1,12 +1,12 @@
-"""Mergeable summaries of distributions for long windows (README "Storage and retention", "Market measures"):
+"""Mergeable summaries of distributions for long windows (docs/operating/storage.md, docs/concepts/measures.md):
 the sold prices, price cuts and times to sell of listings whose per-listing facts were pruned, kept by UTC day.
 
 A :class:`Sketch` counts values by the buckets of DDSketch's logarithmic mapping (``ddsketch``): bucket ``k``
 holds the values in (γ^(k−1), γ^k], γ = (1 + α)/(1 − α), and stands for them by 2γ^k/(1 + γ), which is within a
 relative ``α`` of every value in it. The mapping is the library's (its documented relative-accuracy guarantee);
 the counts are a plain mapping from bucket to count kept here, because DDSketch's Python object gives no public
-access to its bins (the README's interpolated quantiles and trimmed mean need them, not its lower-rank
-quantile) and serializes them densely through protobuf. Merging two sketches adds their counts: exact.
+access to its bins (the interpolated quantiles of docs/concepts/measures.md and trimmed mean need them, not its
+lower-rank quantile) and serializes them densely through protobuf. Merging two sketches adds their counts: exact.
 
 Why the bounds hold (deterministic, no probability involved): the bucket map is monotone, so the sketch's values
 sorted are the exact values sorted, each replaced by its bucket's representative (within α). A quantile

@@ -1,5 +1,5 @@
-"""The read side's precomputed rows (README "Market data"): each IP's measures over each precomputed window (24 h,
-168 h, 720 h and LEADERBOARD_PRECOMPUTE), one row per (IP, window) in ``ip_window_measures``, kept current as
+"""The read side's precomputed rows (docs/concepts/market-data.md): each IP's measures over each precomputed window
+(24 h, 168 h, 720 h and LEADERBOARD_PRECOMPUTE), one row per (IP, window) in ``ip_window_measures``, kept current as
 results land and as hours settle, so a leaderboard reads one row per IP and the database sorts them.
 
 A row is computed by the one computation of the measures (``lib.market.windows.window_measures``, restricted to

@@ -1,12 +1,13 @@
-"""Window measures (README definition 5) and the heat score and momentum (definition 6), for many IPs at once.
+"""Window measures (docs/concepts/measures.md, definition 5) and the heat score and momentum (definition 6), for many
+IPs at once.
 
 Every measure is a ``{"value": …, "n": …}`` pair: ``n`` is how many observations it rests on, and ``value`` is
 None ("insufficient") when ``n`` is below the measure's minimum — never 0 for lack of data. A measure that
 estimates something (sold-price quantiles, sell-through, time to sell, heat, momentum) also carries its 95 %
-``interval`` [low, high] (README "Uncertainty"; None where insufficient or where no interval of its kind
-exists; a time to sell's ``high`` is None when the interval is open above).
+``interval`` [low, high] (docs/concepts/measures.md, definition 8; None where insufficient or where no interval of its
+kind exists; a time to sell's ``high`` is None when the interval is open above).
 
-Long windows (README "Storage and retention"): the per-listing facts of listings last seen before the *detail
+Long windows (docs/operating/storage.md): the per-listing facts of listings last seen before the *detail
 horizon* are pruned, summarized by UTC day in the daily rows. A window or previous window starting before the
 detail horizon has its per-listing measures (prices, cuts, sell-through, time to sell) start at the UTC midnight
 of that start, so the summarized days fall wholly inside or outside it; coverage is read from the detail horizon
@@ -34,7 +35,7 @@ from lib.market.statistics import hour_bucket, tuples
 from lib.market.summaries import Sketch
 from models import CrawlSearchTotal, IpStatsDaily, IpStatsHourly, ItemSnapshot, ListingEvent, ListingSegment
 
-#: Fewest observations each measure needs (README "Market measures").
+#: Fewest observations each measure needs (docs/concepts/measures.md).
 MIN_PRICES = 5           # sold prices: median, quartiles, trimmed mean
 MIN_CREATED = 10         # listings created in the window: sell-through
 MIN_SALES_TO_TIME = 5    # sales among them: time to sell
@@ -324,9 +325,9 @@ def _heat(flows: _Flows, baseline: _Flows, sell_through: float | None, cohort: i
 
 def _heat_variance(flows: _Flows, baseline: _Flows, rate: float, base: float, sell_through: float,
                    cohort: int) -> float:
-    """The heat's variance by the delta method (README "Uncertainty"): each outflow count Poisson (variance the
-    count, at least 1), so Var ln(rate) = Var(count) / hours² / rate²; the lift's slope 1/4 everywhere (the
-    clamp only narrows); sell-through's variance from the Agresti–Coull p̃ = (sold + 2) / (cohort + 4); the
+    """The heat's variance by the delta method (docs/concepts/measures.md, definition 8): each outflow count Poisson
+    (variance the count, at least 1), so Var ln(rate) = Var(count) / hours² / rate²; the lift's slope 1/4 everywhere
+    (the clamp only narrows); sell-through's variance from the Agresti–Coull p̃ = (sold + 2) / (cohort + 4); the
     two parts taken as independent."""
     var_lift = (max(flows.outflow, 1) / flows.hours ** 2 / rate ** 2
                 + max(baseline.outflow, 1) / baseline.hours ** 2 / base ** 2) / math.log(2) ** 2
@@ -403,8 +404,8 @@ def window_measures(ip_ids: Sequence[int] | None, hours: int, now: float,
     return {ip_id: _ip_measures(d, w) for ip_id, d in _load(ip_ids, w).items()}
 
 
-#: The measures a segment has (README "Segments"): those of its listings. The IP's search totals (supply,
-#: coverage) and the heat's 7-day baseline are not the segment's.
+#: The measures a segment has (docs/concepts/measures.md "Segments"): those of its listings. The IP's search totals
+#: (supply, coverage) and the heat's 7-day baseline are not the segment's.
 SEGMENT_MEASURES = ("inflow", "outflow", "liquidity", "median_price", "p25_price", "p75_price", "trimmed_mean_price",
                     "sell_through", "time_to_sell_hours", "price_cut_share", "median_price_cut")
 
@@ -431,8 +432,8 @@ def segment_measures(ip_id: int, kind: str, hours: int, now: float) -> dict[str,
 
 
 def kind_measures(kind: str, hours: int, now: float) -> dict[str, dict[str, Any]]:
-    """``segment_measures`` across every IP: each segment of ``kind`` over all franchises' listings (README
-    "Segments": "what sells across franchises"). Flows carry the window's hours as ``n``."""
+    """``segment_measures`` across every IP: each segment of ``kind`` over all franchises' listings
+    (docs/concepts/measures.md "Segments": "what sells across franchises"). Flows carry the window's hours as ``n``."""
     w = Window(hours, now)
     data: dict[str, _IpData] = defaultdict(_IpData)
     _load_listings(_KindListings(kind), w, data)
@@ -452,7 +453,7 @@ def window_bounds(hours: int, now: float) -> tuple[datetime, datetime]:
 
 
 
-# ---- long windows: the pruned listings' daily summaries (README "Storage and retention") ----
+# ---- long windows: the pruned listings' daily summaries (docs/operating/storage.md) ----
 
 @dataclass
 class _Summaries:
@@ -536,7 +537,7 @@ class _LongParts:
         curve = summaries.kaplan_meier(self.sold_times, self.censored)
         sales = self.sold_times.count
         # no interval for a time to sell read from the summaries: their buckets keep no risk sets to take
-        # Greenwood's variance from (README "Uncertainty")
+        # Greenwood's variance from (docs/concepts/measures.md, definition 8)
         tts = {name: estimate(None if (v := summaries.km_quantile(self.sold_times, self.censored, q).estimate) is None
                               else v / 3600.0, sales, MIN_SALES_TO_TIME, 2, None)
                for name, q in TIME_QUANTILES.items()}

@@ -193,7 +193,7 @@ Where to look next:
   DATA_DIR={data_dir} animetop leaderboard --by liquidity --hours {hours}
   logs of each process type: {logs}
   (those start the demo's embedded Redis again; `DATA_DIR={data_dir} animetop redis stop` ends it)
-  for real: set REDIS_URL, BROKER_URL, DATABASE_URL (MySQL) and PROXY_URLS, then `honcho start` (see README)""")
+  for real: docs/operating/production.md (REDIS_URL, BROKER_URL, DATABASE_URL, PROXY_URLS, `honcho start`)""")
     return 0
 
 

@@ -1,5 +1,5 @@
-"""The segments of the stored listings (``listing_segments``, README "Segments"): each listing's goods types and
-the characters its title names, derived from its stored title (``item_snapshots.title``).
+"""The segments of the stored listings (``listing_segments``, docs/concepts/measures.md "Segments"): each listing's
+goods types and the characters its title names, derived from its stored title (``item_snapshots.title``).
 
 Two ways in, one derivation (``Segmenter``):
 

@@ -25,7 +25,7 @@ from lib.web.auth import CSRF_HEADER, SESSION_COOKIE, SESSION_SECONDS, OperatorA
 from lib.web.openapi import bounded_by
 from models.base import MAX_AUTO_ID
 
-#: Labels and units of the measures the read side ranks by (their definitions: README "Market measures"); a
+#: Labels and units of the measures the read side ranks by (their definitions: docs/concepts/measures.md); a
 #: measure the read side offers but this does not know is shown under its own name.
 MEASURE_LABELS: dict[str, tuple[str, str]] = {
     "heat": ("Heat", "score"), "heat_low": ("Heat, surely (95 % lower bound)", "score"),

@@ -134,7 +134,7 @@ class IpDays(BaseModel):
 
 class Value(BaseModel):
     """A measure: its value, null below its minimum (insufficient, never 0), the count it rests on and, for an
-    estimate, its 95 % interval (README "Uncertainty")."""
+    estimate, its 95 % interval (docs/concepts/measures.md, definition 8)."""
 
     value: float | None
     n: int
@@ -152,7 +152,7 @@ class TimeToSell(BaseModel):
 
 
 class SegmentMeasures(BaseModel):
-    """A segment's window measures (README "Market measures", restricted to its listings: "Segments")."""
+    """A segment's window measures (docs/concepts/measures.md, restricted to its listings: "Segments")."""
 
     inflow: Value = Field(description="its listings created in the window; n: the IP's tracked hours")
     outflow: Value = Field(description="its listings sold in the window; n: the IP's tracked hours")

@@ -1,5 +1,5 @@
-"""Scripted crawl sequences of a small simulated market, and the README's definitions computed from them here,
-independently of the production code (tests/market/*)."""
+"""Scripted crawl sequences of a small simulated market, and the definitions of docs/concepts/measures.md computed from
+them here, independently of the production code (tests/market/*)."""
 
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ def make_script(seed: int, api: bool = True, n_crawls: int = 10, on_sale_page: i
     return Script(crawls, search)
 
 
-# -- the README's definitions, computed from the observations --------------------------------------------------
+# -- the definitions of docs/concepts/measures.md, computed from the observations ---------------------------------
 
 
 def hour_of(ts: float) -> float:
@@ -201,7 +201,7 @@ def km(durations: list[tuple[float, bool]]) -> list[tuple[float, float]]:
 
 
 def _starts(now: float, hours: int, detail_from: float | None) -> tuple[float, float, float, float]:
-    """The window's first hour, and (README "Storage and retention") where its per-listing measures start, where
+    """The window's first hour, and (docs/operating/storage.md) where its per-listing measures start, where
     its previous window's do, and where coverage starts: a start before the detail horizon moves back to its UTC
     midnight; coverage starts at the detail horizon at the earliest."""
     since = hour_of(now) - (hours - 1) * H
@@ -234,7 +234,7 @@ def window_durations(script: Script, hours: int, now: float,
 
 
 def expected_window(script: Script, hours: int, now: float, mins: dict, detail_from: float | None = None) -> dict:
-    """Definitions 5 and 6; ``detail_from``: the detail horizon (README "Storage and retention")."""
+    """Definitions 5 and 6; ``detail_from``: the detail horizon (docs/operating/storage.md)."""
     created, sold = expected_events(script)
     rows = expected_hours(script)
     since, cohort_since, previous_cohort_since, coverage_from = _starts(now, hours, detail_from)
@@ -256,7 +256,7 @@ def expected_window(script: Script, hours: int, now: float, mins: dict, detail_f
         return sold / n if n >= mins["created"] else None
 
     def heat_and_variance(low, high, cohort_low, cohort_high):
-        """The heat, and its variance by the README's delta method ("Uncertainty")."""
+        """The heat, and its variance by the delta method of docs/concepts/measures.md (definition 8)."""
         i, o, h = flows(low, high)
         bi, bo, bh = flows(low - 7 * 24 * H, low)
         st = sell_through(cohort_low, cohort_high)
@@ -306,7 +306,8 @@ def expected_window(script: Script, hours: int, now: float, mins: dict, detail_f
     quart = quartiles(prices) if len(prices) >= mins["prices"] else (None, None, None)
     h_now = heat(since, now + 1e-6, cohort_since, now + 1e-6)
     h_prev = heat(since - hours * H, since, previous_cohort_since, cohort_since)
-    # the intervals (README "Uncertainty"), by the by-hand computations of tests/market/test_intervals.py
+    # the intervals (docs/concepts/measures.md, definition 8), by the by-hand computations of
+    # tests/market/test_intervals.py
     ordered = sorted(prices)
 
     def price_interval(num, den):

@@ -1,5 +1,6 @@
-"""Alert rules on settled hours, at their thresholds, computed in the tests from the README's definitions
-(trailing median and MAD of the tracked hours; the price move on medians), and no alert in the warm-up."""
+"""Alert rules on settled hours, at their thresholds, computed in the tests from the definitions of
+docs/concepts/measures.md (trailing median and MAD of the tracked hours; the price move on medians), and no alert in the
+warm-up."""
 
 import statistics
 from datetime import timedelta
@@ -48,8 +49,8 @@ def hour(ip, hours_back, inflow=0, outflow=0, prices=()):
 
 
 def beyond_noise(prices: list[int], trailing_median: float) -> bool:
-    """README "Alerts": the hour's median interval (order statistics, README definition 8) excludes the trailing
-    median; ranks by the by-hand definition of tests/market/test_intervals.py."""
+    """docs/concepts/measures.md ("Alerts"): the hour's median interval (order statistics, definition 8) excludes the
+    trailing median; ranks by the by-hand definition of tests/market/test_intervals.py."""
     ranks = exact_ranks(len(prices), 1, 2)
     ordered = sorted(prices)
     return ranks is not None and not ordered[ranks[0] - 1] <= trailing_median <= ordered[ranks[1] - 1]
@@ -60,7 +61,7 @@ def rules(ip, settings, baseline_at=LONG_AGO):
 
 
 def surge_threshold(trailing, settings):
-    """README: max(factor × max(median, 1), median + 3 × 1.4826 × MAD, ALERT_OUTFLOW_MIN)."""
+    """docs/concepts/measures.md: max(factor × max(median, 1), median + 3 × 1.4826 × MAD, ALERT_OUTFLOW_MIN)."""
     m = statistics.median(trailing)
     mad = statistics.median([abs(x - m) for x in trailing])
     return max(settings.alert_outflow_surge_factor * max(m, 1), m + 3 * 1.4826 * mad, settings.alert_outflow_min)

@@ -1,5 +1,6 @@
 """`animetop leaderboard` and `animetop ip show` as a user runs them: the order and the numbers equal the
-independent computation of the README's definitions over the database the scripted crawls went into."""
+independent computation of the definitions of docs/concepts/measures.md over the database the scripted crawls went
+into."""
 
 import csv
 import io
@@ -37,7 +38,7 @@ def expected_order(scripts, by: str, hours: int) -> list[int]:
     now = time.time()
     values = {ip: expected_window(s, hours, now, MINIMUMS) for ip, s in scripts.items()}
     def value(ip):
-        if by == "heat_low":  # the lower end of the heat's interval (README definition 8)
+        if by == "heat_low":  # the lower end of the heat's interval (docs/concepts/measures.md, definition 8)
             return (values[ip]["heat_interval"] or [None])[0]
         return values[ip][KEY.get(by, by)]
 

@@ -1,4 +1,4 @@
-"""Daily rows (README "Storage and retention"), on SQLite and MariaDB: every completed UTC day is rolled up and
+"""Daily rows (docs/operating/storage.md), on SQLite and MariaDB: every completed UTC day is rolled up and
 equals the definition by day computed here from the crawl history (tests/market/scripted.py); a late result that
 changes a past day changes its row; the per-day series reads them back over a long range, beyond the hourly rows'
 horizon, with today's partial day."""

@@ -54,8 +54,8 @@ def binomial_tail_counts(n: int, num: int, den: int) -> list[int]:
 
 
 def exact_ranks(n: int, num: int, den: int) -> tuple[int, int] | None:
-    """The README/docstring definition at 95 % (α/2 = 1/40) in exact arithmetic: l the largest rank with
-    P(B ≤ l − 1) ≤ 1/40, u the smallest with P(B ≥ u) ≤ 1/40."""
+    """The definition (docs/concepts/measures.md, definition 8) at 95 % (α/2 = 1/40) in exact arithmetic: l the
+    largest rank with P(B ≤ l − 1) ≤ 1/40, u the smallest with P(B ≥ u) ≤ 1/40."""
     cdf, whole = binomial_tail_counts(n, num, den), den ** n
     lows = [k for k in range(1, n + 1) if 40 * cdf[k - 1] <= whole]
     highs = [k for k in range(1, n + 1) if 40 * (whole - cdf[k - 1]) <= whole]
@@ -372,7 +372,7 @@ def test_bootstrap_coverage_of_an_hourly_rate():
     assert_coverage(hits, draws)
 
 
-# ---- heat and momentum: the delta method of lib/market/windows.py (README "Uncertainty") ----
+# ---- heat and momentum: the delta method of lib/market/windows.py (docs/concepts/measures.md, definition 8) ----
 
 @pytest.mark.parametrize("window_rate, base_rate, cohort, p", [
     (2.0, 1.0, 60, 0.4),   # a franchise selling twice its usual pace
@@ -381,7 +381,7 @@ def test_bootstrap_coverage_of_an_hourly_rate():
 def test_heat_interval_coverage_on_simulated_hours(window_rate, base_rate, cohort, p):
     """Hourly sales Poisson at a fixed rate over a 24-hour window and its 168-hour baseline, the window's cohort
     selling Binomial(cohort, p): the heat's 95 % interval holds the heat of the true rates and p in 93–97 % of
-    draws. The heat of the truth is computed here from the README's definition."""
+    draws. The heat of the truth is computed here from the definition in docs/concepts/measures.md."""
     from lib.market.windows import RATE_FLOOR, _Flows, _heat
 
     rng = random.Random(11)

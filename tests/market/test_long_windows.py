@@ -1,8 +1,8 @@
-"""Long windows from daily summaries (README "Storage and retention"), on SQLite and MariaDB: per-listing facts are
+"""Long windows from daily summaries (docs/operating/storage.md), on SQLite and MariaDB: per-listing facts are
 kept RETENTION_DETAIL; pruning folds the dormant listings into their days' rows first, and every window the API
 accepts (1 h to RETENTION_WINDOW), now and later, answers the same before and after a pass — counts exactly,
-sold prices within α, times to sell within their buckets — and equals the README's definitions computed here
-(tests/market/scripted.py), never by the production computation."""
+sold prices within α, times to sell within their buckets — and equals the definitions of docs/concepts/measures.md
+computed here (tests/market/scripted.py), never by the production computation."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Bounded storage (README "Storage and retention"), on SQLite and MariaDB: pruning to the retention horizon
-removes old facts, yet every window up to RETENTION_WINDOW — now and later — still equals the README's
-definitions computed independently from the whole crawl history (tests/market/scripted.py); the daily rollup
-equals the definition by day; results older than the horizon are skipped; longer windows are refused."""
+"""Bounded storage (docs/operating/storage.md), on SQLite and MariaDB: pruning to the retention horizon removes old
+facts, yet every window up to RETENTION_WINDOW — now and later — still equals the definitions of
+docs/concepts/measures.md computed independently from the whole crawl history (tests/market/scripted.py); the daily
+rollup equals the definition by day; results older than the horizon are skipped; longer windows are refused."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The robust summaries against values worked out by hand from their README definitions."""
+"""The robust summaries against values worked out by hand from their definitions (docs/concepts/measures.md)."""
 
 import pytest
 

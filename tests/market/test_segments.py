@@ -1,7 +1,7 @@
-"""README "Segments": the window measures of an IP's goods types and characters equal the definitions computed
-here on the scripted market restricted to each segment's listings (tests/market/scripted.py), on SQLite and
-MariaDB: derived when the results are applied, and again by ``reapply`` after the taxonomy or the IP's character
-list changed. A listing in two segments counts in both."""
+"""docs/concepts/measures.md "Segments": the window measures of an IP's goods types and characters equal the
+definitions computed here on the scripted market restricted to each segment's listings (tests/market/scripted.py),
+on SQLite and MariaDB: derived when the results are applied, and again by ``reapply`` after the taxonomy or the
+IP's character list changed. A listing in two segments counts in both."""
 
 from __future__ import annotations
 
@@ -180,10 +180,10 @@ def test_character_segments_follow_the_ip_character_list(db, settings):
 
 
 def test_the_board_across_ips_pools_every_ips_listings_of_a_type(db, settings, env):
-    """README "Segments": what sells across franchises. Two IPs' scripted markets: each goods type's flows are
-    the IPs' flows of that type added up; its sold prices and its cohort are the pooled listings' (computed here
-    from the definitions' events), so its median price and sell-through are the pooled ones. The CLI prints the
-    same board."""
+    """docs/concepts/measures.md "Segments": what sells across franchises. Two IPs' scripted markets: each goods
+    type's flows are the IPs' flows of that type added up; its sold prices and its cohort are the pooled
+    listings' (computed here from the definitions' events), so its median price and sell-through are the pooled
+    ones. The CLI prints the same board."""
     import json
     import statistics
 

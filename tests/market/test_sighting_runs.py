@@ -1,4 +1,4 @@
-"""Sightings stored as runs (README "Market measures", definition 4), on SQLite and MariaDB: a listing seen
+"""Sightings stored as runs (docs/concepts/measures.md, definition 4), on SQLite and MariaDB: a listing seen
 unchanged by N crawls is one row, not N; the runs, and the events derived from them, are the same whatever the
 order and repetition of the results; and ``animetop db init`` turns a database that stored one sighting per
 listing and crawl into runs without changing a measure. The runs are checked against a computation written here

@@ -1,7 +1,7 @@
-"""The daily summaries' sketches hold the bounds the README states ("Storage and retention"), against exact
-computations written here from the README's definitions (never lib.market.robust): a sold-price quantile or
-trimmed mean within α (relative) of the exact one; a time-to-sell quantile between the bucket edges where the
-exact curve's two tie orders reach it, the exact quantile inside them; merging is exact; a bad stored value is
+"""The daily summaries' sketches hold the bounds docs/operating/storage.md states, against exact
+computations written here from the definitions of docs/concepts/measures.md (never lib.market.robust): a sold-price
+quantile or trimmed mean within α (relative) of the exact one; a time-to-sell quantile between the bucket edges where
+the exact curve's two tie orders reach it, the exact quantile inside them; merging is exact; a bad stored value is
 refused."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from .scripted import km
 
 
 def exact_quantile(values: list[float], q: float) -> float:
-    """README definition 4: linear interpolation between the order statistics at q·(n−1)."""
+    """docs/concepts/measures.md, definition 4: linear interpolation between the order statistics at q·(n−1)."""
     ordered = sorted(values)
     position = q * (len(ordered) - 1)
     low = int(math.floor(position))
@@ -36,7 +36,7 @@ def exact_quantile(values: list[float], q: float) -> float:
 
 
 def exact_trimmed_mean(values: list[float]) -> float:
-    """README definition 5: ⌊0.1·n⌋ values dropped from each end."""
+    """docs/concepts/measures.md, definition 5: ⌊0.1·n⌋ values dropped from each end."""
     ordered = sorted(values)
     k = math.floor(0.1 * len(ordered))
     kept = ordered[k:len(ordered) - k]
@@ -99,16 +99,17 @@ def test_a_corrupt_stored_sketch_is_refused(text):
 
 
 def bucket(x: float, alpha: float) -> int | None:
-    """README: bucket k holds (γ^(k−1), γ^k], γ = (1+α)/(1−α); durations under a second: the zero bucket."""
+    """docs/operating/storage.md: bucket k holds (γ^(k−1), γ^k], γ = (1+α)/(1−α); durations under a second: the zero
+    bucket."""
     if x < 1.0:
         return None
     return math.ceil(math.log(x) / math.log1p(2 * alpha / (1 - alpha)))
 
 
 def bracket(durations: list[tuple[float, bool]], q: float, alpha: float) -> tuple[float | None, float | None]:
-    """Where the exact Kaplan–Meier quantile must lie (README): the lower edge of the bucket where the curve of
-    the bucketed durations, censorings first, reaches q, and the upper edge of the one where, sales first, it
-    does."""
+    """Where the exact Kaplan–Meier quantile must lie (docs/operating/storage.md): the lower edge of the bucket where
+    the curve of the bucketed durations, censorings first, reaches q, and the upper edge of the one where, sales first,
+    it does."""
     gamma = (1 + alpha) / (1 - alpha)
 
     def edge(k: int | None, upper: bool) -> float:

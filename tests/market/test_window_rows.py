@@ -73,9 +73,9 @@ def near(got, expected) -> bool:
 
 
 def definition(script: Script, hours: int, now: float) -> dict:
-    """The independent computation; a window without a tracked hour has its flows insufficient (README: a
-    measure below its minimum of observations, here one tracked hour, is None), which the script's definition,
-    written for windows over its hours, counts as 0."""
+    """The independent computation; a window without a tracked hour has its flows insufficient
+    (docs/concepts/measures.md: a measure below its minimum of observations, here one tracked hour, is None), which the
+    script's definition, written for windows over its hours, counts as 0."""
     expected = expected_window(script, hours, now, MINIMUMS)
     if expected["tracked_hours"] == 0:
         expected |= {"inflow": None, "outflow": None}

@@ -9,7 +9,7 @@ from lib.market.windows import window_measures
 from .scripted import expected_window, make_script
 from .test_hourly_rows import deliver
 
-MINIMUMS = {"prices": 5, "created": 10, "sales": 5, "cuts": 5, "coverage": 10}  # the README's
+MINIMUMS = {"prices": 5, "created": 10, "sales": 5, "cuts": 5, "coverage": 10}  # docs/concepts/measures.md's
 
 
 def close(a, b, places=2):

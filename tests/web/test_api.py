@@ -76,7 +76,7 @@ def test_every_read_endpoint_matches_its_openapi_document(dashboard):
     assert call(dashboard.url + "/api/v1/leaderboard?hours=0").status == 422
 
 
-#: The measures a leaderboard ranks by (README "Market measures").
+#: The measures a leaderboard ranks by (docs/concepts/measures.md).
 MEASURES = {"heat", "heat_low", "momentum", "outflow", "inflow", "liquidity", "sell_through", "median_price",
             "time_to_sell"}
 

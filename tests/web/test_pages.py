@@ -144,7 +144,8 @@ def test_ip_page_draws_every_chart(site, chromium, tmp_path):
     drawn, name, sales, axis, shown, segments, errors = run(go())
     assert errors == []
     assert name == top["name"]
-    # each estimate's 95 % interval under its card, as the API gives it, with its whisker (README definition 8)
+    # each estimate's 95 % interval under its card, as the API gives it, with its whisker (docs/concepts/measures.md,
+    # definition 8)
     m = call(f"{url}/api/v1/ips/{top['ip_id']}?hours=168").json()["measures"]
     cards = {label: (text, dots) for label, text, dots in shown}
     for label, key in (("Heat", "heat"), ("Sell-through", "sell_through"), ("Median sold price", "median_price")):

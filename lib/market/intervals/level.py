@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from statistics import NormalDist
 
-#: 95 %: the issue's (and the README's) level for every interval.
+#: 95 %: the issue's (and docs/concepts/measures.md's) level for every interval.
 LEVEL = 0.95
 
 

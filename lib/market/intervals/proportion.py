@@ -1,5 +1,5 @@
 """The Wilson score interval for a proportion (sell-through: of the listings created in the window, the share
-seen sold before its end — README "Market measures" 5)."""
+seen sold before its end — docs/concepts/measures.md, definition 5)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """Time to sell with censoring: the Kaplan–Meier curve's pointwise band from Greenwood's variance, and the
 confidence interval of a Kaplan–Meier quantile (the median time to sell and its quartiles) read off that band.
 
-The curve is ``lib.market.robust``'s (one computation; README "Market measures" 5: a listing still on sale or no
-longer seen is censored at its last sighting or the window's end). At each step t_j, with n_j listings at risk
+The curve is ``lib.market.robust``'s (one computation; docs/concepts/measures.md, definition 5: a listing still on sale
+or no longer seen is censored at its last sighting or the window's end). At each step t_j, with n_j listings at risk
 and d_j sales:
 
 * Greenwood's variance: Var Ŝ(t) = Ŝ(t)² · Σ_{t_j ≤ t} d_j / (n_j (n_j − d_j));

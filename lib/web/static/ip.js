@@ -15,8 +15,8 @@
     return shown;
   }
 
-  // A measure's 95 % interval (README definition 8): "95 %: low – high" over a whisker whose dot is the value
-  // (where it sits between the ends shows the interval's skew); an interval open above is dashed to the right.
+  // A measure's 95 % interval (docs/concepts/measures.md, definition 8): "95 %: low – high" over a whisker whose
+  // dot is the value (where it sits between the ends shows the interval's skew); an interval open above is dashed to the right.
   function interval(m, unit) {
     if (!m || !m.interval || m.value === null) return null;
     const [low, high] = m.interval;
@@ -41,7 +41,7 @@
     svg.append(dot);
     const ends = `${value(low, unit)} – ${high === null ? "open above" : value(high, unit)}`;
     return el("div", {class: "interval", "data-low": low, "data-high": high === null ? "" : high,
-                      title: "95 % interval (README: Uncertainty)"}, svg, `95 %: ${ends}`);
+                      title: "95 % interval (docs: Market measures, definition 8)"}, svg, `95 %: ${ends}`);
   }
 
   function cards(d) {
