@@ -112,6 +112,9 @@ def cmd_leaderboard(args) -> int:
         for r in rows:
             cells = "  ".join(f"{_cell(r, k, f):>{w}}" for k, _, w, f in BOARD_COLUMNS)
             print(f"{r['rank']:>3}  {r['ip_id']:>5}  {cells}  {r['keyword']}")
+        left_out, why = app_read_side().left_out(args.by, args.hours)
+        if left_out:  # an empty ranking is not "no data": say how many IPs and why
+            print(f"{left_out} IP(s) with data in the window left out: {why}")
     return 0
 
 
@@ -137,7 +140,21 @@ def _measure_lines(measures: dict) -> list[str]:
         f"{show(measures['median_price_cut'], '{:.0%}')}",
         f"supply {show(measures['supply'], '{:,}')} on sale, {show(measures['hours_of_supply'], '{:,.1f}')} hours of "
         f"supply; coverage {show(measures['coverage'], '{:.0%}')}",
+        *_why_lines(measures),
     ]
+
+
+#: The measures ``ip show`` names, for the reasons of the insufficient ones.
+SHOWN = [("heat", "heat"), ("momentum", "momentum"), ("median sold price", "median_price"),
+         ("sell-through", "sell_through"), ("price cuts", "price_cut_share"), ("hours of supply", "hours_of_supply"),
+         ("coverage", "coverage")]
+
+
+def _why_lines(measures: dict) -> list[str]:
+    """Why each named measure is insufficient (docs/concepts/measures.md, "Insufficient")."""
+    named = [(label, measures[key]) for label, key in SHOWN]
+    named.append(("median time to sell", measures["time_to_sell_hours"]["median"]))
+    return [f"  {label}: {m['why']}" for label, m in named if m["value"] is None and m.get("why")]
 
 
 def _show_ip(args) -> int:

@@ -19,10 +19,12 @@ logger = logging.getLogger(__name__)
 def create_tables() -> list[str]:
     """Create every model's table that does not exist yet; safe to run again."""
     database.create_tables(ALL_MODELS, safe=True)
-    if "ip_window_measures" in _add_missing_columns(ALL_MODELS):
-        from lib.market import window_rows
+    grown = _add_missing_columns(ALL_MODELS)
+    from lib.market import window_rows
 
+    if "ip_window_measures" in grown:
         window_rows.rebuild_all()  # its stored rows predate the new column (and their JSON the new measures)
+    window_rows.ensure_current_version()  # rows whose stored measures an upgrade added to
     _drop_retired_indexes(ALL_MODELS)
     _add_missing_indexes(ALL_MODELS)
     if is_mysql():

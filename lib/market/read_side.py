@@ -17,6 +17,7 @@ from lib.core.clock import Clock, get_clock, naive_utc
 from lib.core.settings import Settings
 from lib.market import window_rows
 from lib.market.daily import day_series
+from lib.market.insufficient import left_out_why
 from lib.market.rankings import ASCENDING, LEADERBOARD_KINDS
 from lib.market.retention import (
     WindowBeyondRetention,
@@ -28,7 +29,7 @@ from lib.market.retention import (
 )
 from lib.market.series import outflow_sparklines
 from lib.market.statistics import day_of, hour_bucket
-from lib.market.windows import kind_measures, segment_measures, window_measures
+from lib.market.windows import HEAT_NEEDS, NEEDS, kind_measures, segment_measures, window_measures
 from lib.segments.stored import GOODS, KINDS, configured_taxonomy
 from models import IpAlert, IpMetadata, IpStatsHourly
 
@@ -203,6 +204,12 @@ class ReadSide:
         sign = 1 if by in ASCENDING else -1
         rows.sort(key=lambda r: (sign * r[by], -(r["outflow"] or 0), r["ip_id"]))
         return board, [row | {"rank": rank} for rank, row in enumerate(rows, start=1)]
+
+    def left_out(self, by: str, hours: int) -> tuple[int, str]:
+        """How many IPs with data in the window a ranking by ``by`` leaves out (their measure insufficient), and
+        what that ranking needs of an IP (docs/concepts/measures.md, "Insufficient")."""
+        board, ranked = self.ranking(by, hours)
+        return len(board["rows"]) - len(ranked), left_out_why(by, NEEDS, HEAT_NEEDS)
 
     def board(self, hours: int) -> dict[str, Any]:
         """The window's board: ``rows`` (one per IP with data, every measure a ranking sorts by), each IP's

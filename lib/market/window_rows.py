@@ -115,6 +115,7 @@ def mark_pending(ip_id: int, changed: Iterable[datetime] | None, crawled_at: flo
 
 
 _MARK_PREFIX = "window_rows_"
+_VERSION_MARK = "window_rows:version"
 
 
 def _mark_name(hours: int) -> str:
@@ -125,6 +126,23 @@ def rolled_to(hours: int) -> datetime | None:
     """The hour the window's rows were rolled to (None: never built)."""
     mark = StorageMark.get_or_none(StorageMark.name == _mark_name(hours))
     return None if mark is None else naive_utc(mark.value)
+
+
+#: The shape of the rows' stored measures: raised when a version adds to them (2: intervals; 3: why a measure is
+#: insufficient), so ``db init`` has rows of an earlier version built anew.
+ROWS_VERSION = 3
+
+
+def ensure_current_version() -> bool:
+    """Have every window's rows built anew if they were written by an earlier ``ROWS_VERSION`` (``db init``);
+    returns whether they were."""
+    mark = StorageMark.get_or_none(StorageMark.name == _VERSION_MARK)
+    if mark is not None and int(mark.value) == ROWS_VERSION:
+        return False
+    rebuild_all()
+    on_conflict_update(StorageMark.insert(name=_VERSION_MARK, value=ROWS_VERSION), [StorageMark.name],
+                       preserve=[StorageMark.value]).execute()
+    return True
 
 
 def rebuild_all() -> None:

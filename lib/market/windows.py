@@ -29,7 +29,7 @@ import peewee
 
 from lib.core.clock import naive_utc, to_timestamp
 from lib.core.db import database
-from lib.market import intervals, robust, summaries
+from lib.market import insufficient, intervals, robust, summaries
 from lib.market.marks import details_pruned_before
 from lib.market.statistics import hour_bucket, tuples
 from lib.market.summaries import Sketch
@@ -43,6 +43,21 @@ MIN_CUT_SAMPLES = 5      # sales seen on sale first: price cuts
 MIN_COVERAGE_SALES = 10  # growth of the sold search's total: coverage
 MIN_BASELINE_HOURS = 24  # tracked hours before the window: heat
 MIN_HEAT_SALES = 10      # sales in the window and its baseline together: heat
+#: What each measure's n counts, with its minimum: the reason an insufficient one gives (lib.market.insufficient).
+NEEDS: dict[str, tuple[int, str]] = {
+    "inflow": (1, "tracked hour in the window"), "outflow": (1, "tracked hour in the window"),
+    "liquidity": (1, "listing created in the window"), "median_price": (MIN_PRICES, "sold prices in the window"),
+    "p25_price": (MIN_PRICES, "sold prices in the window"), "p75_price": (MIN_PRICES, "sold prices in the window"),
+    "trimmed_mean_price": (MIN_PRICES, "sold prices in the window"),
+    "sell_through": (MIN_CREATED, "listings created in the window"),
+    "price_cut_share": (MIN_CUT_SAMPLES, "sales in the window seen on sale first"),
+    "median_price_cut": (1, "sale in the window below its first price"),
+    "supply": (1, "on-sale search total at the latest crawl"),
+    "hours_of_supply": (1, "sale in the last 24 tracked hours"),
+    "coverage": (MIN_COVERAGE_SALES, "sales of growth in the sold search's total between the window's crawls"),
+}
+HEAT_NEEDS = {"baseline_hours": MIN_BASELINE_HOURS, "heat_sales": MIN_HEAT_SALES, "created": MIN_CREATED,
+              "sales_to_time": MIN_SALES_TO_TIME}
 #: The sold-price quantiles reported, and the time-to-sell ones.
 PRICE_QUANTILES = {"p25_price": 0.25, "median_price": 0.5, "p75_price": 0.75}
 TIME_QUANTILES = {"p25": 0.25, "median": 0.5, "p75": 0.75}
@@ -387,7 +402,9 @@ def _ip_measures(d: _IpData, w: Window) -> dict[str, Any]:
     }
     if long is not None:
         measures.update(long.measures(len(cuts)))
-    return measures
+    parts = {"baseline_hours": d.flows["baseline"].hours, "window_hours": flows.hours,
+             "sell_through_ok": sell_through is not None}
+    return insufficient.explain(measures, w.now, NEEDS, HEAT_NEEDS, parts, previous_heat["value"] is not None)
 
 
 def window_measures(ip_ids: Sequence[int] | None, hours: int, now: float,

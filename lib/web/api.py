@@ -16,9 +16,11 @@ from fastapi.responses import JSONResponse
 from lib.core.db import database
 from lib.core.settings import Settings
 from lib.market import series
+from lib.market.insufficient import left_out_why
 from lib.market.rankings import LEADERBOARD_KINDS
 from lib.market.read_side import COMMON_WINDOWS, SEGMENT_COLUMNS, ReadSide, segment_row
 from lib.market.retention import WindowBeyondRetention, max_segment_hours, max_window_hours
+from lib.market.windows import HEAT_NEEDS, NEEDS
 from lib.messaging.dead_letters import DeadLetters, NotRequeueable
 from lib.web import schemas
 from lib.web.auth import CSRF_HEADER, SESSION_COOKIE, SESSION_SECONDS, OperatorAuth, operator_session, operator_token
@@ -147,7 +149,8 @@ def leaderboard(ctx: WebContext = Depends(context), hours: int = Depends(hours_p
         columns = ["rank", "ip_id", "keyword", "name", *[k for k in LEADERBOARD_KINDS if k not in ("rank",)]]
         extra = sorted({k for r in rows for k in r} - set(columns) - {"sparkline"})
         return _csv(rows, columns + extra, f"animetop-leaderboard-{by}-{hours}h.csv")
-    return {"by": by, "hours": hours, "query": q, "total": len(ranked), "rows": rows}
+    return {"by": by, "hours": hours, "query": q, "total": len(ranked), "rows": rows,
+            "left_out": len(board["rows"]) - len(ranked), "left_out_why": left_out_why(by, NEEDS, HEAT_NEEDS)}
 
 
 def _ip_detail(ctx: WebContext, ip_id: int, hours: int) -> dict[str, Any]:

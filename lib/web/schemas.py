@@ -52,6 +52,9 @@ class Leaderboard(BaseModel):
     hours: int
     query: str = Field(description="the name filter applied ('' for none)")
     total: int = Field(description="IPs ranked before the filter and the limit")
+    left_out: int = Field(description="IPs with data in the window that this ranking leaves out: their measure is "
+                                      "insufficient (never ranked as 0)")
+    left_out_why: str = Field(description="what the ranking's measure needs of an IP")
     rows: list[LeaderboardRow]
 
 
@@ -141,6 +144,8 @@ class Value(BaseModel):
     interval: list[float | None] | None = Field(None, description="[low, high]; null while the value is "
                                                                   "insufficient or where no interval of its kind "
                                                                   "exists (a flow); high null: open above")
+    why: str | None = Field(None, description="while the value is null: what it needs, what the window has and, "
+                                              "where it can be told, when it will be ready")
 
 
 class TimeToSell(BaseModel):

@@ -62,6 +62,13 @@ def test_leaderboard_order_equals_the_definitions(env, market, hours):
     assert seen_any >= 6  # most rankings have several IPs to order
     table = run_cli(env, "leaderboard", "--by", "heat", "--hours", str(hours))
     assert table.returncode == 0 and "HEAT" in table.stdout
+    # the IPs a ranking leaves out are counted, with what the measure needs (docs: measures, "Insufficient")
+    left_out = len(market) - len(expected_order(market, "heat", hours))
+    if left_out:
+        assert (f"{left_out} IP(s) with data in the window left out: heat needs 24 tracked hours in the 7 days "
+                "before the window, 10 sales in the window and its baseline together") in table.stdout
+    else:
+        assert "left out" not in table.stdout
     data = run_cli(env, "leaderboard", "--by", "outflow", "--hours", str(hours), "--format", "csv")
     parsed = list(csv.DictReader(io.StringIO(data.stdout)))
     assert [int(r["ip_id"]) for r in parsed] == expected_order(market, "outflow", hours)

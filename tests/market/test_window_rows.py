@@ -209,3 +209,28 @@ def test_db_init_has_rows_that_predate_a_new_column_built_anew(db, settings):
     row = IpWindowMeasures.get((IpWindowMeasures.ip_id == ip_id) & (IpWindowMeasures.hours == 24))
     expected = definition(market.seen(ip_id), 24, clock.now())
     assert row.heat_low == (expected["heat_interval"] or [None])[0]
+
+
+def test_db_init_builds_anew_rows_of_an_earlier_version(db, settings):
+    """Rows whose stored measures an upgrade added to (ROWS_VERSION: intervals, why a measure is insufficient)
+    are built anew by the next roll after ``db init``; rows of the current version are left alone."""
+    from lib.core.schema import create_tables
+    from models import StorageMark
+
+    clock = FrozenClock(T0)
+    market = Market(settings, clock)
+    ip_id = market.add("IP", make_script(22, n_crawls=4))
+    for n in range(4):
+        clock.set(max(clock.now(), market.scripts[ip_id].crawls[n][0] + 30))
+        market.deliver(ip_id, n)
+    all_windows = windows(settings)
+    window_rows.update(all_windows, clock.now())
+    create_tables()  # current: nothing to rebuild
+    assert all(window_rows.rolled_to(h) is not None for h in all_windows)
+    StorageMark.update(value=window_rows.ROWS_VERSION - 1).where(StorageMark.name == "window_rows:version").execute()
+    create_tables()
+    assert all(window_rows.rolled_to(h) is None for h in all_windows)
+    window_rows.update(all_windows, clock.now())
+    stored_heat = json.loads(IpWindowMeasures.get((IpWindowMeasures.ip_id == ip_id)
+                                                  & (IpWindowMeasures.hours == 24)).measures)["heat"]
+    assert stored_heat["value"] is not None or "why" in stored_heat

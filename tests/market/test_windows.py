@@ -6,7 +6,7 @@ import pytest
 
 from lib.market.windows import window_measures
 
-from .scripted import expected_window, make_script
+from .scripted import expected_hours, expected_window, make_script
 from .test_hourly_rows import deliver
 
 MINIMUMS = {"prices": 5, "created": 10, "sales": 5, "cuts": 5, "coverage": 10}  # docs/concepts/measures.md's
@@ -71,3 +71,42 @@ def test_insufficient_is_not_zero(db, settings):
     assert m["heat"]["n"] >= 0
     few = [k for k in ("median_price", "sell_through", "price_cut_share") if m[k]["n"] < MINIMUMS["prices"]]
     assert all(m[k]["value"] is None for k in few)
+
+
+def test_insufficient_says_why_and_when(db, settings):
+    """docs/concepts/measures.md, "Insufficient": each null measure says what it needs and what the window has,
+    in the words written here from the definitions' minimums; heat says when its baseline will be long enough."""
+    import datetime
+
+    script = make_script(6, n_crawls=3)
+    ip_id = deliver(settings, script, "in_order", 6)
+    now = max(at for at, _ in script.crawls) + 60
+    m = window_measures([ip_id], 1, now)[ip_id]
+    wants = {"median_price": (5, "sold prices in the window"), "sell_through": (10, "listings created in the window"),
+             "price_cut_share": (5, "sales in the window seen on sale first"),
+             "coverage": (10, "sales of growth in the sold search's total between the window's crawls")}
+    told = 0
+    for name, (minimum, what) in wants.items():
+        n = m[name]["n"]
+        if n < minimum:
+            assert m[name]["value"] is None
+            assert m[name]["why"] == f"needs {minimum} {what}, " + (f"has {n}" if n else "has none"), name
+            told += 1
+    assert told >= 2
+    for name, measure in m.items():
+        if isinstance(measure, dict) and "n" in measure:
+            assert ("why" in measure) is (measure["value"] is None), name  # every null says why, no value does
+    # the tracked hours before the window (of the 7 days): 24 needed, one more each hour from now on
+    since = now - now % 3600
+    before = sum(1 for h in expected_hours(script) if since - 7 * 24 * 3600 <= h < since)
+    assert before < 24
+    hour = datetime.datetime.fromtimestamp(since, datetime.timezone.utc)
+    ready = (hour + datetime.timedelta(hours=24 - before + 1)).strftime("%Y-%m-%d %H:00 UTC")
+    assert m["heat"]["why"].startswith(f"needs 24 tracked hours in the 7 days before the window, has {before}: "
+                                       f"ready at about {ready}"), m["heat"]["why"]
+    assert m["momentum"]["why"] == "needs the heat of this window and of the one before it: this window's heat " \
+        + m["heat"]["why"]
+    tts = m["time_to_sell_hours"]["median"]
+    if tts["value"] is None:
+        assert tts["why"].startswith("needs 5 sales among the listings created in the window") or \
+            tts["why"].startswith("fewer than 50% of the listings created in the window have sold yet")

@@ -135,7 +135,8 @@ def test_ip_page_draws_every_chart(site, chromium, tmp_path):
                                      "r.dataset.key, r.querySelectorAll('svg.whisker circle').length])")
             shown = await page.js("() => Array.from(document.querySelectorAll('#cards .card')).map(c => ["
                                   "c.childNodes[1].textContent, (c.querySelector('.interval') || {}).textContent || "
-                                  "null, c.querySelectorAll('.interval svg circle').length])")
+                                  "null, c.querySelectorAll('.interval svg circle').length, "
+                                  "(c.querySelector('.why') || {}).textContent || null])")
             await page.page.screenshot({"path": str(tmp_path / "ip.png"), "fullPage": True})
             return drawn, name, sales, axis, shown, segments, page.errors
         finally:
@@ -147,7 +148,11 @@ def test_ip_page_draws_every_chart(site, chromium, tmp_path):
     # each estimate's 95 % interval under its card, as the API gives it, with its whisker (docs/concepts/measures.md,
     # definition 8)
     m = call(f"{url}/api/v1/ips/{top['ip_id']}?hours=168").json()["measures"]
-    cards = {label: (text, dots) for label, text, dots in shown}
+    cards = {label: (text, dots) for label, text, dots, _ in shown}
+    whys = {label: why for label, _, _, why in shown}
+    # an insufficient measure says why under its card, in the API's words (docs: measures, "Insufficient")
+    assert m["heat"]["value"] is None and whys["Heat"] == m["heat"]["why"] and "tracked hours" in whys["Heat"]
+    assert whys["Listed"] is None
     for label, key in (("Heat", "heat"), ("Sell-through", "sell_through"), ("Median sold price", "median_price")):
         text, dots = cards[label]
         if m[key]["value"] is None:  # insufficient (the demo's week has no baseline for a week's heat)

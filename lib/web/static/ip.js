@@ -11,7 +11,9 @@
   // A window measure {value, n}: its value, or "insufficient" with the count it rests on.
   function measure(m, unit) {
     const shown = value(m ? m.value : null, unit);
-    if (m && m.value === null && typeof shown === "object") shown.title = `only ${m.n} observation${m.n === 1 ? "" : "s"}`;
+    if (m && m.value === null && typeof shown === "object") {
+      shown.title = m.why || `only ${m.n} observation${m.n === 1 ? "" : "s"}`;
+    }
     return shown;
   }
 
@@ -54,6 +56,7 @@
                    ["Hours of supply", m.hours_of_supply, ""], ["Coverage of sales", m.coverage, "%"]];
     document.getElementById("cards").replaceChildren(...items.map(([label, v, unit]) =>
       el("div", {class: "card"}, el("b", {}, measure(v, unit)), label, interval(v, unit),
+         v && v.why ? el("div", {class: "why"}, v.why) : null,
          v && v.n !== undefined ? el("div", {class: "muted"}, `n = ${v.n}`) : null)));
   }
 

@@ -45,7 +45,8 @@
     }));
     document.getElementById("board-empty").hidden = data.rows.length > 0;
     document.getElementById("board-count").textContent =
-      `${data.rows.length} of ${data.total} IPs, last ${windowLabel(Number(s.hours))}${s.q ? `, filtered by “${s.q}”` : ""}`;
+      `${data.rows.length} of ${data.total} IPs, last ${windowLabel(Number(s.hours))}${s.q ? `, filtered by “${s.q}”` : ""}` +
+      (data.left_out ? `; ${data.left_out} more left out: ${data.left_out_why}` : "");
   }
 
   try {
