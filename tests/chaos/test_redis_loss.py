@@ -201,6 +201,10 @@ def test_redis_restart_keeps_schedule_messages_and_states_and_the_worker_reconne
     app.send(result_message(a.id, "a-1", t1, crawl_items(a.keyword, t1)))
     wait_for(lambda: applied("a-1"), timeout=90, what="the worker to apply the first result")
     wait_for(lambda: item_states(r, a.id), timeout=10, what="item states written")
+    # the ledger row commits before the result's last step reschedules the IP: wait for that step (a fresh-clone CI
+    # run ticked in between once, and found the IP still due)
+    wait_for(lambda: app.schedule.time_of(a.id) == pytest.approx(t1 + 6 * 3600), timeout=30,
+             what="the first result's reschedule")
     # a scheduler tick claims the due IPs and pushes their crawls: nobody consumes the crawl queue (no crawler)
     tick = Scheduler(app.settings, r, app.broker).tick()
     assert sorted(tick.enqueued) == sorted(ip.id for ip in ips[1:])
@@ -260,7 +264,8 @@ def test_redis_restart_keeps_schedule_messages_and_states_and_the_worker_reconne
     app.send(result_message(a.id, "a-2", t2, crawl_items(a.keyword, t2)))
     outcome = wait_for(lambda: applied("a-2"), timeout=30, what="a result sent after the restart to be applied")
     assert outcome.inflow + outcome.outflow > 0
-    assert app.schedule.time_of(a.id) == pytest.approx(t2 + 6 * 3600)
+    wait_for(lambda: app.schedule.time_of(a.id) == pytest.approx(t2 + 6 * 3600), timeout=30,
+             what="the reschedule by the result sent after the restart")
 
     # no process of the worker was restarted
     assert worker.proc.poll() is None
