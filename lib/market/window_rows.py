@@ -177,9 +177,12 @@ def compute(ip_ids: Sequence[int], hours: int, now: float) -> dict[int, tuple[di
     return {i: (m, {"since": to_timestamp(since), "line": lines[i]}) for i, m in measures.items()}
 
 
-def _line(stored: dict[str, Any], hours: int, now: float) -> list[int]:
-    return shift_sparkline(stored["line"], naive_utc(stored["since"]), hour_bucket(now) - (hours - 1) * HOUR,
-                           hours)
+def _line(stored: dict[str, Any], hours: int, since: datetime) -> list[int]:
+    """A stored sparkline as of the window starting at ``since``: as stored when the rows were rolled to its hour
+    (the usual case; shifting every IP's line cost a third of a cold board's time at 10,000 IPs)."""
+    if stored["since"] == to_timestamp(since):
+        return list(stored["line"])
+    return shift_sparkline(stored["line"], naive_utc(stored["since"]), since, hours)
 
 
 def _stored_row(ip_id: int, hours: int, now: float, m: dict[str, Any], line: dict[str, Any]) -> dict[str, Any]:
@@ -266,13 +269,14 @@ def board_rows(hours: int, now: float) -> tuple[list[dict[str, Any]], dict[int, 
     if stale is None:
         return None
     rows, lines = [], {}
+    since = hour_bucket(now) - (hours - 1) * HOUR
     for ip_id, keyword, name, row, line in tuples(_name_join(
             IpWindowMeasures.select(IpWindowMeasures.ip_id, IpMetadata.keyword, IpMetadata.display_name,
                                     IpWindowMeasures.row, IpWindowMeasures.sparkline))
             .where(IpWindowMeasures.hours == hours).order_by(IpWindowMeasures.ip_id)):
         if ip_id not in stale:
             rows.append({"ip_id": ip_id, "keyword": keyword, "name": name, **json.loads(row)})
-            lines[ip_id] = _line(json.loads(line), hours, now)
+            lines[ip_id] = _line(json.loads(line), hours, since)
     fresh, names = _fresh(stale, hours, now)
     for ip_id, (m, line) in fresh.items():
         rows.append(names[ip_id] | row_measures(m))
