@@ -33,12 +33,12 @@ def report(name: str, value: float, floor: float, unit: str = "s") -> None:
 
 
 @contextmanager
-def bench_settings(tmp: Path, database: Path | None = None):
-    """Settings on BENCH_REDIS_URL (default local Redis, databases 12/13), or the embedded Redis; the SQLite
-    database at ``database`` (kept), else in ``tmp``."""
+def bench_settings(tmp: Path, database: Path | str | None = None):
+    """Settings on BENCH_REDIS_URL (default local Redis, databases 12/13), or the embedded Redis; the database
+    ``database`` (a SQLite file, kept, or a ``mysql://`` URL), else a SQLite file in ``tmp``."""
     base = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379")
-    env = {"DATA_DIR": str(tmp), "LOG_LEVEL": "WARNING",
-           "DATABASE_URL": f"sqlite:///{database or tmp / 'bench.sqlite3'}"}
+    url = database if isinstance(database, str) else f"sqlite:///{database or tmp / 'bench.sqlite3'}"
+    env = {"DATA_DIR": str(tmp), "LOG_LEVEL": "WARNING", "DATABASE_URL": url}
     import redis
 
     try:
@@ -57,29 +57,60 @@ def bench_settings(tmp: Path, database: Path | None = None):
         use_settings(None)
 
 
-def market_options(argv: list[str], usage: str, ips: int) -> tuple[Path | None, int]:
-    """``--db PATH`` (``db_option``) and ``--ips N``: the benchmark market's IPs (``ips`` by default)."""
-    keep, rest = None, list(argv)
+def market_options(argv: list[str], usage: str, ips: int) -> tuple[Path | str | None, int]:
+    """``--db PATH`` (a SQLite file kept and reused) or ``--db mysql://…`` (a MySQL/MariaDB database, filled
+    and kept likewise), and ``--ips N``: the benchmark market's IPs (``ips`` by default)."""
+    keep: Path | str | None = None
+    rest = list(argv)
     while rest:
         if len(rest) >= 2 and rest[0] == "--db":
-            keep = Path(rest[1]).resolve()
+            keep = rest[1] if rest[1].startswith("mysql://") else Path(rest[1]).resolve()
         elif len(rest) >= 2 and rest[0] == "--ips" and rest[1].isdigit() and int(rest[1]) > 0:
             ips = int(rest[1])
         else:
-            raise SystemExit(f"usage: {usage} [--db PATH] [--ips N]")
+            raise SystemExit(f"usage: {usage} [--db PATH | --db mysql://…] [--ips N]")
         rest = rest[2:]
     return keep, ips
 
 
-def filled(database: Path | None, marker: str) -> bool:
+#: The table a filled MySQL/MariaDB benchmark database names its data set in.
+STAMP = "bench_filled"
+
+
+def filled(database: Path | str | None, marker: str) -> bool:
     """Whether ``database`` was already filled with the data set ``marker`` names (a finished fill leaves it in
-    a file beside the database, so an interrupted one is not reused)."""
+    a file beside the SQLite database, or in the MySQL database's ``STAMP`` table, bound by then, so an
+    interrupted one is not reused)."""
     if database is None:
         return False
+    if isinstance(database, str):
+        from lib.core.db import database as db
+
+        if STAMP not in db.get_tables():
+            return False
+        return [marker] == [m for (m,) in db.execute_sql(f"SELECT marker FROM {STAMP}").fetchall()]  # noqa: S608
     stamp = database.with_name(database.name + ".filled")
     return database.exists() and stamp.exists() and stamp.read_text() == marker
 
 
-def mark_filled(database: Path | None, marker: str) -> None:
-    if database is not None:
+def mark_filled(database: Path | str | None, marker: str) -> None:
+    if isinstance(database, str):
+        from lib.core.db import database as db
+
+        db.execute_sql(f"CREATE TABLE {STAMP} (marker VARCHAR(200) NOT NULL)")
+        db.execute_sql(f"INSERT INTO {STAMP} VALUES (%s)", (marker,))  # noqa: S608
+    elif database is not None:
         database.with_name(database.name + ".filled").write_text(marker)
+
+
+def empty_database(database: Path | str | None) -> None:
+    """Remove a kept database's earlier data set: the SQLite file, or every table of the bound MySQL database."""
+    if isinstance(database, str):
+        from lib.core.db import database as db
+
+        for table in db.get_tables():
+            db.execute_sql(f"DROP TABLE `{table}`")
+    elif database is not None:
+        database.unlink(missing_ok=True)
+        for suffix in ("-wal", "-shm"):
+            database.with_name(database.name + suffix).unlink(missing_ok=True)

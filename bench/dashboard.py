@@ -1,13 +1,12 @@
-"""The dashboard with 1,000 IPs × 90 days of market (the leaderboard benchmark's synthetic market: hourly rows,
-listing events, snapshots and search totals): API response times from a cold and a warm cache against the floor
-of the hourly rows read with raw SQL in the same run, and the leaderboard page's first useful paint in headless
-Chromium against the floor of the page fetching the same JSON without drawing it."""
+"""The dashboard with 1,000 IPs × 90 days of market (the leaderboard benchmark's market, ``bench.replicate``): API
+response times from a cold and a warm cache against the floor of the hourly rows read with raw SQL in the same
+run, and the leaderboard page's first useful paint in headless Chromium against the floor of the page fetching
+the same JSON without drawing it."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 import time
 import urllib.request
 from collections.abc import Callable
@@ -15,6 +14,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from lib.core.clock import FrozenClock, naive_utc
+from lib.core.db import database
 from lib.core.redis_client import state_redis
 from lib.market.read_side import ReadSide
 from lib.web.api import WebContext
@@ -34,17 +34,17 @@ def get(url: str) -> bytes:
         return response.read()
 
 
-def raw_leaderboard(path: str, since: datetime) -> None:
-    with sqlite3.connect(path) as conn:
-        conn.execute("SELECT h.ip_id, SUM(inflow), SUM(outflow), m.keyword, m.display_name FROM ip_stats_hourly h "
-                     "JOIN ip_metadata m ON m.id = h.ip_id WHERE hour_bucket >= ? GROUP BY h.ip_id",
-                     (since.isoformat(sep=" "),)).fetchall()
+def raw_leaderboard(since: datetime) -> None:
+    p = database.param
+    columns = "h.ip_id, SUM(inflow), SUM(outflow), m.keyword, m.display_name"
+    sql = f"SELECT {columns} FROM ip_stats_hourly h JOIN ip_metadata m ON m.id = h.ip_id WHERE hour_bucket >= {p}"  # noqa: S608
+    database.execute_sql(sql + " GROUP BY h.ip_id", (since.isoformat(sep=" "),)).fetchall()
 
 
-def raw_ip(path: str, ip_id: int, since: datetime) -> None:
-    with sqlite3.connect(path) as conn:
-        conn.execute("SELECT * FROM ip_stats_hourly WHERE ip_id = ? AND hour_bucket >= ? ORDER BY hour_bucket",
-                     (ip_id, since.isoformat(sep=" "))).fetchall()
+def raw_ip(ip_id: int, since: datetime) -> None:
+    p = database.param
+    database.execute_sql(f"SELECT * FROM ip_stats_hourly WHERE ip_id = {p} AND hour_bucket >= {p} "  # noqa: S608
+                         "ORDER BY hour_bucket", (ip_id, since.isoformat(sep=" "))).fetchall()
 
 
 async def paint(url: str, chromium: str, flush: Callable[[], object]) -> tuple[float, float, float]:
@@ -80,9 +80,9 @@ async def paint(url: str, chromium: str, flush: Callable[[], object]) -> tuple[f
         await browser.close()
 
 
-def leaderboard(base: str, path: str, client, hours: int) -> None:
+def leaderboard(base: str, client, hours: int) -> None:
     since = naive_utc(T0) - timedelta(hours=hours - 1)
-    floor = best_of(lambda: raw_leaderboard(path, since), 3)
+    floor = best_of(lambda: raw_leaderboard(since), 3)
     url = f"{base}/api/v1/leaderboard?by=outflow&hours={hours}&limit=200"
 
     cpu: list[float] = []
@@ -101,10 +101,10 @@ def leaderboard(base: str, path: str, client, hours: int) -> None:
     report(f"leaderboard {hours} h, another ranking after it", best_of(lambda: get(other), 5), floor)
 
 
-def run(ips: int = 1000, days: int = 90, keep: Path | None = None) -> None:
+def run(ips: int = 1000, days: int = 90, keep: Path | str | None = None) -> None:
     print(f"dashboard: {ips:,} IPs × {days} days of market (floors: the hourly rows by raw SQL; the page fetching "
           f"its JSON without drawing it); load average {load_average()}")
-    with benchmark_market(keep, ips, days) as (settings, path):
+    with benchmark_market(keep, ips, days) as (settings, _):
         client = state_redis(settings)
         clock = FrozenClock(T0 - 1)
         side = ReadSide(settings, client, clock)
@@ -113,10 +113,10 @@ def run(ips: int = 1000, days: int = 90, keep: Path | None = None) -> None:
         server = BackgroundServer(app).start()
         try:
             for hours in (24, 720, days * 24):
-                leaderboard(server.url, path, client, hours)
+                leaderboard(server.url, client, hours)
             ip_id = IpMetadata.select().first().id
             since = naive_utc(T0) - timedelta(hours=days * 24 - 1)
-            floor = best_of(lambda: raw_ip(path, ip_id, since), 3)
+            floor = best_of(lambda: raw_ip(ip_id, since), 3)
             url = f"{server.url}/api/v1/ips/{ip_id}?hours={days * 24}"
             report(f"IP detail {days} days, cold cache", best_of(lambda: (client.flushdb(), get(url)), 3), floor)
             report(f"IP detail {days} days, warm cache", best_of(lambda: get(url), 5), floor)

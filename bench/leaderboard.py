@@ -1,25 +1,24 @@
-"""The leaderboard over 1,000 IPs × 30 days from a cold cache (docs/concepts/measures.md): every measure of every
-IP over the whole window, then ranked. Floor, measured in the same run: the same rows fetched raw by the same
-queries' plain equivalents (no aggregation or statistics in Python). The stated budget: 30 s on SQLite for the
-30-day window from a cold cache (then the cache answers in milliseconds until a result of an IP invalidates it);
-the 24-hour window is measured too.
+"""The leaderboard over 1,000 IPs × 30 days from a cold cache (README "Market measures"): each precomputed window's
+(24 h, 168 h, 720 h) ranking read from its rows of one row per IP, then the whole board, against the floor of the
+window's rows fetched raw by the same queries' plain equivalents (no aggregation or statistics in Python); the
+720 h board computed from the events (as a window not precomputed is); rebuilding every IP's rows; and the refresh
+pass after results for 1 % of the IPs, against rebuilding all. The stated budget: 30 s for a cold window.
 
-The market is synthetic: each IP-hour has a tracked row, and on average half a listing created and half a sale
-(360,000 of each in the window), with snapshots and on-sale and sold search totals for a crawl every two hours,
-and a week before the window for the heat's baseline."""
+The market (``bench.replicate``): a few template IPs' scripted crawls (``bench.template_market``: 0.2–1.0 new
+listings an hour, a crawl every two hours) processed for real and settled by the maintenance passes, copied to
+the other IPs; the window and a week before it for the heat's baseline. ``--db mysql://…`` runs on
+MySQL/MariaDB (the database's tables are dropped and filled, and kept for the next run)."""
 
 from __future__ import annotations
 
-import random
 import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime
 from pathlib import Path
 
 from lib.core.clock import FrozenClock, naive_utc
-from lib.core.db import bind_database, database
+from lib.core.db import bind_database, database, is_mysql
 from lib.core.redis_client import state_redis
 from lib.core.schema import create_tables
 from lib.core.settings import Settings
@@ -32,12 +31,12 @@ from models import (
     IpStatsHourly,
     IpWindowMeasures,
     IpWindowPending,
-    ItemSnapshot,
     ListingEvent,
     StorageMark,
 )
 
-from .common import bench_settings, filled, load_average, mark_filled, market_options, report
+from . import replicate
+from .common import bench_settings, empty_database, filled, load_average, mark_filled, market_options, report
 
 H = 3600.0
 T_END = 1_800_000_000.0 - (1_800_000_000.0 % H)
@@ -45,94 +44,35 @@ T_END = 1_800_000_000.0 - (1_800_000_000.0 % H)
 BUDGET = 30.0
 
 
-def _sql(value):
-    return str(value) if isinstance(value, datetime) else value
-
-
-def fill(n_ips: int, days: int, seed: int = 7) -> None:
-    rng = random.Random(seed)
-    start = T_END - days * 24 * H
-    now = naive_utc(T_END)
-    IpMetadata.insert_many([{"keyword": f"IP {k}", "display_name": f"IP {k}", "weight": 1.0, "active": True,
-                             "created_at": now, "updated_at": now} for k in range(n_ips)]).execute()
-    ids = [ip.id for ip in IpMetadata.select(IpMetadata.id)]
-    hourly, events, snaps, totals = [], [], [], []
-
-    database.execute_sql("PRAGMA synchronous = OFF")  # set-up: a crash mid-fill leaves no .filled stamp anyway
-    database.execute_sql("PRAGMA journal_mode = MEMORY")
-
-    def flush(force: bool = False) -> None:
-        for model, rows in ((IpStatsHourly, hourly), (ListingEvent, events), (ItemSnapshot, snaps),
-                            (CrawlSearchTotal, totals)):
-            if rows and (force or len(rows) >= 100_000):
-                # plain executemany: the fill is set-up, not what is measured
-                fields = list(rows[0])
-                columns = ", ".join(model._meta.fields[f].column_name for f in fields)
-                marks = ", ".join("?" for _ in fields)
-                with database.atomic():
-                    database.cursor().executemany(
-                        f"INSERT INTO {model._meta.table_name} ({columns}) VALUES ({marks})",  # noqa: S608
-                        [tuple(_sql(row.get(f)) for f in fields) for row in rows])
-                rows.clear()
-
-    for ip_id in ids:
-        busy = rng.uniform(0.2, 1.0)
-        for h in range(days * 24):
-            at = start + h * H
-            inflow = sum(rng.random() < busy / 2 for _ in range(2))
-            outflow = sum(rng.random() < busy / 2 for _ in range(2))
-            prices = []
-            for k in range(inflow):
-                sid = f"c{ip_id}-{h}-{k}"
-                created = at + rng.uniform(0, H)
-                events.append({"ip_id": ip_id, "source_id": sid, "kind": "created", "occurrence": 0,
-                               "event_at": created, "hour_bucket": naive_utc(at), "price": None,
-                               "listed_price": None})
-                snaps.append({"ip_id": ip_id, "source_id": sid, "title": "", "price": 1000, "status": "on_sale",
-                              "image_url": "", "item_url": "", "first_seen": created,
-                              "last_seen": min(created + 20 * H, T_END), "created": created})
-            for k in range(outflow):
-                price = rng.randrange(300, 9000)
-                prices.append(price)
-                sid = f"c{ip_id}-{h - 5}-{k}" if h >= 5 else f"s{ip_id}-{h}-{k}"
-                events.append({"ip_id": ip_id, "source_id": sid, "kind": "sold", "occurrence": 0,
-                               "event_at": at + rng.uniform(0, H), "hour_bucket": naive_utc(at),
-                               "price": price, "listed_price": price + rng.choice([0, 0, 200])})
-            hourly.append({"ip_id": ip_id, "hour_bucket": naive_utc(at), "inflow": inflow, "outflow": outflow,
-                           "sample_count": len(prices)})
-            if h % 2 == 0:
-                for status, found in (("on_sale", 500 + h), ("sold", 1000 + h * 2)):
-                    totals.append({"task_id": f"{ip_id}-{h}", "ip_id": ip_id, "crawled_at": at + 60, "status": status,
-                                   "num_found": found, "pages_read": 5, "items_read": 600})
-        flush()
-    flush(force=True)
-
-
-def fill_or_reuse(keep: Path | None, n_ips: int, days: int) -> str:
+def fill_or_reuse(settings: Settings, keep: Path | str | None, n_ips: int, days: int) -> str:
     """The bound database holding ``n_ips`` IPs over ``days`` days and the week before (the heat's trailing
-    baseline): reused when ``keep`` already holds that data set (its schema brought up to date), else filled.
-    Returns what was done, for the report."""
-    marker = f"{n_ips} IPs x {days + 7} days, seed 7"
+    baseline), filled by ``bench.replicate``: reused when ``keep`` already holds that data set (its schema brought
+    up to date), else filled. Returns what was done, for the report."""
+    marker = f"{n_ips} IPs x {days + 7} days, {replicate.TEMPLATES} templates v1"
     started = time.perf_counter()
     if filled(keep, marker):
         create_tables()  # an index added since the fill
         return f"reusing {keep}: {marker}; schema brought up to date in {time.perf_counter() - started:.0f} s"
-    if keep is not None:
-        keep.unlink(missing_ok=True)
+    empty_database(keep)
     create_tables()
-    fill(n_ips, days + 7)
+    if not is_mysql():  # set-up: a crash mid-fill leaves no stamp anyway
+        database.execute_sql("PRAGMA synchronous = OFF")
+        database.execute_sql("PRAGMA journal_mode = MEMORY")
+        database.execute_sql("PRAGMA cache_size = -1000000")
+    replicate.fill(settings, state_redis(settings), n_ips, T_END - (days + 7) * 24 * H, T_END, T_END - 1)
     mark_filled(keep, marker)
+    database.close()  # the pragmas of a normal connection back
     return f"filled {n_ips:,} IPs × {days + 7} days in {time.perf_counter() - started:.0f} s"
 
 
 @contextmanager
-def benchmark_market(keep: Path | None, n_ips: int, days: int) -> Iterator[tuple[Settings, str]]:
-    """Settings on a fresh Redis and the benchmark market's SQLite database (``fill_or_reuse``), bound; yields
-    them with the database file's path, once it has said what it did."""
+def benchmark_market(keep: Path | str | None, n_ips: int, days: int) -> Iterator[tuple[Settings, str]]:
+    """Settings on a fresh Redis and the benchmark market's database (``fill_or_reuse``), bound; yields them with
+    the database's URL, once it has said what it did."""
     with tempfile.TemporaryDirectory() as tmp, bench_settings(Path(tmp), keep) as settings:
         bind_database(settings.database_url_resolved)
-        print(f"  {fill_or_reuse(keep, n_ips, days)}")
-        yield settings, settings.database_url_resolved.removeprefix("sqlite:///")
+        print(f"  {fill_or_reuse(settings, keep, n_ips, days)}", flush=True)
+        yield settings, settings.database_url_resolved
 
 
 def floor_once(hours: int) -> None:
@@ -153,45 +93,43 @@ def _clear_rows() -> None:
     StorageMark.delete().where(StorageMark.name.startswith("window_rows_")).execute()
 
 
-def run(n_ips: int = 1000, days: int = 30, keep: Path | None = None) -> int:
+def run(n_ips: int = 1000, days: int = 30, keep: Path | str | None = None) -> int:
     print(f"leaderboard: {n_ips:,} IPs × {days} days, cold cache (budget {BUDGET:.0f} s; floor: the rows read raw); "
-          f"load average {load_average()}")
-    with benchmark_market(keep, n_ips, days) as (settings, _):
+          f"load average {load_average()}", flush=True)
+    with benchmark_market(keep, n_ips, days) as (settings, url):
+        print(f"  on {'MySQL/MariaDB' if is_mysql() else 'SQLite'}; load average {load_average()}", flush=True)
         r = state_redis(settings)
         now = T_END - 1
         side = ReadSide(settings, r, FrozenClock(now))
         hours = days * 24
-        windows = (24, hours)
+        windows = tuple(sorted({*window_rows.STANDARD_WINDOWS, hours}))
         r.flushdb()
-        # before the rows: the board computed from the events, as every window not precomputed is
+        _clear_rows()
+        # without the rows: the board computed from the events, as every window not precomputed is
         start = time.perf_counter()
         side._board_from_db(hours)
         computed = time.perf_counter() - start
-        _clear_rows()
         full = {}
         for h in windows:  # every IP's rows built: what recomputing all costs
             start = time.perf_counter()
             window_rows.update([h], now)
             full[h] = time.perf_counter() - start
-        start = time.perf_counter()
-        rows = side.leaderboard("heat", hours)
-        cold = time.perf_counter() - start
-        start = time.perf_counter()
-        floor_once(hours)
-        floor = time.perf_counter() - start
+        cold, floors = {}, {}
+        for h in windows:  # the cold board of each precomputed window, its floor measured right after it
+            r.flushdb()
+            start = time.perf_counter()
+            rows = side.leaderboard("heat", h)
+            cold[h] = time.perf_counter() - start
+            start = time.perf_counter()
+            floor_once(h)
+            floors[h] = time.perf_counter() - start
         start = time.perf_counter()
         side.leaderboard("heat", hours)
         warm = time.perf_counter() - start
-        report(f"leaderboard --by heat --hours {hours}, cold (s)", cold, floor)
-        report("the same from the cache (s)", warm, floor)
-        report(f"the {hours} h board computed from the events (s)", computed, floor)
-        r.flushdb()
-        start = time.perf_counter()
-        side.leaderboard("heat", 24)
-        day = time.perf_counter() - start
-        start = time.perf_counter()
-        floor_once(24)
-        report("leaderboard --by heat --hours 24, cold (s)", day, time.perf_counter() - start)
+        for h in windows:
+            report(f"leaderboard --by heat --hours {h}, cold (s)", cold[h], floors[h])
+        report(f"the {hours} h one from the cache (s)", warm, floors[hours])
+        report(f"the {hours} h board computed from the events (s)", computed, floors[hours])
         # results for 1 % of the IPs: their windows marked as a result marks them, then the refresh pass
         ids = [i for (i,) in IpMetadata.select(IpMetadata.id).order_by(IpMetadata.id).tuples()]
         changed = ids[::100]
@@ -205,10 +143,11 @@ def run(n_ips: int = 1000, days: int = 30, keep: Path | None = None) -> int:
         report(f"refresh after results for {len(changed):,} IPs (1 %); floor: all", refresh, sum(full.values()))
         for h in windows:
             print(f"  {'  recomputing all ' + str(h) + ' h rows (s)':52} {full[h]:12.6f}")
-        print(f"  top {len(rows)} shown; cold {'within' if cold <= BUDGET else 'OVER'} the {BUDGET:.0f} s budget; "
+        worst = max(cold.values())
+        print(f"  top {len(rows)} shown; cold {'within' if worst <= BUDGET else 'OVER'} the {BUDGET:.0f} s budget; "
               f"load average at the end: {load_average()}")
         database.close()
-        return 0 if cold <= BUDGET else 1
+        return 0 if worst <= BUDGET else 1
 
 
 def main(argv: list[str] | None = None) -> int:
