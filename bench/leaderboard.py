@@ -1,4 +1,4 @@
-"""The leaderboard over 1,000 IPs × 30 days from a cold cache (README "Market measures"): each precomputed window's
+"""The leaderboard over 1,000 IPs × 30 days from a cold cache (docs/concepts/measures.md): each precomputed window's
 (24 h, 168 h, 720 h) ranking read from its rows of one row per IP, then the whole board, against the floor of the
 window's rows fetched raw by the same queries' plain equivalents (no aggregation or statistics in Python); the
 720 h board computed from the events (as a window not precomputed is); rebuilding every IP's rows; and the refresh
