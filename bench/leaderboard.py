@@ -42,6 +42,9 @@ H = 3600.0
 T_END = 1_800_000_000.0 - (1_800_000_000.0 % H)
 #: Seconds the cold leaderboard may take at the default size.
 BUDGET = 30.0
+#: Rounds of the cold boards and their floors (the best of each: a cold board takes milliseconds, and one
+#: disturbed round on a shared machine moved its ratio by half).
+ROUNDS = 3
 
 
 def fill_or_reuse(settings: Settings, keep: Path | str | None, n_ips: int, days: int) -> str:
@@ -114,15 +117,16 @@ def run(n_ips: int = 1000, days: int = 30, keep: Path | str | None = None) -> in
             start = time.perf_counter()
             window_rows.update([h], now)
             full[h] = time.perf_counter() - start
-        cold, floors = {}, {}
-        for h in windows:  # the cold board of each precomputed window, its floor measured right after it
-            r.flushdb()
-            start = time.perf_counter()
-            rows = side.leaderboard("heat", h)
-            cold[h] = time.perf_counter() - start
-            start = time.perf_counter()
-            floor_once(h)
-            floors[h] = time.perf_counter() - start
+        cold, floors = dict.fromkeys(windows, float("inf")), dict.fromkeys(windows, float("inf"))
+        for _ in range(ROUNDS):  # each window's cold board and its floor in turns, the best of each
+            for h in windows:
+                r.flushdb()
+                start = time.perf_counter()
+                rows = side.leaderboard("heat", h)
+                cold[h] = min(cold[h], time.perf_counter() - start)
+                start = time.perf_counter()
+                floor_once(h)
+                floors[h] = min(floors[h], time.perf_counter() - start)
         start = time.perf_counter()
         side.leaderboard("heat", hours)
         warm = time.perf_counter() - start
