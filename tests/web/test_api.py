@@ -239,9 +239,10 @@ def test_segments_of_an_ip(dashboard, settings):
     assert flows == {"other": ("その他", 1, 4), "acrylic_stand": ("アクリルスタンド", 3, 0),
                      "can_badge": ("缶バッジ", 1, 0)}
     assert [s["key"] for s in body["segments"]] == ["other", "acrylic_stand", "can_badge"]
-    assert all(s["measures"]["median_price"] == {"value": None, "n": s["measures"]["outflow"]["value"],
-                                                 "interval": None}
-               for s in body["segments"])  # under 5 prices: insufficient, with its count (and no interval)
+    for s in body["segments"]:  # under 5 prices: insufficient, with its count, why, and no interval
+        n = int(s["measures"]["outflow"]["value"])
+        assert s["measures"]["median_price"] == {"value": None, "n": n, "interval": None, "why": (
+            f"needs 5 sold prices in the window, {f'has {n}' if n else 'has none'}")}
     export = call(f"{dashboard.url}/api/v1/ips/{ip}/segments?hours=24&by=goods&format=csv")
     assert export.headers["content-type"].startswith("text/csv") and "attachment" in \
         export.headers["content-disposition"]
