@@ -272,7 +272,10 @@ def test_redis_restart_keeps_schedule_messages_and_states_and_the_worker_reconne
     assert worker_tree(worker) == tree_before
     log = worker.log.read_text(errors="replace")
     assert "exited unexpectedly" not in log, log[-3000:]
-    assert "connection error" in log.lower(), "the worker never lost its connection: the test proved nothing"
+    # That the worker's connections were lost is not read from its log: whether a poll or a heartbeat fell inside
+    # the 5 s outage (and logged "connection error") depends on timing, and a fresh-clone CI run had none. It is
+    # proven above: the server process was replaced (a new pid), so the results applied after the restart went
+    # through connections the worker opened again by itself.
     # nothing went to the dead letters, nothing is left behind
     assert all(b.zcard(f"{NS}:{q}.XQ") == 0 for q in (PIPELINE, CRAWL))
     assert b.hlen(f"{NS}:{PIPELINE}.DQ.msgs") == 0 and b.hlen(f"{NS}:{PIPELINE}.msgs") == 0
