@@ -447,31 +447,28 @@ def segment_measures(ip_id: int, kind: str, hours: int, now: float) -> dict[str,
     IP's tracked hours as ``n``. The window must lie within the detail horizon (``lib.market.retention.
     check_segment_window``): the daily summaries of pruned listings are not kept by segment."""
     w = Window(hours, now)
-    data: dict[str, _IpData] = defaultdict(_IpData)
-    _load_listings(_SegmentListings(ip_id, kind), w, data)
-    end = w.start + hours * 3600.0
+    end = naive_utc(w.start + hours * 3600.0)
     tracked = (IpStatsHourly.select().where((IpStatsHourly.ip_id == ip_id) & (IpStatsHourly.hour_bucket >= w.since)
-                                            & (IpStatsHourly.hour_bucket < naive_utc(end))).count())
-    measures = {}
-    for key, d in data.items():
-        d.flows["window"] = _Flows(sum(1 for at, _, _ in d.created if at < end),
-                                   sum(1 for at, _, _ in d.sales if at < end), tracked)
-        m = _ip_measures(d, w)
-        measures[key] = {name: m[name] for name in SEGMENT_MEASURES}
-    return measures
+                                            & (IpStatsHourly.hour_bucket < end)).count())
+    return _segments(_SegmentListings(ip_id, kind), w, tracked)
 
 
 def kind_measures(kind: str, hours: int, now: float) -> dict[str, dict[str, Any]]:
     """``segment_measures`` across every IP: each segment of ``kind`` over all franchises' listings
     (docs/concepts/measures.md "Segments": "what sells across franchises"). Flows carry the window's hours as ``n``."""
-    w = Window(hours, now)
+    return _segments(_KindListings(kind), Window(hours, now), hours)
+
+
+def _segments(listings: _SegmentListings, w: Window, tracked: int) -> dict[str, dict[str, Any]]:
+    """Each segment's measures: its listings' events of the window, its flows counted from them (``tracked``
+    hours as their ``n``)."""
     data: dict[str, _IpData] = defaultdict(_IpData)
-    _load_listings(_KindListings(kind), w, data)
-    end = w.start + hours * 3600.0
+    _load_listings(listings, w, data)
+    end = w.start + w.hours * 3600.0
     measures = {}
     for key, d in data.items():
         d.flows["window"] = _Flows(sum(1 for at, _, _ in d.created if at < end),
-                                   sum(1 for at, _, _ in d.sales if at < end), hours)
+                                   sum(1 for at, _, _ in d.sales if at < end), tracked)
         m = _ip_measures(d, w)
         measures[key] = {name: m[name] for name in SEGMENT_MEASURES}
     return measures
