@@ -54,9 +54,14 @@ def roll_up_days() -> None:
                               on_lock_busy="skip", max_retries=0, time_limit=1_800_000)
 def refresh_leaderboards() -> None:
     """Recompute the precomputed windows' rows that results or the hour changed (``lib.market.window_rows``),
-    then the common windows' leaderboards that are missing or past half their CACHE_TTL (read from those rows)."""
+    then the common windows' leaderboards that are missing or past half their CACHE_TTL (read from those rows),
+    then their segments boards (the What sells page) likewise, within RETENTION_DETAIL."""
     side = ReadSide(get_settings(), state_redis(), get_clock())
     side.update_rows()
     done = side.refresh_common()
     if done:
         logger.info("refresh_leaderboards: recomputed the %s h windows", ", ".join(map(str, done)))
+    boards = side.refresh_segment_boards()
+    if boards:
+        logger.info("refresh_leaderboards: recomputed the segments boards %s",
+                    ", ".join(f"{by} {hours} h" for by, hours in boards))

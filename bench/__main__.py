@@ -1,7 +1,7 @@
 """``python -m bench [NAME ...] [OPTIONS]``: every benchmark (or the named ones), each as ratios against a floor
 measured in the same run. Options go to a single named benchmark: ``python -m bench load --ips 100,1000``,
 ``python -m bench dashboard --db /tmp/market.sqlite3`` (also ``leaderboard`` and ``days``: keep the filled
-database and reuse it next time; ``--ips 10000``: the market's size)."""
+database and reuse it next time; ``--ips 10000``: the market's size; ``--days N``: its windows' days)."""
 
 import sys
 
@@ -18,18 +18,21 @@ from . import (
     process_result,
     schedule_tick,
     segments,
+    segments_board,
     storage,
 )
 
 BENCHMARKS = {"encoding": encoding.main, "schedule_tick": schedule_tick.main, "process_result": process_result.main,
               "pool": pool.main, "collect": collect.main, "crawl": crawl.main, "leaderboard": leaderboard.main,
               "dashboard": dashboard.main, "days": days.main, "load": load.main,
-              "storage": storage.main, "long_windows": long_windows.main, "segments": segments.main}
+              "storage": storage.main, "long_windows": long_windows.main, "segments": segments.main,
+              "segments_board": segments_board.main}
 
 #: Benchmarks that take options (``load``, ``storage``: their scales; ``leaderboard``, ``dashboard``, ``days``,
-#: ``long_windows``: ``--db PATH``, ``--ips N``).
+#: ``long_windows``, ``segments_board``: ``--db PATH``, ``--ips N``; the first three ``--days N`` too).
 WITH_OPTIONS = {"load": load.main, "storage": storage.main, "leaderboard": leaderboard.main,
-                "dashboard": dashboard.main, "days": days.main, "long_windows": long_windows.main}
+                "dashboard": dashboard.main, "days": days.main, "long_windows": long_windows.main,
+                "segments_board": segments_board.main}
 
 
 def main(argv: list[str]) -> int:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
+from lib.core.redis_urls import with_redis_db
 from lib.core.settings import load_settings, use_settings
 
 
@@ -34,16 +35,18 @@ def report(name: str, value: float, floor: float, unit: str = "s") -> None:
 
 @contextmanager
 def bench_settings(tmp: Path, database: Path | str | None = None):
-    """Settings on BENCH_REDIS_URL (default local Redis, databases 12/13), or the embedded Redis; the database
-    ``database`` (a SQLite file, kept, or a ``mysql://`` URL), else a SQLite file in ``tmp``."""
+    """Settings on BENCH_REDIS_URL (default local Redis) with the databases BENCH_REDIS_DBS names (state, broker:
+    default 12,13; a test run gives its own), or the embedded Redis; the database ``database`` (a SQLite file, kept,
+    or a ``mysql://`` URL), else a SQLite file in ``tmp``."""
     base = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379")
+    state_db, broker_db = (int(n) for n in os.environ.get("BENCH_REDIS_DBS", "12,13").split(","))
     url = database if isinstance(database, str) else f"sqlite:///{database or tmp / 'bench.sqlite3'}"
     env = {"DATA_DIR": str(tmp), "LOG_LEVEL": "WARNING", "DATABASE_URL": url}
     import redis
 
     try:
         redis.Redis.from_url(base, socket_connect_timeout=1).ping()
-        env.update(REDIS_URL=f"{base}/12", BROKER_URL=f"{base}/13")
+        env.update(REDIS_URL=with_redis_db(base, state_db), BROKER_URL=with_redis_db(base, broker_db))
     except redis.ConnectionError:
         pass  # embedded Redis under tmp
     settings = load_settings(env)
@@ -57,20 +60,23 @@ def bench_settings(tmp: Path, database: Path | str | None = None):
         use_settings(None)
 
 
-def market_options(argv: list[str], usage: str, ips: int) -> tuple[Path | str | None, int]:
+def market_options(argv: list[str], usage: str, ips: int, days: int = 0) -> tuple[Path | str | None, int, int]:
     """``--db PATH`` (a SQLite file kept and reused) or ``--db mysql://…`` (a MySQL/MariaDB database, filled
-    and kept likewise), and ``--ips N``: the benchmark market's IPs (``ips`` by default)."""
+    and kept likewise), ``--ips N``: the benchmark market's IPs (``ips`` by default), and, for a benchmark that
+    gives ``days`` (0: it takes no ``--days``), ``--days N``: the days of market its windows cover (``days`` by
+    default; fewer make a quick check)."""
     keep: Path | str | None = None
+    counts = {"--ips": ips} | ({"--days": days} if days > 0 else {})
     rest = list(argv)
     while rest:
         if len(rest) >= 2 and rest[0] == "--db":
             keep = rest[1] if rest[1].startswith("mysql://") else Path(rest[1]).resolve()
-        elif len(rest) >= 2 and rest[0] == "--ips" and rest[1].isdigit() and int(rest[1]) > 0:
-            ips = int(rest[1])
+        elif len(rest) >= 2 and rest[0] in counts and rest[1].isdigit() and int(rest[1]) > 0:
+            counts[rest[0]] = int(rest[1])
         else:
-            raise SystemExit(f"usage: {usage} [--db PATH | --db mysql://…] [--ips N]")
+            raise SystemExit(f"usage: {usage} [--db PATH | --db mysql://…] " + " ".join(f"[{k} N]" for k in counts))
         rest = rest[2:]
-    return keep, ips
+    return keep, counts["--ips"], counts.get("--days", 0)
 
 
 #: The table a filled MySQL/MariaDB benchmark database names its data set in.

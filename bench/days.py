@@ -1,7 +1,13 @@
-"""The IP page's per-day series over 90 days, with 1,000 IPs × 90 days of market (the leaderboard benchmark's
-market, ``bench.replicate``): read from the daily rows (``ReadSide.ip_days``) against computed from the hourly
-rows (what the series costs without daily rows), each against the floor of the IP's daily rows read with raw SQL
-in the same run. Also a rollup pass after every day of the sampled IPs changed (the fill rolled up the rest)."""
+"""The IP page's per-day series over 90 days (``--days``), with ``--ips`` IPs (1,000 by default; ``--ips 10000`` is
+issue 26's scale) × 90 days of market (the leaderboard benchmark's market, ``bench.replicate``): read from the daily
+rows (``ReadSide.ip_days``) against computed from the hourly rows (what the series costs without daily rows), each
+against the floor of the IP's daily rows read with raw SQL in the same run. Also a rollup pass after every day of
+the sampled IPs changed (the fill rolled up the rest).
+
+What grows with what: the series and its floor grow with the sampled IPs (50) × the days asked, through the
+``(ip_id, day)`` index: not with the other IPs; computed from the hourly rows, with those IPs' hours and sale
+events in the range. The rollup pass grows with the days marked changed (the IPs whose data changed × the days
+their results touched) × each day's hours and sales, not with the IPs at rest."""
 
 from __future__ import annotations
 
@@ -19,7 +25,6 @@ from models import IpDayPending, IpMetadata, IpStatsDaily, IpStatsHourly
 from .common import best_of, load_average, market_options, report
 from .leaderboard import T_END, benchmark_market
 
-DAYS = 90
 SAMPLE = 50  # IPs read per measurement
 
 
@@ -42,8 +47,8 @@ def mark_all_days(ip_ids: list[int]) -> int:
 
 
 def run(ips: int = 1000, days: int = 90, keep: Path | str | None = None) -> None:
-    print(f"days: the {DAYS}-day per-day series of {SAMPLE} IPs, {ips:,} IPs × {days} days of market (floor: their "
-          f"daily rows by raw SQL); load average {load_average()}")
+    print(f"days: the {days}-day per-day series of {min(SAMPLE, ips)} IPs, {ips:,} IPs × {days} days of market "
+          f"(floor: their daily rows by raw SQL); load average {load_average()}")
     with benchmark_market(keep, ips, days) as (settings, _):
         now = T_END - 1
         sample = [i.id for i in IpMetadata.select(IpMetadata.id).order_by(IpMetadata.id).limit(SAMPLE)]
@@ -56,25 +61,25 @@ def run(ips: int = 1000, days: int = 90, keep: Path | str | None = None) -> None
               f"{IpStatsDaily.select().count():,} daily rows in all)")
         side = ReadSide(settings, None, FrozenClock(now))
         last = day_of(naive_utc(now))
-        first = last - timedelta(days=DAYS - 1)
+        first = last - timedelta(days=days - 1)
         floor = best_of(lambda: raw_days(sample, f"{first:%Y-%m-%d %H:%M:%S}"), 5)
 
         def from_daily() -> None:
             for ip_id in sample:
-                side.ip_days(ip_id, DAYS)
+                side.ip_days(ip_id, days)
 
         def from_hourly() -> None:
             for ip_id in sample:
                 compute_days(ip_id, first, last)
 
-        assert all(len(side.ip_days(i, DAYS)["series"]) == len(compute_days(i, first, last)) for i in sample[:3])
-        report(f"{DAYS}-day series of {SAMPLE} IPs, from daily rows", best_of(from_daily, 5), floor)
-        report(f"{DAYS}-day series of {SAMPLE} IPs, from hourly rows", best_of(from_hourly, 3), floor)
+        assert all(len(side.ip_days(i, days)["series"]) == len(compute_days(i, first, last)) for i in sample[:3])
+        report(f"{days}-day series of {len(sample)} IPs, from daily rows", best_of(from_daily, 5), floor)
+        report(f"{days}-day series of {len(sample)} IPs, from hourly rows", best_of(from_hourly, 3), floor)
         print(f"  load average at the end: {load_average()}")
         database.close()
 
 
 def main(argv: list[str] | None = None) -> int:
-    keep, ips = market_options(argv or [], "python -m bench days", 1000)
-    run(ips=ips, keep=keep)
+    keep, ips, days = market_options(argv or [], "python -m bench days", 1000, 90)
+    run(ips=ips, days=days, keep=keep)
     return 0

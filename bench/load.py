@@ -24,7 +24,15 @@ Reported per scale:
 * cost per IP: Redis bytes per IP (``INFO memory``'s ``used_memory`` delta, and the state keys' own
   ``MEMORY USAGE`` summed by kind, item states apart), database bytes per IP (each table's pages: SQLite's
   ``dbstat``, MySQL/MariaDB's ``information_schema.TABLES`` after ``ANALYZE TABLE``) with rows per crawl and
-  bytes per row of each table, and pipeline latency; each as a ratio to the first scale (flat is the goal).
+  bytes per row of each table, and pipeline latency; each as a ratio to the first scale (flat is the goal);
+* with ``--cycles`` 2 or more, database bytes (and rows) per crawl per table in steady state: what the crawls
+  applied after every IP had its first added, divided by their count, the first crawls (every listing new)
+  reported apart.
+
+What grows with what: crawls, CPU, Redis bytes and database bytes grow with the IPs × their crawls (the cost *per
+IP* is what should stay flat); within a crawl, the crawler's work and the item states grow with the pages read,
+and the database bytes of a steady-state crawl with what changed in the IP's market since its previous crawl (new
+listings, sales, price cuts: the facts are stored as changes), not with the listings seen.
 
 ``--production`` runs the same on the services that ``BROKER_URL``, ``REDIS_URL`` and ``DATABASE_URL`` name
 (RabbitMQ, a Redis server, MySQL/MariaDB: the production profile) instead of the embedded Redis and SQLite.
@@ -476,7 +484,7 @@ class Run:
         loaded = time.monotonic()
         deadline = loaded + self.args.timeout_per_ip * self.ips * self.cycles + 60
         last = None
-        first: tuple[dict[str, tuple[int, int]], int] | None = None  # sizes and results once every IP had a crawl
+        first: dict[str, tuple[int, int]] | None = None  # the tables once every IP had a crawl
         try:
             while True:
                 t0 = time.monotonic()
@@ -487,7 +495,7 @@ class Run:
                 done = self.done_ips()
                 if first is None and self.cycles > 1 and self.done_ips(1) >= self.ips:
                     # every first crawl (each IP's listings all new) is in: what comes after is the steady state
-                    first = (table_sizes(), self.applied())
+                    first = table_sizes()
                 last = Sample(t0 - loaded, queues, now, done)
                 out.samples.append(last)
                 if done >= self.ips:
@@ -519,8 +527,10 @@ class Run:
             end = table_sizes()
             out.tables = minus(end, tables_before)
             if first is not None:
-                out.first_tables, out.first_results = minus(first[0], tables_before), first[1]
-                out.steady_tables, out.steady_results = minus(end, first[0]), self.applied() - first[1]
+                # results counted by the ledger's rows read with the sizes (a result is one ledger row)
+                out.first_tables, out.steady_tables = minus(first, tables_before), minus(end, first)
+                out.first_results = out.first_tables.get("applied_results", (0, 0))[0]
+                out.steady_results = out.steady_tables.get("applied_results", (0, 0))[0]
         return out
 
     def stop_crawling(self, client) -> None:
@@ -629,8 +639,11 @@ class Run:
         out.window = (end - start) / speed
         out.results = len(inside)
         real = lambda t: self.anchor + (t - self.anchor) / speed  # noqa: E731  clock time → Unix time
-        # log times have millisecond resolution
-        out.crawls = sum(1 for _, t in crawls.values() if real(start) - 0.001 <= t <= real(end) + 0.001)
+        # log times have millisecond resolution; a crawl whose result was applied in the window counts whatever its
+        # line's time: the crawler logs it after sending the result, and the worker may apply it before that
+        applied = {task for task, _, _ in inside}
+        out.crawls = sum(1 for task, (_, t) in crawls.items()
+                         if task in applied or real(start) - 0.001 <= t <= real(end) + 0.001)
         for task, crawled, applied in inside:
             total = (applied - crawled) / speed
             out.end_to_end.append(total)
@@ -899,24 +912,28 @@ def _table_total(tables: dict[str, tuple[int, int]], name: str) -> tuple[int, in
 
 
 def print_steady_state(outs: list[Outcome]) -> None:
-    """Database bytes per crawl, the first crawls apart (each IP's listings all new) from the steady state (the
-    crawls applied once every IP had its first: what a crawl costs from then on). Needs ``--cycles`` 2 or more."""
+    """Database bytes per crawl, per table: the first crawls (each IP's listings all new) apart from the steady
+    state, i.e. the bytes the crawls applied once every IP had its first added, divided by their count (what a
+    crawl costs from then on: with the facts stored as changes, it grows with what changed in the market since the
+    IP's previous crawl, not with the listings seen). Needs ``--cycles`` 2 or more."""
     measured = [o for o in outs if o.steady_results > 0]
     if not measured:
         print("\n  database bytes per crawl in steady state: needs --cycles 2 or more")
         return
     print("\n  database bytes per crawl, per table: first crawls (every IP's first, with the crawls applied by then) "
-          "/ steady state (the crawls after): KB per crawl, rows per crawl")
-    names = sorted({t for o in measured for t, v in o.steady_tables.items() if v[0] or v[1]},
-                   key=lambda t: -max(o.steady_tables.get(t, (0, 0))[1] for o in measured))
-    print(f"  {'table':22} " + " ".join(f"{f'{o.ips} IPs: first / steady KB, rows':>40}" for o in measured))
+          "/ steady state (the crawls after): KB and rows per crawl")
+    names = sorted({t for o in measured for tables in (o.first_tables, o.steady_tables)
+                    for t, v in tables.items() if v[0] or v[1]},
+                   key=lambda t: (-max(o.steady_tables.get(t, (0, 0))[1] for o in measured),
+                                  -max(o.first_tables.get(t, (0, 0))[1] for o in measured), t))
+    print(f"  {'table':22} " + " ".join(f"{f'{o.ips} IPs: first KB, rows / steady KB, rows':>46}" for o in measured))
     for name in [*names, "all tables"]:
         cells = []
         for o in measured:
-            (_, fb), (sr, sb) = _table_total(o.first_tables, name), _table_total(o.steady_tables, name)
-            text = f"{fb / 1024 / max(o.first_results, 1):.1f} / {sb / 1024 / o.steady_results:.1f}, " \
-                   f"{sr / o.steady_results:.1f}"
-            cells.append(f"{text:>40}")
+            (fr, fb), (sr, sb) = _table_total(o.first_tables, name), _table_total(o.steady_tables, name)
+            first, steady = max(o.first_results, 1), o.steady_results
+            text = f"{fb / 1024 / first:.1f}, {fr / first:.1f} / {sb / 1024 / steady:.1f}, {sr / steady:.1f}"
+            cells.append(f"{text:>46}")
         print(f"  {name:22} " + " ".join(cells))
     for o in measured:
         print(f"  {o.ips} IPs: {o.first_results} results by the last first crawl, {o.steady_results} after")

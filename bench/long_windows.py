@@ -18,15 +18,16 @@ from lib.core.settings import get_settings
 from lib.market.daily import summarize_pruned
 from lib.market.retention import detail_horizon
 from lib.market.statistics import tuples
-from lib.market.windows import window_measures
-from models import IpStatsDaily, ItemSnapshot, ListingEvent
+from lib.market.windows import kind_measures, window_measures
+from lib.segments.stored import GOODS
+from models import IpStatsDaily, ItemSnapshot, ListingEvent, SegmentStatsDaily
 
 from .common import best_of, load_average, market_options, report
 from .leaderboard import T_END, benchmark_market, floor_once
 from .load import table_sizes
 
 DAYS = 90
-TABLES = ("listing_events", "item_snapshots", "ip_stats_daily")
+TABLES = ("listing_events", "item_snapshots", "ip_stats_daily", "segment_stats_daily")
 
 
 def fold_before(limit: float) -> tuple[int, int]:
@@ -66,19 +67,19 @@ def run(ips: int = 200, keep=None) -> int:
         kept = get_settings().retention_detail / 86400
         print(f"  detail horizon {naive_utc(limit):%Y-%m-%d} (RETENTION_DETAIL {kept:g} d)")
         print(f"  per IP before: {sizes(ips)}")
-        detail = best_of(lambda: window_measures(None, hours, now), 3)
+        detail = best_of(lambda: window_measures(None, hours, now, detail_from=limit), 3)
         floor = best_of(lambda: floor_once(hours), 3)
         report(f"{hours} h window, every IP, from the per-listing facts (s)", detail, floor)
-        before = window_measures(None, hours, now)
+        before = window_measures(None, hours, now, detail_from=limit)
         started = time.perf_counter()
         listings, days = fold_before(limit)
         print(f"  folded {listings:,} listings into {days:,} daily rows in {time.perf_counter() - started:.1f} s")
         print(f"  per IP after:  {sizes(ips)}")
-        summarized = best_of(lambda: window_measures(None, hours, now), 3)
+        summarized = best_of(lambda: window_measures(None, hours, now, detail_from=limit), 3)
         floor_after = best_of(lambda: floor_once(hours), 3)
         report(f"{hours} h window, every IP, from the daily summaries (s)", summarized, floor_after)
         report("  the same, against the per-listing window", summarized, detail)
-        after = window_measures(None, hours, now)
+        after = window_measures(None, hours, now, detail_from=limit)
         worst = max((abs(after[i]["median_price"]["value"] - m["median_price"]["value"]) / m["median_price"]["value"]
                      for i, m in before.items() if m["median_price"]["value"]), default=0.0)
         same = sum(after[i]["sell_through"] == m["sell_through"] and after[i]["heat"] == m["heat"]
@@ -86,11 +87,17 @@ def run(ips: int = 200, keep=None) -> int:
         print(f"  sell-through and heat equal for {same}/{len(before)} IPs; median price off by at most "
               f"{worst:.3%} (bound 0.5 %)")
         rows = IpStatsDaily.select().where(IpStatsDaily.pruned_created > 0).count()
-        print(f"  {rows:,} daily rows carry summaries")
+        segment_rows = SegmentStatsDaily.select().count()
+        print(f"  {rows:,} daily rows carry summaries; {segment_rows:,} segments' daily rows "
+              f"({segment_rows / max(rows, 1):.1f} per IP's day)")
+        started = time.perf_counter()
+        board = kind_measures(GOODS, 30 * 24, now, detail_from=limit)
+        print(f"  the 30-day board of goods types across every IP, past the detail horizon from the segments' "
+              f"summaries: {len(board)} types in {time.perf_counter() - started:.1f} s")
         database.close()
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    keep, ips = market_options(argv or [], "python -m bench long_windows", 200)
+    keep, ips, _ = market_options(argv or [], "python -m bench long_windows", 200)
     return run(ips, keep)

@@ -1,10 +1,12 @@
 """A 1,000-item crawl result end to end (state machine + database writes), against the floor measured in the
 same run: the same Redis commands pipelined raw plus, in one transaction, one bulk upsert of the same snapshot rows
-and one bulk insert of the same sighting rows (the facts every result stores, docs/concepts/measures.md). For
-contrast, a naive version with one round trip per item.
+and one bulk insert of the same sighting rows (the facts every result stores, docs/concepts/measures.md), each one
+prepared statement the driver runs for every row (``insert_rows``, the cheapest bulk write we have, which the
+result path uses too). For contrast, a naive version with one round trip per item.
 
 Each round a tenth of the listings sell and a tenth are new, and every price moves: the events of the 200 that
-change are derived again, the 800 that only extend their spell are not."""
+change are derived again, the 800 that only extend their spell are not. A listing keeps its title, so only the new
+ones' titles are segmented."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from pathlib import Path
 
 from lib.core import keys
 from lib.core.clock import FrozenClock
-from lib.core.db import bind_database, database, on_conflict_update
+from lib.core.db import bind_database, database, insert_rows, on_conflict_update
 from lib.core.redis_client import state_redis
 from lib.core.schema import create_tables
 from lib.market.processing import CrawlResult, ResultProcessor
@@ -30,8 +32,8 @@ PRESERVE = [ItemSnapshot.price, ItemSnapshot.status, ItemSnapshot.last_seen]
 
 
 def items(n: int, round_: int) -> list[dict]:
-    # each round: a tenth of the listings sell, a tenth are new
-    return [{"source_id": f"m{i + round_ * n // 10}", "title": f"呪術廻戦 {i}", "price": 1000 + i,
+    # each round: a tenth of the listings sell, a tenth are new, every price moves; a listing keeps its title
+    return [{"source_id": f"m{i + round_ * n // 10}", "title": f"呪術廻戦 {i + round_ * n // 10}", "price": 1000 + i,
              "status": "sold" if i < n // 10 else "on_sale", "image_url": "", "item_url": ""} for i in range(n)]
 
 
@@ -50,12 +52,9 @@ def floor_once(r, ip_id: int, rows: list[dict], at: float) -> None:
                       "status": x["status"], "first_seen": at, "last_seen": at} for x in rows]
     sighting_rows = [{"ip_id": ip_id, "source_id": x["source_id"], "crawled_at": at, "status": x["status"],
                       "price": x["price"], "created": None, "updated": None} for x in rows]
-    with database.atomic():
-        for start in range(0, len(snapshot_rows), 200):
-            on_conflict_update(ItemSnapshot.insert_many(snapshot_rows[start:start + 200]), UNIQUE,
-                               preserve=PRESERVE).execute()
-        for start in range(0, len(sighting_rows), 500):
-            ListingSighting.insert_many(sighting_rows[start:start + 500]).on_conflict_ignore().execute()
+    with database.atomic():  # the cheapest bulk writes there are: one prepared statement, executemany
+        insert_rows(ItemSnapshot, snapshot_rows, conflict="update", target=UNIQUE, preserve=PRESERVE)
+        insert_rows(ListingSighting, sighting_rows, conflict="ignore")
 
 
 def naive_once(r, ip_id: int, rows: list[dict], at: float) -> None:

@@ -9,7 +9,7 @@ from .ip import IpMetadata
 from .market import AlertDelivery, AppliedResult, IpAlert, IpStatsHourly, ItemSnapshot, ListingEvent, ListingSighting
 from .pool import Content, Title
 from .retention import IpDayPending, IpStatsDaily, StorageMark
-from .segment import ListingSegment
+from .segment import ListingSegment, SegmentStatsDaily
 from .window import IpWindowMeasures, IpWindowPending
 
 #: Every table ``animetop db init`` creates, in dependency order.
@@ -17,9 +17,11 @@ ALL_MODELS: list[type[BaseModel]] = [
     IpMetadata, JobExecutionState, ItemSnapshot, IpStatsHourly, IpAlert, AppliedResult, Title, Content,
     CollectionTask, CollectedRow, AlertDelivery, CrawlSearchTotal, ListingSighting, ListingEvent,
     IpStatsDaily, IpDayPending, StorageMark, IpWindowMeasures, IpWindowPending, IpCharacter, ListingSegment,
+    SegmentStatsDaily,
 ]
 
 __all__ = ["ALL_MODELS", "AlertDelivery", "AppliedResult", "BaseModel", "CollectedRow", "CollectionTask", "Content",
            "CrawlSearchTotal", "IpAlert", "IpCharacter", "IpDayPending", "IpMetadata", "IpStatsDaily", "IpStatsHourly",
            "IpWindowMeasures", "IpWindowPending", "ItemSnapshot",
-           "JobExecutionState", "ListingEvent", "ListingSegment", "ListingSighting", "StorageMark", "Title"]
+           "JobExecutionState", "ListingEvent", "ListingSegment", "ListingSighting", "SegmentStatsDaily", "StorageMark",
+           "Title"]

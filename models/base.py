@@ -1,5 +1,6 @@
 import peewee
 
+from lib.core import listing_ids
 from lib.core.db import database, is_mysql
 
 #: MySQL/MariaDB binary collations, best first. The NO PAD ones also tell "a" from "a " (MariaDB ≥ 10.2,
@@ -44,3 +45,97 @@ class BaseModel(peewee.Model):
     class Meta:
         database = database
         legacy_table_names = False
+
+
+class NaturalKeyMetadata(peewee.Metadata):
+    """Metadata of a table keyed by its natural key (``Meta.primary_key`` a ``CompositeKey``) with no row id: on
+    SQLite a ``WITHOUT ROWID`` table, on MySQL/MariaDB an InnoDB table clustered by that key. Either way the key's
+    columns are stored once, in the table itself, instead of again in a unique index beside a row id
+    (docs/concepts/market-data.md). Peewee writes ``WITHOUT ROWID`` for every database: only SQLite's gets it."""
+
+    @property
+    def without_rowid(self) -> bool:
+        return self._without_rowid and not is_mysql()
+
+    @without_rowid.setter
+    def without_rowid(self, value: bool) -> None:
+        self._without_rowid = value
+
+
+class CodeField(peewee.Field):
+    """One of a few fixed names (``names``), stored as its position in them: a small number instead of the text
+    in the row and in every index holding the column (SQLite stores 0 and 1 in no bytes at all). Reads and
+    comparisons through the model see the names; a query comparing anything but the field itself (an expression
+    around it) compares with ``db_value(name)``."""
+
+    field_type = "TINYINT"
+
+    def __init__(self, names: tuple[str, ...], *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.names = names
+        self.codes = {name: code for code, name in enumerate(names)}
+
+    def db_value(self, value):
+        if value is None or isinstance(value, int):
+            return value
+        try:
+            return self.codes[value]
+        except KeyError:
+            raise ValueError(f"{self.name} must be one of {self.names}, got {value!r:.40}") from None
+
+    def python_value(self, value):
+        return None if value is None else self.names[int(value)]
+
+    def from_previous(self, column: peewee.Node) -> peewee.Node:
+        """The column of a table written before it was coded (its names as text) as codes: ``animetop db init``
+        copies such a table into the new layout through this."""
+        return peewee.Case(column, [(name, code) for code, name in enumerate(self.names)], column)
+
+
+class ListingIdField(peewee.Field):
+    """A listing's id (``source_id``) stored as ``lib.core.listing_ids`` encodes it: 5 bytes for a Mercari item's
+    ``m`` and 11 digits, a zero byte and the text for any other id, exact for every string. Reads and comparisons
+    through the model see the id's text; a comparison the model cannot convert (a ``peewee.Tuple`` of columns, an
+    expression around the column) compares with ``db_value(source_id)``. The bytes compare exactly on every
+    database (SQLite's BLOB, MySQL/MariaDB's VARBINARY), like ``ExactCharField``'s binary collation."""
+
+    field_type = "BLOB"
+
+    def ddl_datatype(self, ctx):
+        # MySQL/MariaDB index a BLOB only by a prefix: a key column is a VARBINARY of the longest value
+        return peewee.SQL("VARBINARY(257)" if is_mysql() else "BLOB")  # listing_ids.MAX_BYTES
+
+    def db_value(self, value):
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise ValueError(f"{self.name} must be a listing id (a string), got {type(value).__name__}")
+        return listing_ids.encode(value)
+
+    def python_value(self, value):
+        return None if value is None else listing_ids.decode(value)
+
+    def startswith(self, prefix: str) -> peewee.Expression:
+        """The ids that start with ``prefix`` (which must not be the start of a Mercari item's id, ``m`` and
+        digits, whose bytes are its number: no range of bytes holds them), as a range of the stored bytes."""
+        if not isinstance(prefix, str) or listing_ids.could_be_item(prefix):
+            raise ValueError(f"{self.name}.startswith takes a prefix that no Mercari item id starts with, "
+                             f"got {prefix!r:.40}")
+        low = listing_ids.text_prefix(prefix)
+        return (self >= peewee.Value(low, converter=False)) & (self < peewee.Value(low + b"\xff", converter=False))
+
+    def from_previous(self, column: peewee.Node) -> peewee.Node:
+        """The column of a table written before the ids were encoded (their text) as stored now: ``animetop db
+        init`` copies such a table into the new layout through this (SQLite: a function of the connection)."""
+        if is_mysql():  # m<digits>: the number's hexadecimal digits, padded to whole bytes; else a 0 byte, the text
+            number = peewee.Cast(peewee.fn.SUBSTRING(column, 2), "UNSIGNED")
+            digits = peewee.fn.HEX(number)
+            item = peewee.fn.UNHEX(peewee.fn.LPAD(digits, 2 * peewee.fn.CEIL(peewee.fn.LENGTH(digits) / 2), "0"))
+            return peewee.Case(None, [(peewee.Expression(column, "REGEXP", listing_ids.SQL_ITEM), item)],
+                               peewee.fn.CONCAT(peewee.SQL("X'00'"), peewee.Cast(column, "BINARY")))
+        database.connection().create_function(ENCODE_FUNCTION, 1, listing_ids.encode, deterministic=True)
+        return peewee.fn.animetop_listing_id(column)
+
+
+#: The name of SQLite's function ``ListingIdField.from_previous`` registers.
+ENCODE_FUNCTION = "animetop_listing_id"

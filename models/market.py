@@ -1,6 +1,6 @@
 import peewee
 
-from .base import BaseModel, ExactCharField
+from .base import BaseModel, CodeField, ExactCharField, ListingIdField, NaturalKeyMetadata
 
 
 class ItemSnapshot(BaseModel):
@@ -9,12 +9,14 @@ class ItemSnapshot(BaseModel):
     id = peewee.AutoField()  # peewee's implicit key, declared for the type checker
 
     ip_id = peewee.IntegerField()
-    source_id = ExactCharField(max_length=64)
+    source_id = ListingIdField()
     title = peewee.CharField(max_length=500, default="")
     price = peewee.IntegerField(null=True)  # yen; None for listings without a price
     status = peewee.CharField(max_length=16)  # on_sale | sold
+    # what follows the canonical URL of ``url_forms`` (usually nothing), or the whole URL (lib.market.listing_urls)
     image_url = peewee.CharField(max_length=500, default="")
     item_url = peewee.CharField(max_length=500, default="")
+    url_forms = peewee.SmallIntegerField(null=True)  # None: both URLs stored whole (rows of earlier versions)
     first_seen = peewee.DoubleField()
     last_seen = peewee.DoubleField()
     created = peewee.DoubleField(null=True)
@@ -56,46 +58,46 @@ class ListingSighting(BaseModel):
     status, price, created time and (sold) updated time — from ``crawled_at`` (the run's first crawl) to
     ``last_seen`` (its last). The sightings inside a run are the IP's crawls between the two (the ledger,
     ``applied_results``), so the runs hold every sighting once and nothing twice; a crawl that sees the listing
-    unchanged moves ``last_seen``, any other change starts a run (README "Market measures"). Unique per listing and
-    first crawl time."""
-
-    id = peewee.AutoField()  # peewee's implicit key, declared for the type checker
+    unchanged moves ``last_seen``, any other change starts a run (README "Market measures"). Keyed by listing and
+    first crawl time, with no row id."""
 
     ip_id = peewee.IntegerField()
-    source_id = ExactCharField(max_length=64)
+    source_id = ListingIdField()
     crawled_at = peewee.DoubleField()  # Unix seconds: the run's first crawl
     last_seen = peewee.DoubleField(null=True)  # the run's last crawl (None only before ``db init`` migrated it)
-    status = peewee.CharField(max_length=16)  # on_sale | sold
+    status = CodeField(("on_sale", "sold"))
     price = peewee.IntegerField(null=True)  # yen; None: no real price
     created = peewee.DoubleField(null=True)  # the site's created time, when the API gave one
     updated = peewee.DoubleField(null=True)  # the site's updated time of a sold listing (its sale time)
 
     class Meta:
         table_name = "listing_sightings"
-        indexes = ((("ip_id", "source_id", "crawled_at"), True),)
+        model_metadata_class = NaturalKeyMetadata
+        primary_key = peewee.CompositeKey("ip_id", "source_id", "crawled_at")
+        without_rowid = True
 
 
 class ListingEvent(BaseModel):
     """A counted market event of one listing: ``created`` (inflow) or ``sold`` (outflow), at its event time.
-    Derived from the listing's sightings; unique per listing, kind and occurrence (the n-th sale)."""
-
-    id = peewee.AutoField()  # peewee's implicit key, declared for the type checker
+    Derived from the listing's sightings; keyed by listing, kind and occurrence (the n-th sale), with no row id."""
 
     ip_id = peewee.IntegerField()
-    source_id = ExactCharField(max_length=64)
-    kind = peewee.CharField(max_length=8)  # created | sold
+    source_id = ListingIdField()
+    kind = CodeField(("created", "sold"))
     occurrence = peewee.IntegerField()  # 0 for created; the n-th counted sale of the listing
-    event_at = peewee.DoubleField()  # Unix seconds
-    hour_bucket = peewee.DateTimeField()  # naive UTC hour of event_at
+    event_at = peewee.DoubleField()  # Unix seconds; its hour is implied (lib.market.statistics.hour_spans)
     price = peewee.IntegerField(null=True)  # sold: the real sale price, None when the site showed none
     listed_price = peewee.IntegerField(null=True)  # sold: the first on-sale price seen before this sale
     created_at = peewee.DoubleField(null=True)  # sold: when the listing was created (time to sell)
 
     class Meta:
         table_name = "listing_events"
-        # the third covers the leaderboard's reads (every IP's sales, or listings created, from a time on): by
-        # ``event_at``, not also by ``hour_bucket`` (19 bytes a row on SQLite) that the same range implies
-        indexes = ((("ip_id", "source_id", "kind", "occurrence"), True), (("ip_id", "hour_bucket"), False),
+        model_metadata_class = NaturalKeyMetadata
+        primary_key = peewee.CompositeKey("ip_id", "source_id", "kind", "occurrence")
+        without_rowid = True
+        # the first serves a few IPs' events over a range of hours (hourly rows, window rows, alerts, days); the
+        # second covers the leaderboard's reads (every IP's sales, or listings created, from a time on)
+        indexes = ((("ip_id", "event_at"), False),
                    (("kind", "event_at", "ip_id", "source_id", "price", "listed_price"), False))
         #: indexes of earlier versions that ``animetop db init`` drops (``lib.core.schema``)
         retired_indexes = (("kind", "hour_bucket", "ip_id", "event_at", "source_id", "price", "listed_price"),)

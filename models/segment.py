@@ -1,6 +1,6 @@
 import peewee
 
-from .base import BaseModel, ExactCharField
+from .base import BaseModel, CodeField, ExactCharField, ListingIdField, NaturalKeyMetadata
 
 #: Longest segment key: a goods type's id or a character's name.
 SEGMENT_KEY_MAX_LENGTH = 100
@@ -10,16 +10,44 @@ class ListingSegment(BaseModel):
     """One segment a listing of an IP is in (README "Segments"): a goods type its title sells (``kind`` goods,
     ``key`` the type's id) or a character it names (``kind`` character, ``key`` the name). Derived from the
     listing's stored title (``item_snapshots.title``) by ``lib.segments.stored``; a listing may be in several
-    segments of a kind. Unique per listing, kind and key; the same index serves the join from a listing's
-    events."""
-
-    id = peewee.AutoField()  # peewee's implicit key, declared for the type checker
+    segments of a kind. Keyed by listing, kind and key (no row id: the key is the row); the key serves the join
+    from a listing's events."""
 
     ip_id = peewee.IntegerField()
-    source_id = ExactCharField(max_length=64)
-    kind = peewee.CharField(max_length=16)  # goods | character
+    source_id = ListingIdField()
+    kind = CodeField(("goods", "character"))
     key = ExactCharField(max_length=SEGMENT_KEY_MAX_LENGTH)  # compared exactly: names differ by a kana
 
     class Meta:
         table_name = "listing_segments"
-        indexes = ((("ip_id", "source_id", "kind", "key"), True),)
+        model_metadata_class = NaturalKeyMetadata
+        primary_key = peewee.CompositeKey("ip_id", "source_id", "kind", "key")
+        without_rowid = True
+
+
+class SegmentStatsDaily(BaseModel):
+    """One segment's listings of one IP pruned from one UTC day (docs/operating/storage.md, "Long windows"): the
+    summaries ``ip_stats_daily`` keeps of the IP's pruned listings (its ``pruned_*`` columns, the same meaning),
+    restricted to the segment's listings, and ``pruned_sales``, their sales by sale day (every one, with a price or
+    not: the segment's outflow, which the IP reads from its hourly rows instead). Written by the pruning pass
+    (``lib.market.daily.summarize_pruned_segments``), read by the segments windows reaching past RETENTION_DETAIL."""
+
+    ip_id = peewee.IntegerField()
+    kind = CodeField(("goods", "character"))
+    key = ExactCharField(max_length=SEGMENT_KEY_MAX_LENGTH)
+    day = peewee.DateTimeField()  # naive UTC, midnight
+    pruned_created = peewee.IntegerField(default=0)
+    pruned_sales = peewee.IntegerField(default=0)
+    pruned_sold_by = peewee.TextField(null=True)
+    pruned_sold_times = peewee.TextField(null=True)
+    pruned_censored = peewee.TextField(null=True)
+    pruned_prices = peewee.TextField(null=True)
+    pruned_cut_samples = peewee.IntegerField(default=0)
+    pruned_cuts = peewee.TextField(null=True)
+
+    class Meta:
+        table_name = "segment_stats_daily"
+        model_metadata_class = NaturalKeyMetadata
+        primary_key = peewee.CompositeKey("ip_id", "kind", "key", "day")
+        without_rowid = True
+        indexes = ((("kind", "day"), False),)  # the board across IPs: one kind's days

@@ -287,6 +287,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         callspec = getattr(item, "callspec", None)
         if item.get_closest_marker("slow_on_mysql") and callspec and callspec.params.get("database_url") == "mysql":
             item.add_marker(pytest.mark.slow)
+        if item.get_closest_marker("slow_on_cluster") and path.parent.name == "cluster":
+            item.add_marker(pytest.mark.slow)
 
 
 class ProcessedCounter(dramatiq.Middleware):
@@ -385,8 +387,9 @@ class DemoRun:
         return self.directory / "served.jsonl"
 
 
-#: Five IPs at 240x for 75 s: about five simulated hours, so each IP is crawled several times after its baseline.
-DEMO_ARGS = ("--minutes", "1.25", "--ips", "5", "--speed", "240")
+#: Five IPs at 240x for 75 s: about five simulated hours after two days of history, so each IP is crawled several
+#: times by the process types too; the dashboard on a free port.
+DEMO_ARGS = ("--minutes", "1.25", "--ips", "5", "--speed", "240", "--port", "0")
 
 
 @pytest.fixture(scope="session")

@@ -7,6 +7,13 @@ import time
 from pathlib import Path
 
 
+def stored_id(stored: bytes) -> str:
+    """A listing id read from the database as docs/operating/storage.md says it is stored: an item's ``m`` and
+    digits as the number's big-endian bytes, any other id as a zero byte and its UTF-8."""
+    stored = bytes(stored)
+    return stored[1:].decode() if stored[:1] == b"\x00" else f"m{int.from_bytes(stored, 'big')}"
+
+
 def wait_for(condition, timeout: float = 20.0, interval: float = 0.05, what: str = "condition"):
     """Poll until ``condition()`` is truthy; fail the test after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout

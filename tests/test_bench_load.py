@@ -161,3 +161,38 @@ def test_load_benchmark_on_the_production_profile(short_tmp, chromium):
         client.flushdb()
         private.stop()
         conn.close()
+
+
+def steady_state(out: str, ips: int) -> tuple[dict[str, tuple[float, float, float, float]], int, int]:
+    """The steady-state table: table → (first KB, rows / steady KB, rows per crawl), and the results before and
+    after the last first crawl."""
+    section = out.split("database bytes per crawl, per table:")[1]
+    # a queue table drained by the later crawls shrinks: its steady state is negative
+    number = r"(-?[\d.]+)"
+    rows = re.findall(rf"^  (\w[\w ]*?)\s+{number}, {number} / {number}, {number}$", section, re.M)
+    counts = re.search(rf"^  {ips} IPs: (\d+) results by the last first crawl, (\d+) after$", section, re.M)
+    assert counts, out
+    return ({r[0]: (float(r[1]), float(r[2]), float(r[3]), float(r[4])) for r in rows}, int(counts.group(1)),
+            int(counts.group(2)))
+
+
+def test_load_benchmark_reports_bytes_per_crawl_in_steady_state_apart_from_the_first_crawls(short_tmp, chromium):
+    """With two cycles or more, bytes and rows per crawl per table after every IP's first crawl: a listing seen
+    again unchanged adds no row (its run's last sighting moves), so the steady state's sightings and snapshots per
+    crawl are a small part of the first crawls' (every listing new); the totals are the tables' sums."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(short_tmp)}
+    for name in ("BROKER_URL", "REDIS_URL", "DATABASE_URL"):
+        env.pop(name, None)
+    result = subprocess.run([sys.executable, "-m", "bench", "load", "--ips", "3", "--cycles", "3", "--no-floor"],
+                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=200)
+    out = result.stdout
+    assert result.returncode == 0, out + result.stderr
+    tables, first, after = steady_state(out, 3)
+    assert first >= 3 and first + after >= 3 * 3, out  # every IP's cycles, first crawls apart
+    # a first crawl records every listing it sees: 240 on 1+1 pages
+    assert tables["listing_sightings"][1] >= 240 * 3 / first * 0.9, out
+    for table in ("listing_sightings", "item_snapshots"):
+        assert tables[table][3] < 60, (table, out)  # a quarter of the listings seen: only what changed is new
+    for column in range(4):  # "all tables" is the tables' sum (each rounded to one decimal)
+        parts = [v[column] for name, v in tables.items() if name != "all tables"]
+        assert abs(tables["all tables"][column] - sum(parts)) <= 0.05 * len(parts) + 1e-9, (column, out)

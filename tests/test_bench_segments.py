@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from lib.segments.classify import classify
 
 from .segments.test_labelled_sample import HELD_OUT, IDS, TUNING, micro, read
@@ -37,6 +39,7 @@ def close(a: float | None, b: float | None) -> bool:
     return (a is None and b is None) or (a is not None and b is not None and abs(a - b) < 0.0005)
 
 
+@pytest.mark.slow  # the bench in a subprocess; the fast tier holds the goal itself (segments/test_labelled_sample.py)
 def test_the_bench_prints_the_definitions_values_for_both_parts():
     done = subprocess.run([sys.executable, "-m", "bench", "segments"], cwd=ROOT, capture_output=True, text=True,
                           timeout=120)

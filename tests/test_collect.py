@@ -180,6 +180,7 @@ def test_actor_chain_on_a_real_worker(db, api, env, broker, app_actors, start_wo
     assert sink_ids(task) == set(range(650))
 
 
+@pytest.mark.slow_on_mysql  # a CLI over the same collector: its MariaDB writes are tested above in the fast tier
 def test_collect_cli(api, env, database_url):
     env = {**env, "DATABASE_URL": database_url, "COLLECT_API_URL": api.url}
     assert run_cli(env, "db", "init").returncode == 0

@@ -191,10 +191,12 @@ def short_page(sim) -> tuple[set[str], int, list[dict]]:
     raise AssertionError("every page full")
 
 
-def test_pages_short_of_120_are_whole_and_a_page_cut_short_is_noticed(crawl_settings, sim, chromium):
+def test_pages_short_of_120_are_whole_and_a_page_cut_short_is_noticed(crawl_settings, sim, chromium, monkeypatch):
     """A page with a next page and a few listings short of 120 (as the real site's are) is read whole on both
     paths without waiting for more at its bottom, and counts no ``short_page``; a page that stops rendering
     after 40 listings (its lazy load never comes) waits its lazy-load wait out and counts one."""
+    # the cut-short page's lazy load never comes: waiting for it the full 5 s twice would only slow the test
+    monkeypatch.setattr(page_fetch, "LAZY_WAIT", 1.5)
     statuses, n, truth = short_page(sim)
     url = search_url(sim.url, KEYWORD, "on_sale" if statuses == ON_SALE else "sold_out|trading", n)
 

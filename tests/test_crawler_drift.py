@@ -68,6 +68,7 @@ def test_api_anomalies_name_fields_missing_of_a_new_type_and_unknown_statuses():
     assert not api_anomalies({"meta": {"numFound": "1", "nextPageToken": ""}, "items": [good]})
 
 
+@pytest.mark.slow  # three crawls; the fast tier keeps the API path's drift alert (cells losing their price)
 def test_taking_the_api_path_away_raises_the_drift_alert(crawl_env, sim, settings):
     dom_only = load_settings({**crawl_env, "MERCARI_API_PATTERN": r"/v9/renamed:search"})
     log = DriftLog(state_redis(settings))

@@ -15,6 +15,8 @@ reproduce the symptom less closely.
 """
 
 import asyncio
+import os
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -25,7 +27,16 @@ from lib.core.redis_client import state_redis
 from lib.core.settings import load_settings
 from lib.crawling import page_fetch
 from lib.crawling.crawl import Crawler
-from lib.crawling.driver import FRAME_CHECK, FRAME_WAIT, WAIT_SLACK, Browser, CallTimeout, RenderingStopped, Tab
+from lib.crawling.driver import (
+    FRAME_CHECK,
+    FRAME_WAIT,
+    WAIT_SLACK,
+    Browser,
+    CallTimeout,
+    DriverError,
+    RenderingStopped,
+    Tab,
+)
 from lib.crawling.page_fetch import ErrorKind, PageError, fetch_page, search_url
 from lib.crawling.recovery import RecoveryLog, render_status
 from lib.operations.status import gather, render
@@ -366,3 +377,89 @@ def test_status_shows_the_tab_recoveries(settings, db, broker):
     shown = render(gather(settings, broker, log.client))
     assert ("tab recoveries (a tab that stopped rendering): bring to front 2, new tab 1, browser restart 0; "
             "last: bring to front at 2023-11-14 22:13:20 UTC") in shown
+
+
+# == Chromium's start is bounded ==============================================================================
+
+#: Stand-ins for Chromium, each given the real command line: one that never says where it listens, one that
+#: exits at once with a word on stderr, one whose DevTools port accepts connections and never answers them.
+FAKE_CHROMIUM = {
+    "mute": "time.sleep(600)",
+    "dies": "sys.stderr.write('cannot open display\\n'); sys.exit(3)",
+    "deaf": """server = socket.socket(); server.bind(("127.0.0.1", 0)); server.listen(8)
+with open(os.path.join(profile, "DevToolsActivePort"), "w") as f:
+    f.write(f"{server.getsockname()[1]}\\n/devtools/browser/fake\\n")
+open(os.path.join(os.path.dirname(sys.argv[0]), "listening"), "w").close()
+held = [server.accept() for _ in range(8)]
+time.sleep(600)""",
+}
+
+
+def fake_chromium(tmp_path, how: str) -> str:
+    path = tmp_path / f"chromium-{how}"
+    path.write_text(f"#!{sys.executable}\n" + "\n".join([
+        "import os, socket, sys, time",
+        f"open({str(tmp_path / 'pid')!r}, 'w').write(str(os.getpid()))",
+        "profile = next(a.split('=', 1)[1] for a in sys.argv if a.startswith('--user-data-dir='))",
+        f"open({str(tmp_path / 'profile')!r}, 'w').write(profile)",
+        FAKE_CHROMIUM[how]]) + "\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+@pytest.mark.parametrize("how, said", [("mute", "no answer within 2 s"), ("deaf", "no answer within 2 s"),
+                                       ("dies", "exited with code 3: cannot open display")])
+def test_a_chromium_that_does_not_start_is_given_up_within_the_launch_timeout(tmp_path, how, said):
+    """``Browser.launch`` ends in a ``DriverError`` within its timeout, whatever Chromium does, and leaves neither
+    the process nor its profile behind (pyppeteer's own launch polled for 30 s with the event loop blocked, then
+    waited for a first page without a limit)."""
+    chromium = fake_chromium(tmp_path, how)
+    started = time.monotonic()
+    with pytest.raises(DriverError) as failed:
+        asyncio.run(Browser.launch(chromium, no_sandbox=True, timeout=2.0))
+    took = time.monotonic() - started
+    assert str(failed.value).startswith("Chromium failed to start: ") and said in str(failed.value)
+    assert took <= 2.0 + SLACK
+    assert gone(int((tmp_path / "pid").read_text()))  # killed and reaped
+    assert (tmp_path / "listening").exists() == (how == "deaf")  # the deaf one was given up in the connect
+    assert not os.path.exists((tmp_path / "profile").read_text())
+
+
+def test_a_closed_browser_leaves_no_process_and_no_profile(chromium):
+    async def run() -> tuple[int, str, bool]:
+        browser = await Browser.launch(chromium, no_sandbox=True)
+        tab = await browser.new_tab(r"$^", block_resources=True)
+        await tab.close()
+        alive = browser.alive()
+        await browser.close()
+        return browser.pid, browser._profile, alive
+
+    pid, profile, alive = asyncio.run(run())
+    assert alive and gone(pid) and not os.path.exists(profile)
+
+
+def test_a_cancelled_start_leaves_no_chromium(tmp_path):
+    """The crawl's time limit may cancel a start in progress: the process is killed and reaped all the same."""
+    chromium = fake_chromium(tmp_path, "mute")
+
+    async def run() -> None:
+        starting = asyncio.ensure_future(Browser.launch(chromium, no_sandbox=True, timeout=60.0))
+        for _ in range(200):  # the stand-in is running once it wrote its pid (a bounded wait on state)
+            if (tmp_path / "profile").exists():
+                break
+            await asyncio.sleep(0.05)
+        starting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await starting
+
+    asyncio.run(run())
+    assert gone(int((tmp_path / "pid").read_text()))
+    assert not os.path.exists((tmp_path / "profile").read_text())

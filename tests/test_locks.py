@@ -4,6 +4,7 @@ import logging
 import time
 
 import dramatiq
+import pytest
 
 from lib.core.redis_client import connect, state_redis
 from lib.messaging.broker import build_broker
@@ -24,6 +25,7 @@ def declare_guarded(b, r, *, run_for: float, on_busy: str = "retry"):
     return guarded
 
 
+@pytest.mark.slow_on_cluster  # two worker processes; the cluster's lock scripts run in its other lock tests
 def test_two_workers_never_hold_the_same_lock_at_once(broker, settings, start_worker):
     r = state_redis(settings)
     other = build_broker(settings)

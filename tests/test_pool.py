@@ -91,6 +91,7 @@ def test_lost_pool_is_recovered(db, settings):
 
 
 @pytest.mark.slow_on_mysql  # MariaDB's lock conflicts: test_a_deadlock_victim_runs_again in the fast tier
+@pytest.mark.slow_on_cluster  # the cluster's pop script runs in its other pool tests in the fast tier
 def test_eight_consumers_with_concurrent_fills_hand_out_every_row_once(db, env):
     settings = load_settings({**env, "POOL_SIZE": "2000", "POOL_THRESHOLD": "400"})
     total = 20_000

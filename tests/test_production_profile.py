@@ -24,7 +24,16 @@ from lib.messaging.purge import purge_rabbitmq_queues
 from lib.messaging.queues import ALL_QUEUES
 
 from .conftest import MYSQL_URL, RABBITMQ_URL, STATE_DB, need, need_rabbitmq
-from .helpers import cmdline, descendants, parent_of, processes_matching, recreate_mysql_database, threads, wait_for
+from .helpers import (
+    cmdline,
+    descendants,
+    parent_of,
+    processes_matching,
+    recreate_mysql_database,
+    stored_id,
+    threads,
+    wait_for,
+)
 from .test_demo import crawl_sessions, expected_hours
 
 pytestmark = [pytest.mark.slow, pytest.mark.mysql, pytest.mark.rabbitmq]
@@ -64,9 +73,10 @@ def test_the_demo_on_rabbitmq_redis_and_mariadb_survives_a_worker_kill(tmp_path,
     served = tmp_path / "served.jsonl"
     env = {**os.environ, "PYTHONPATH": os.getcwd(), "BROKER_URL": RABBITMQ_URL, "REDIS_URL": state,
            "DATABASE_URL": MYSQL_URL}
+    # no history: the worker is killed while the process types apply the live crawls
     demo = subprocess.Popen([sys.executable, "-m", "lib.cli", "demo", "--minutes", "1.25", "--ips", "3",
-                             "--record", str(served)], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+                             "--history", "0", "--port", "0", "--record", str(served)], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     conn = pymysql.connect(host="127.0.0.1", port=3306, user="root", database=MYSQL_URL.rsplit("/", 1)[1],
                             autocommit=True)
 
@@ -116,7 +126,7 @@ def check_against_truth(conn, served, count: int) -> None:
             cur.execute("SELECT crawled_at FROM applied_results WHERE ip_id = %s ORDER BY crawled_at", (ip_id,))
             crawls = [t for (t,) in cur.fetchall()]
             assert len(crawls) >= 2, f"{keyword}: {len(crawls)} crawls applied"
-            expected, seen_ids = expected_hours(keyword, crawls, crawl_sessions(requests[keyword]))
+            expected, seen_ids = expected_hours(crawls, crawl_sessions(requests[keyword]))
             cur.execute("SELECT hour_bucket, inflow, outflow, sample_count, min_price, max_price "
                         "FROM ip_stats_hourly WHERE ip_id = %s", (ip_id,))
             actual = {bucket: (inflow, outflow, samples, None if low is None else round(low),
@@ -124,7 +134,7 @@ def check_against_truth(conn, served, count: int) -> None:
                       for bucket, inflow, outflow, samples, low, high in cur.fetchall()}
             assert actual == expected, keyword
             cur.execute("SELECT source_id FROM item_snapshots WHERE ip_id = %s", (ip_id,))
-            assert {sid for (sid,) in cur.fetchall()} == seen_ids, keyword
+            assert {stored_id(sid) for (sid,) in cur.fetchall()} == seen_ids, keyword
             compared += sum(v[0] + v[1] for v in expected.values())
         assert compared > 0  # real inflow and outflow were compared
 

@@ -55,12 +55,28 @@ def app_database():
 
 
 def parse_ip_id(value: str | None) -> int:
+    """An IP id given on the command line; one no row can have (below 1, past ``MAX_AUTO_ID``) is refused here,
+    before it reaches the database (SQLite cannot even bind an integer past 64 bits)."""
+    from lib.scheduling.catalogue import CatalogueError
+    from models.base import MAX_AUTO_ID
+
+    try:
+        ip_id = int(value or "")
+    except ValueError:
+        raise CatalogueError(f"expected an IP id (a number); got {value!r}") from None
+    if not 1 <= ip_id <= MAX_AUTO_ID:
+        raise CatalogueError(f"no IP with id {ip_id} (IP ids run from 1 to {MAX_AUTO_ID})")
+    return ip_id
+
+
+def ip_id_option(value: str) -> int:
+    """``parse_ip_id`` as an argparse type (``--ip ID``): a bad id is a usage error naming the option."""
     from lib.scheduling.catalogue import CatalogueError
 
     try:
-        return int(value or "")
-    except ValueError:
-        raise CatalogueError(f"expected an IP id (a number); got {value!r}") from None
+        return parse_ip_id(value)
+    except CatalogueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def serve_until_interrupted(server, banner: str) -> int:

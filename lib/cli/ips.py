@@ -91,31 +91,41 @@ def cmd_leaderboard(args) -> int:
     from lib.market.retention import WindowBeyondRetention
 
     try:
-        rows = app_read_side().leaderboard(args.by, args.hours, args.limit)
+        print_leaderboard(app_read_side(), args.by, args.hours, args.limit, args.format)
     except WindowBeyondRetention as e:
         print(f"animetop leaderboard: {e}", file=sys.stderr)
         return 2
-    columns = ["rank", "ip_id", "keyword", "heat", "heat_n", "momentum", "outflow", "inflow", "liquidity",
+    return 0
+
+
+#: The leaderboard's columns in CSV.
+CSV_COLUMNS = ["rank", "ip_id", "keyword", "heat", "heat_n", "momentum", "outflow", "inflow", "liquidity",
                "sell_through", "sell_through_n", "median_price", "median_price_n", "time_to_sell", "time_to_sell_n",
                "supply", "coverage", "tracked_hours"]
-    if args.format == "json":
+
+
+def print_leaderboard(side, by: str, hours: int, limit: int | None, fmt: str = "table") -> None:
+    """The first ``limit`` IPs ranked by ``by`` over the last ``hours`` hours of ``side`` (a ``ReadSide``), as a
+    table (``BOARD_COLUMNS``), JSON or CSV: ``animetop leaderboard``, and the demo's closing board."""
+    rows = side.leaderboard(by, hours, limit)
+    if fmt == "json":
         print(json.dumps(rows, ensure_ascii=False, indent=2))
-    elif args.format == "csv":
+    elif fmt == "csv":
         import csv
 
-        writer = csv.DictWriter(sys.stdout, fieldnames=columns, extrasaction="ignore")
+        writer = csv.DictWriter(sys.stdout, fieldnames=CSV_COLUMNS, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
     else:
-        print(f"top {len(rows)} by {args.by}, last {args.hours} h (a count in parentheses: too few observations)")
+        print(f"top {len(rows)} by {by}, last {hours} h, since {side.window_start(hours):%Y-%m-%d %H:00} UTC "
+              "(a count in parentheses: too few observations)")
         print(f"{'#':>3}  {'IP':>5}  " + "  ".join(f"{h:>{w}}" for _, h, w, _ in BOARD_COLUMNS) + "  KEYWORD")
         for r in rows:
             cells = "  ".join(f"{_cell(r, k, f):>{w}}" for k, _, w, f in BOARD_COLUMNS)
             print(f"{r['rank']:>3}  {r['ip_id']:>5}  {cells}  {r['keyword']}")
-        left_out, why = app_read_side().left_out(args.by, args.hours)
+        left_out, why = side.left_out(by, hours)
         if left_out:  # an empty ranking is not "no data": say how many IPs and why
             print(f"{left_out} IP(s) with data in the window left out: {why}")
-    return 0
 
 
 SERIES_COLUMNS = ["hour", "inflow", "outflow", "liquidity", "samples", "median_price", "p25_price", "p75_price",

@@ -86,7 +86,8 @@ def cmd_dashboard(args) -> int:
 def cmd_demo(args) -> int:
     from lib.operations.demo import run_demo
 
-    return run_demo(args.minutes, args.speed, args.ips, keep=args.keep, record=args.record)
+    return run_demo(args.minutes, args.speed, args.ips, keep=args.keep, record=args.record, history=args.history,
+                    dashboard=args.dashboard, port=args.port)
 
 
 @command("simulator")

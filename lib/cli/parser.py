@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from lib.cli.common import ip_id_option
 from lib.market.rankings import LEADERBOARD_KINDS
 
 DESCRIPTION = "animetop: the operator's command line"
@@ -54,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--weight", type=float, default=1.0, help="add: initial weight (default 1.0)")
     p.add_argument("--by", choices=["goods", "character"],
                    help="show: the IP's goods types or characters, each with the window's measures (docs: "
-                        "concepts/measures, \"Segments\"; --hours up to RETENTION_DETAIL), instead of its hours")
+                        "concepts/measures, \"Segments\"; --hours up to RETENTION_WINDOW), instead of its hours")
     p.add_argument("--format", choices=["table", "json", "csv"], default="table",
                    help="show --format csv: the hourly series (with --by: the segments)")
 
@@ -92,10 +93,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="address to listen on (beyond loopback, put a TLS proxy in front)")
 
     p = sub.add_parser("demo", help="run the whole system offline against the simulator for a few minutes")
-    p.add_argument("--minutes", type=float, default=2.0)
+    p.add_argument("--minutes", type=float, default=1.5, help="how long the live phase runs (real minutes)")
     p.add_argument("--speed", type=float, default=120.0, help="simulated seconds per real second")
     p.add_argument("--ips", type=int, default=12, help="how many sample IPs (at most 12)")
     p.add_argument("--keep", action="store_true", help="leave the embedded Redis running afterwards")
+    p.add_argument("--history", type=float, default=48.0, metavar="HOURS",
+                   help="simulated hours of each market crawled before the live phase (heat needs a day before "
+                        "its window; 0: none)")
+    p.add_argument("--dashboard", action="store_true",
+                   help="keep serving the dashboard over the demo's data after the crawl phase, until Ctrl-C")
+    p.add_argument("--port", type=int, default=8790, help="the dashboard's port (0: a free one)")
     p.add_argument("--record", metavar="FILE",
                    help="write every search page the simulator served as JSON lines (ground truth to check "
                         "the numbers against)")
@@ -112,7 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("alerts", help="market alerts and their notifications")
     p.add_argument("action", choices=["list", "test"])
     p.add_argument("url", nargs="?", help="test: a channel URL (https://…, slack+https://…, dingtalk+https://…)")
-    p.add_argument("--ip", type=int)
+    p.add_argument("--ip", type=ip_id_option, metavar="ID")
     p.add_argument("--since", default="24h")
     p.add_argument("--format", choices=["table", "json"], default="table")
 
@@ -130,9 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "changed; board: what sells across franchises, each goods type (or character) over every "
                         "IP's listings")
     p.add_argument("--by", choices=["goods", "character"], default="goods", help="board: the kind of segment")
-    p.add_argument("--hours", type=int, default=168, help="board: the window, at most RETENTION_DETAIL")
+    p.add_argument("--hours", type=int, default=168, help="board: the window, at most RETENTION_WINDOW")
     p.add_argument("--format", choices=["table", "json", "csv"], default="table", help="board: the output")
-    p.add_argument("--ip", type=int, metavar="ID",
+    p.add_argument("--ip", type=ip_id_option, metavar="ID",
                    help="classify: match the characters of this IP (its list: animetop ip characters ID); "
                         "reapply: only this IP's listings")
     p.add_argument("--characters", metavar="FILE",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from datetime import datetime, timezone
+from typing import overload
 
 
 class Clock:
@@ -67,6 +68,14 @@ def set_clock(clock: Clock | None) -> None:
 def naive_utc(ts: float) -> datetime:
     """Unix seconds as the naive-UTC datetime the database stores."""
     return datetime.fromtimestamp(ts, timezone.utc).replace(tzinfo=None)
+
+
+@overload
+def to_timestamp(value: datetime) -> float: ...
+@overload
+def to_timestamp(value: None) -> None: ...
+@overload
+def to_timestamp(value: datetime | None) -> float | None: ...
 
 
 def to_timestamp(value: datetime | None) -> float | None:

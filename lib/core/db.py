@@ -5,9 +5,10 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import lru_cache
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, Literal, TypeVar
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import peewee
@@ -104,6 +105,125 @@ def on_conflict_update(query, conflict_target: list, *, preserve: list | None = 
     return query.on_conflict(conflict_target=conflict_target, preserve=preserve, update=update)
 
 
+#: What an insert does with a row whose unique key is taken: fail, skip the row, or update the existing row's
+#: ``preserve`` columns to the row's values.
+Conflict = Literal["error", "ignore", "update"]
+
+
+def insert_rows(model: type[peewee.Model], rows: Sequence[Mapping[str, Any]], *, conflict: Conflict = "error",
+                target: Sequence[peewee.Field] = (), preserve: Sequence[peewee.Field] = ()) -> None:
+    """Insert ``rows`` (maps of field name to plain value, like ``Model.insert_many``'s: a field a row leaves out
+    takes its default, else NULL if it is nullable) as one prepared statement the DB-API cursor runs for every row
+    (``executemany``), all of them or none. ``conflict="update"``: ON CONFLICT (``target``) DO UPDATE on SQLite,
+    ON DUPLICATE KEY UPDATE on MySQL/MariaDB, setting the ``preserve`` columns to the inserted row's.
+
+    The same rows as Peewee's ``insert_many(…).execute()``, without building them into SQL: Peewee makes a node
+    per value and renders the whole statement on every call, the larger part of writing a crawl result's rows
+    (docs/benchmarks.md, ``process_result``). Here the statement is rendered by Peewee once per model, columns and
+    conflict clause (cached), and each value only goes through its field's ``db_value``. SQLite steps the
+    prepared statement once per row; PyMySQL folds an INSERT's executemany into multi-row statements of up to
+    about 1 MB itself."""
+    if not rows:
+        return
+    names = tuple(rows[0])
+    if conflict != "update" and (target or preserve):
+        raise ValueError("insert_rows: target and preserve are for conflict='update'")
+    if conflict == "update" and not preserve:
+        raise ValueError("insert_rows: conflict='update' needs the columns to update (preserve)")
+    db = database.obj
+    sql, fields = _insert_statement(db.__class__, model, names, conflict, tuple(f.name for f in target),
+                                    tuple(f.name for f in preserve))
+    params = [_row_values(model, fields, row) for row in rows]
+    if db.in_transaction():
+        _executemany(db, sql, params)
+    else:  # one executemany may be several statements (PyMySQL): a transaction keeps them all or none
+        with db.atomic():
+            _executemany(db, sql, params)
+
+
+#: What Peewee wraps each query in: the driver's errors raised as Peewee's (IntegrityError, OperationalError, …),
+#: which callers catch (``retrying_deadlocks``). A module attribute its type stubs leave out.
+_PEEWEE_ERRORS = vars(peewee)["__exception_wrapper__"]
+
+
+def _executemany(db: peewee.Database, sql: str, params: list[tuple[Any, ...]]) -> None:
+    with _PEEWEE_ERRORS:
+        cursor = db.cursor()
+        try:
+            cursor.executemany(sql, params)
+        finally:
+            cursor.close()
+
+
+@lru_cache(maxsize=256)
+def _insert_statement(dialect: type[peewee.Database], model: type[peewee.Model], names: tuple[str, ...],
+                      conflict: Conflict, target: tuple[str, ...],
+                      preserve: tuple[str, ...]) -> tuple[str, tuple[tuple[peewee.Field, Any, bool], ...]]:
+    """The single-row INSERT of ``insert_rows`` in the bound database's dialect (``dialect`` keys the cache) and
+    its columns: (field, default, nullable) in the statement's order, the rows' fields then the defaulted ones.
+    Keyed by names: a Peewee field's ``==`` builds an expression, never a bool."""
+    meta = model._meta
+    unknown = [name for name in names + target + preserve if name not in meta.fields]
+    if unknown:
+        raise ValueError(f"insert_rows: {model.__name__} has no field {unknown[0]!r}")
+    defaulted = [f for f in meta.sorted_fields if f.name not in names and f in meta.defaults]
+    fields = [meta.fields[name] for name in names] + defaulted
+    query = model.insert_many([tuple(None for _ in fields)], fields=fields)
+    if conflict == "ignore":
+        query = query.on_conflict_ignore()
+    elif conflict == "update":
+        query = on_conflict_update(query, [meta.fields[n] for n in target],
+                                   preserve=[meta.fields[n] for n in preserve])
+    sql, params = query.sql()
+    if len(params) != len(fields):  # every value a parameter, nothing else: the statement takes any row
+        raise AssertionError(f"insert_rows: {len(params)} parameters for {len(fields)} columns in {sql!r}")
+    return sql, tuple((f, meta.defaults.get(f), f.null) for f in fields)
+
+
+def _row_values(model: type[peewee.Model], fields: tuple[tuple[peewee.Field, Any, bool], ...],
+                row: Mapping[str, Any]) -> tuple[Any, ...]:
+    values = []
+    for field, default, nullable in fields:
+        try:
+            value = row[field.name]
+        except KeyError:
+            if default is not None:
+                value = default() if callable(default) else default
+            elif nullable:
+                value = None
+            else:
+                raise ValueError(f"insert_rows: a row of {model.__name__} has no {field.name}") from None
+        values.append(field.db_value(value))
+    return tuple(values)
+
+
+class ParameterList(peewee.Value):
+    """The list of an IN: ``Model.field.in_(ParameterList(values))`` is ``field.in_(values)``, each value converted
+    by the field's ``db_value`` and sent as a parameter, but rendered in one step: Peewee makes a node per value
+    of a plain list and renders each on its own, about a millisecond per 500 (a result's reads take its listings
+    500 at a time). Values that are SQL nodes, and a query printed with its values inline, render as Peewee
+    renders them."""
+
+    def __init__(self, values: Iterable[Any]) -> None:  # not Value's: it makes the node per value
+        self.value = list(values)
+        self.converter = None
+        self.multi = True
+        self.values = self.value  # a multi Value's items: an empty list makes Peewee's IN the constant false
+
+    def __sql__(self, ctx: Any) -> Any:
+        state = ctx.state
+        values: list[Any] = self.value
+        if state.value_literals or any(isinstance(v, peewee.Node) for v in values):
+            return ctx.sql(peewee.Value(values))
+        convert = state.converter
+        params = [convert(v) for v in values] if convert else values
+        if any(isinstance(v, (peewee.Node, type)) for v in params):  # a converter made SQL (or a model) of it
+            return ctx.sql(peewee.Value(values))
+        ctx.literal("(" + ", ".join([state.param or "?"] * len(params)) + ")")
+        ctx._values.extend(params)
+        return ctx
+
+
 def write_transaction():
     """A transaction that will write. On SQLite it takes the write lock up front (BEGIN IMMEDIATE): a
     deferred transaction that reads first and then writes gets "database is locked" at once, without
@@ -127,3 +247,15 @@ def retrying_deadlocks(work: Callable[[], T], attempts: int = 5) -> T:
             logger.info("deadlock (attempt %d of %d): running the transaction again", attempt, attempts)
             time.sleep(random.uniform(0.01, 0.05) * attempt)
     raise AssertionError("unreachable")
+
+
+def execute_statement(*parts: str | peewee.Node) -> None:
+    """Run a statement built by Peewee's context on the bound database (DDL Peewee has no builder for): ``str``
+    parts are constant SQL, the others nodes (``peewee.Entity`` names, ``peewee.Value`` parameters)."""
+    ctx = database.get_sql_context()
+    for part in parts:
+        if isinstance(part, str):
+            ctx.literal(part)
+        else:
+            ctx.sql(part)
+    database.execute(ctx)

@@ -9,9 +9,9 @@ import logging
 
 import peewee
 
-from lib.core.db import database, is_mysql
+from lib.core.db import database, execute_statement, is_mysql
 from models import ALL_MODELS
-from models.base import ExactCharField, exact_collation
+from models.base import CodeField, ExactCharField, ListingIdField, exact_collation
 
 logger = logging.getLogger(__name__)
 
@@ -19,6 +19,7 @@ logger = logging.getLogger(__name__)
 def create_tables() -> list[str]:
     """Create every model's table that does not exist yet; safe to run again."""
     database.create_tables(ALL_MODELS, safe=True)
+    _rebuild_tables(ALL_MODELS)
     grown = _add_missing_columns(ALL_MODELS)
     from lib.market import window_rows
 
@@ -34,6 +35,72 @@ def create_tables() -> list[str]:
 
         partitions.ensure_partitioned(get_clock().now())  # hourly rows by month (docs/operating/storage.md)
     return [model._meta.table_name for model in ALL_MODELS]
+
+
+def _natural_key(model) -> list[str] | None:
+    key = model._meta.primary_key
+    return [model._meta.fields[name].column_name for name in key.field_names] \
+        if isinstance(key, peewee.CompositeKey) else None
+
+
+def _text_columns(table: str) -> set[str]:
+    """The table's columns stored as text (a listing id or a code column written by an earlier version)."""
+    return {c.name for c in database.get_columns(table)
+            if c.data_type.lower().startswith(("varchar", "char", "text", "nvarchar"))}
+
+
+def _stale_layout(model) -> bool:
+    """Whether the model's table is in an earlier layout that only a rebuild changes: keyed by a row id (an
+    ``AutoField`` beside a unique index) where it is now keyed by its natural key
+    (``models.base.NaturalKeyMetadata``), or its listing ids stored as text (``models.base.ListingIdField``)."""
+    table = model._meta.table_name
+    key = _natural_key(model)
+    if key is not None and database.get_primary_keys(table) != key:
+        return True
+    ids = {f.column_name for f in model._meta.sorted_fields if isinstance(f, ListingIdField)}
+    return bool(ids & _text_columns(table))
+
+
+def _rebuild_tables(models) -> None:
+    """Rebuild the tables in an earlier layout (``_stale_layout``): neither SQLite nor InnoDB changes a table's
+    clustering in place, and SQLite changes no column's type. The rows are copied into a new table (the columns
+    both layouts have, names stored as text becoming codes and listing ids their bytes; retired columns stay
+    behind) and the old one dropped. On SQLite in one transaction; MySQL/MariaDB commits each DDL statement, so a
+    rebuild cut short leaves ``<table>_previous``, and the next run starts the copy again from it."""
+    for model in models:
+        table = model._meta.table_name
+        previous = f"{table}_previous"
+        present = set(database.get_tables())
+        if previous not in present and not _stale_layout(model):
+            continue
+        with database.atomic():
+            if previous not in present:
+                execute_statement("ALTER TABLE ", peewee.Entity(table), " RENAME TO ", peewee.Entity(previous))
+                if not is_mysql():  # SQLite's index names are the schema's, not the table's: free them for the new one
+                    for index in database.get_indexes(previous):
+                        if not index.name.startswith("sqlite_autoindex"):
+                            execute_statement("DROP INDEX ", peewee.Entity(index.name))
+            else:
+                database.drop_tables([model], safe=True)
+            database.create_tables([model])
+            old = {c.name for c in database.get_columns(previous)}
+            text = _text_columns(previous)
+            fields = [f for f in model._meta.sorted_fields if f.column_name in old]
+            names = peewee.EnclosedNodeList([peewee.Entity(f.column_name) for f in fields])
+            values = [_copied(f, f.column_name in text) for f in fields]
+            execute_statement("INSERT INTO ", peewee.Entity(table), " ", names, " SELECT ",
+                              peewee.CommaNodeList(values), " FROM ", peewee.Entity(previous))
+            execute_statement("DROP TABLE ", peewee.Entity(previous))
+        logger.info("%s: rebuilt in the current layout (rows copied)", table)
+
+
+def _copied(field: peewee.Field, was_text: bool) -> peewee.Node:
+    """What the new table's column holds, from the previous table's column of the same name: names stored as
+    text become codes, listing ids stored as text their bytes; anything else is copied as it is."""
+    column = peewee.Entity(field.column_name)
+    if was_text and isinstance(field, (CodeField, ListingIdField)):
+        return field.from_previous(column)
+    return column
 
 
 def _make_exact_columns_exact(models) -> None:

@@ -28,7 +28,7 @@ from lib.crawling.page_fetch import (
     search_url,
 )
 from lib.crawling.proxies import ProxyRotator
-from lib.crawling.rate_limit import CrawlRateLimit
+from lib.crawling.rate_limit import CrawlRateLimit, NoTurn
 from lib.crawling.recovery import BRING_TO_FRONT, BROWSER_RESTART, NEW_TAB, STEPS, RecoveryLog
 from lib.crawling.selectors import ON_SALE_PARAM, SOLD_PARAM
 from lib.operations.metrics import observe_rate_wait, observe_tab_recovery
@@ -39,6 +39,12 @@ logger = logging.getLogger(__name__)
 #: The longest ``Retry-After`` the crawler sleeps through inside a crawl; a longer one ends the crawl (its
 #: remaining pages are not requested) and the next crawl comes after the back-off the scheduler gives it.
 RETRY_AFTER_MAX = 120.0
+
+
+def search_plan(settings: Settings) -> tuple[tuple[str, str, int], ...]:
+    """A crawl's searches, in order: (the search URL's status parameter, the items' status, most pages read)."""
+    return ((ON_SALE_PARAM, "on_sale", settings.scheduler_pages_on_sale),
+            (SOLD_PARAM, "sold", settings.scheduler_pages_sold))
 
 
 class CrawlFailed(RuntimeError):
@@ -88,8 +94,7 @@ class Crawler:
         errors: dict[str, str] = {}
         search: dict[str, dict] = {}
         page_records: list[dict] = []
-        plan = ((ON_SALE_PARAM, "on_sale", self.settings.scheduler_pages_on_sale),
-                (SOLD_PARAM, "sold", self.settings.scheduler_pages_sold))
+        plan = search_plan(self.settings)
         tabs, self._idle_tab = self._idle_tab or _CrawlTab(self.manager), None
         try:
             await self._pages(plan, keyword, ip_id, task_id, tabs, items, errors, search, page_records)
@@ -127,6 +132,11 @@ class Crawler:
                     logger.warning("IP %s task %s: %s page %d failed (%s)", ip_id, task_id, label, number, e)
                     stop = await self._after_page(e.kind, e.retry_after)
                     continue
+                except NoTurn as e:  # the next page would wait as long: the crawl ends with what it read
+                    errors[f"{label}:{number}"] = ErrorKind.RATE_LIMITED.value
+                    logger.warning("IP %s task %s: %s page %d not loaded: %s", ip_id, task_id, label, number, e)
+                    stop = True
+                    continue
                 except DriverError as e:
                     await tabs.drop()
                     errors[f"{label}:{number}"] = ErrorKind.UNKNOWN.value
@@ -137,14 +147,7 @@ class Crawler:
                 page_records.append(_page_record(label, number, result))
                 if result.source == "api" or result.anomalies.get("api_missing"):
                     self._api_missed = result.source != "api"
-                if result.num_found is not None:
-                    total["num_found"] = result.num_found
-                total["pages"] = (total["pages"] or 0) + 1
-                for item in result.items:
-                    read.add(item["source_id"])
-                    # the same listing on an on-sale and a sold page: it sold while we were reading
-                    if item["source_id"] not in items or item["status"] == "sold":
-                        items[item["source_id"]] = item
+                add_page(result, items, total, read)
                 if not result.has_next:
                     break
             total["items"] = len(read)
@@ -230,6 +233,19 @@ class Crawler:
             await self._idle_tab.close()
             self._idle_tab = None
         await self.manager.close()
+
+
+def add_page(result: PageResult, items: dict[str, dict], total: dict[str, int | None], read: set[str]) -> None:
+    """A page read into its crawl: the crawl's ``items`` by id, its search's ``total`` (the site's count, pages
+    read) and the ids the search ``read``."""
+    if result.num_found is not None:
+        total["num_found"] = result.num_found
+    total["pages"] = (total["pages"] or 0) + 1
+    for item in result.items:
+        read.add(item["source_id"])
+        # the same listing on an on-sale and a sold page: it sold while we were reading
+        if item["source_id"] not in items or item["status"] == "sold":
+            items[item["source_id"]] = item
 
 
 class _CrawlTab:

@@ -16,7 +16,9 @@ import os
 import re
 import shutil
 import signal
+import subprocess
 import tempfile
+import time
 import warnings
 from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager
@@ -75,8 +77,11 @@ FRAME_WAIT = 2.0
 FRAME_CHECK = 3.0
 #: Added to an in-page wait's own time limit for the crawler's bound on it (the round trip, a busy renderer).
 WAIT_SLACK = 2.0
-#: The longest a tab's close is waited for.
+#: The longest a tab's close, a browser's close or a killed Chromium's exit is waited for.
 CLOSE_TIMEOUT = 10.0
+#: The longest Chromium may take to start and accept the CDP connection (pyppeteer's own limit was 30 s, on
+#: only part of the start).
+LAUNCH_TIMEOUT = 30.0
 #: A tab's frame probe: a requested animation frame, or ``false`` when a timer comes first (a page whose timers
 #: stopped too leaves the bound on the crawler's side).
 _FRAME = "(ms) => new Promise(r => { requestAnimationFrame(() => r(true)); setTimeout(() => r(false), ms); })"
@@ -462,51 +467,80 @@ class Tab:
 class Browser:
     """A Chromium process and its CDP connection."""
 
-    def __init__(self, browser, profile: str, proxy: str | None) -> None:
+    def __init__(self, browser, process: subprocess.Popen, profile: str, proxy: str | None) -> None:
         self._browser = browser
+        self._process = process
         self._profile = profile
         self.proxy = proxy
 
     @classmethod
     async def launch(cls, chromium: str, *, no_sandbox: bool, proxy: str | None = None,
-                     images: bool = True) -> Browser:
+                     images: bool = True, timeout: float = LAUNCH_TIMEOUT) -> Browser:
+        """Start Chromium and connect to it, within ``timeout`` seconds or a ``DriverError``.
+
+        pyppeteer's own ``launch`` cannot be bounded: it polls Chromium's HTTP endpoint synchronously (the event
+        loop stands still meanwhile, for up to 30 s, and each ``urlopen`` has no time limit), then waits for the
+        browser's first page target without a limit. So Chromium is started here with pyppeteer's command line,
+        on a debugging port it chooses itself (``--remote-debugging-port=0``: no port to race for), and writes to
+        its profile's ``DevToolsActivePort``; pyppeteer then only connects, under the remaining time."""
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # websockets 10, pinned by pyppeteer
-            from pyppeteer import launch
+            from pyppeteer.launcher import Launcher, connect
         check_sandbox(no_sandbox)
         loop_errors.install(asyncio.get_running_loop())
         args = chromium_args(no_sandbox=no_sandbox, proxy=proxy, images=images)
         tmpdir = _short_tmpdir()
         profile = tempfile.mkdtemp(prefix="animetop-chromium-", dir=tmpdir)
+        deadline = time.monotonic() + timeout
+        command = [a if not a.startswith("--remote-debugging-port=") else "--remote-debugging-port=0"
+                   for a in Launcher(executablePath=chromium, headless=True, args=args, userDataDir=profile).cmd]
+        log_path = os.path.join(profile, "chromium-stderr.log")
+        process: subprocess.Popen | None = None
         try:
-            browser = await launch(executablePath=chromium, headless=True, args=args, userDataDir=profile,
-                                   handleSIGINT=False, handleSIGTERM=False, handleSIGHUP=False, autoClose=False,
-                                   logLevel=logging.WARNING, env={**os.environ, "TMPDIR": tmpdir})
-        except Exception as e:
+            with open(log_path, "wb") as log:
+                process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
+                                           env={**os.environ, "TMPDIR": tmpdir})
+            endpoint = await _devtools_endpoint(process, profile, log_path, deadline)
+            browser = await asyncio.wait_for(
+                connect(browserWSEndpoint=endpoint, logLevel=logging.WARNING), max(deadline - time.monotonic(), 0.1))
+        except BaseException as e:  # a cancelled start (the crawl's time limit) leaves no Chromium either
+            if process is not None:
+                _kill(process)
             shutil.rmtree(profile, ignore_errors=True)
-            raise DriverError(f"Chromium failed to start: {e}") from None
-        return cls(browser, profile, proxy)
+            if not isinstance(e, Exception):
+                raise
+            reason = f"no answer within {timeout:g} s" if isinstance(e, asyncio.TimeoutError) else str(e)
+            raise DriverError(f"Chromium failed to start: {reason}") from None
+        return cls(browser, process, profile, proxy)
 
     @property
     def pid(self) -> int | None:
-        process = getattr(self._browser, "process", None)
-        return process.pid if process else None
+        return self._process.pid
 
     def alive(self) -> bool:
-        process = getattr(self._browser, "process", None)
-        connection = getattr(self._browser, "_connection", None)
+        connection = _connection(self._browser)
         connected = connection is not None and getattr(connection, "_connected", True) \
             and not getattr(connection, "_closed", False)
-        return bool(process and process.poll() is None and connected)
+        return bool(self._process.poll() is None and connected)
 
-    async def new_tab(self, api_pattern: str, block_resources: bool, call_timeout: float = CALL_TIMEOUT) -> Tab:
-        """A prepared page; ``call_timeout``: the bound of its CDP calls (the crawler's page timeout)."""
+    async def bare_page(self, timeout: float = CALL_TIMEOUT) -> Any:
+        """A pyppeteer page with nothing of the crawler's (no stealth script, no blocking), for the tools that
+        drive a page themselves: the dashboard's browser tests and ``bench dashboard``."""
+        return await self._open_page(timeout)
+
+    async def _open_page(self, timeout: float) -> Any:
+        """A new pyppeteer page within ``timeout``; past it, the opening is left to end on its own (a cancelled
+        pyppeteer call errs later), its outcome unread."""
         opening = asyncio.ensure_future(self._browser.newPage())
         opening.add_done_callback(_retrieve)
         try:
-            page = await asyncio.wait_for(asyncio.shield(opening), call_timeout)
+            return await asyncio.wait_for(asyncio.shield(opening), timeout)
         except Exception as e:
             raise DriverError(f"could not open a page: {type(e).__name__}: {e}") from None
+
+    async def new_tab(self, api_pattern: str, block_resources: bool, call_timeout: float = CALL_TIMEOUT) -> Tab:
+        """A prepared page; ``call_timeout``: the bound of its CDP calls (the crawler's page timeout)."""
+        page = await self._open_page(call_timeout)
         tab = Tab(page, api_pattern, call_timeout)
         try:
             await tab.prepare(block_resources, proxy_credentials(self.proxy))
@@ -518,21 +552,63 @@ class Browser:
     async def close(self) -> None:
         """Close over CDP, then make sure the process is gone and reaped (no orphan Chromium)."""
         try:
-            await asyncio.wait_for(self._browser.close(), 10)
+            await asyncio.wait_for(self._browser.close(), CLOSE_TIMEOUT)
         except Exception:
             pass
-        process = getattr(self._browser, "process", None)
-        if process is not None and process.poll() is None:
+        connection = _connection(self._browser)
+        if connection is not None:  # what pyppeteer's own launch did on close: end the WebSocket's reader
             try:
-                process.send_signal(signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        if process is not None:
-            try:
-                await asyncio.get_running_loop().run_in_executor(None, process.wait, 10)
+                await asyncio.wait_for(_quietly(connection.dispose()), CLOSE_TIMEOUT)
             except Exception:
                 pass
+        await asyncio.get_running_loop().run_in_executor(None, _kill, self._process)
         shutil.rmtree(self._profile, ignore_errors=True)
+
+
+async def _devtools_endpoint(process: subprocess.Popen, profile: str, log_path: str, deadline: float) -> str:
+    """The browser's WebSocket address, once Chromium has written it to ``DevToolsActivePort`` (its port on the
+    first line, the browser target's path on the second)."""
+    active = os.path.join(profile, "DevToolsActivePort")
+    while True:
+        if process.poll() is not None:
+            raise DriverError(f"Chromium exited with code {process.returncode}: {_tail(log_path)}")
+        try:
+            with open(active) as f:
+                lines = f.read().split("\n")
+            if len(lines) >= 2 and lines[0].strip().isdigit() and lines[1].strip():
+                return f"ws://127.0.0.1:{lines[0].strip()}{lines[1].strip()}"
+        except FileNotFoundError:
+            pass
+        if time.monotonic() >= deadline:
+            raise asyncio.TimeoutError
+        await asyncio.sleep(0.05)  # the pace of looks at a file Chromium writes once
+
+
+def _connection(browser) -> Any:
+    """A pyppeteer ``Browser``'s CDP connection (private: ``Browser._connection``; None if it has none)."""
+    return getattr(browser, "_connection", None)
+
+
+def _tail(path: str, limit: int = 300) -> str:
+    try:
+        with open(path, "rb") as f:
+            text = f.read().decode(errors="replace").strip()
+    except OSError:
+        return "(no output)"
+    return text[-limit:] if text else "(no output)"
+
+
+def _kill(process: subprocess.Popen) -> None:
+    """SIGKILL the browser process (its zygote and renderers notice and exit) and reap it."""
+    if process.poll() is None:
+        try:
+            process.send_signal(signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    try:
+        process.wait(CLOSE_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        logger.warning("Chromium (pid %s) not reaped %g s after SIGKILL", process.pid, CLOSE_TIMEOUT)
 
 
 def _blocked(event) -> bool:

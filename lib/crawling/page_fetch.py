@@ -65,6 +65,9 @@ class ErrorKind(str, enum.Enum):
     NETWORK = "network"
     PARSE = "parse"
     UNKNOWN = "unknown"
+    #: no turn under the crawl rate limit (``lib.crawling.rate_limit.NoTurn``): not loaded, nothing to do with
+    #: the site or the proxy
+    RATE_LIMITED = "rate_limited"
 
     @property
     def counts_toward_proxy_switch(self) -> bool:
@@ -352,7 +355,7 @@ async def _read(tab: Tab, base_url: str, timeout: float, started: float, use_api
     left = max(1.0, timeout - (asyncio.get_running_loop().time() - started))
     api, dom_ready = await _first_signal(tab, left, use_api, api_grace)
     if api is not None:
-        result = _from_api(api, base_url, search_status)
+        result = page_from_api(api, base_url, search_status)
         if result is not None:
             if cross_check and result.items:
                 await _cross_check(tab, base_url, result)
@@ -419,7 +422,7 @@ async def _first_signal(tab: Tab, timeout: float, use_api: bool, grace: float) -
                     pass
 
 
-def _from_api(api: ApiResponse, base_url: str, search_status: str) -> PageResult | None:
+def page_from_api(api: ApiResponse, base_url: str, search_status: str) -> PageResult | None:
     """The page from the API's answer; None when the answer cannot be read (the DOM is then read)."""
     if api.status in (403, 429):
         raise PageError(ErrorKind.BLOCKED, f"API HTTP {api.status}",
@@ -565,4 +568,5 @@ def _classify(error: BaseException) -> PageError:
     return PageError(ErrorKind.UNKNOWN, text)
 
 
-__all__ = ["ErrorKind", "PageError", "PageResult", "fetch_page", "item_from_api", "item_from_cell", "search_url"]
+__all__ = ["ErrorKind", "PageError", "PageResult", "fetch_page", "item_from_api", "item_from_cell", "page_from_api",
+           "search_url"]

@@ -37,6 +37,11 @@ logger = logging.getLogger(__name__)
 WINDOW_SECONDS = 61
 #: A waiting page load's marker outlives its refreshes by this much (seconds), then lapses (its process died).
 WAITING_MARKER_GRACE = 10.0
+#: The longest a page load waits for its turn. Each turn frees within a window, so three windows without one
+#: means the state Redis cannot be reached or the fleet is far over its limit: the crawl then ends with what it
+#: read (``NoTurn``, classified ``rate_limited``) and is retried later, instead of holding a crawler thread until
+#: the crawl's time limit throws it away. No page is loaded without a turn either way.
+TURN_WAIT_MAX = 3 * WINDOW_SECONDS
 
 
 def proxy_label(proxy: str | None) -> str:
@@ -78,6 +83,10 @@ class _Pipeline:
         return getattr(self._pipe, name)
 
 
+class NoTurn(TimeoutError):
+    """A page load found no turn under the crawl rate limit within ``TURN_WAIT_MAX``."""
+
+
 class CrawlRateLimit:
     """Gives each page load its turn under the fleet-wide limit.
 
@@ -85,13 +94,15 @@ class CrawlRateLimit:
       limit: page loads per minute per proxy; 0 turns the limit off.
       client: the application-state Redis client (a function returning it).
       observe: called with the seconds a page load waited, when it waited (the metrics' counter).
+      patience: the longest a page load waits for its turn (``TURN_WAIT_MAX``), then ``NoTurn``.
     """
 
     def __init__(self, limit: int, client: Callable[[], redis.Redis], *,
-                 observe: Callable[[float], None] | None = None) -> None:
+                 observe: Callable[[float], None] | None = None, patience: float = TURN_WAIT_MAX) -> None:
         self.limit = limit
         self._client = client
         self.observe = observe
+        self.patience = patience
         self._limiters: dict[str, WindowRateLimiter] = {}
         self._ids = itertools.count(1)
         # between two tries: about half the spacing of page loads at the limit, within [0.2 s, 2 s]
@@ -118,12 +129,17 @@ class CrawlRateLimit:
 
     async def wait_for_turn(self, proxy: str | None) -> float:
         """Wait until a page load through ``proxy`` may begin; returns the seconds waited (0: its turn was free).
-        With Redis unreachable it keeps waiting (politeness is the promise), as the crawl's time limit bounds it."""
+        With Redis unreachable it keeps waiting (politeness is the promise), for ``patience`` seconds at most:
+        then ``NoTurn``."""
         if not self.limit:
             return 0.0
         started = time.monotonic()
         waiter: str | None = None
         for attempt in itertools.count():
+            if attempt and time.monotonic() - started >= self.patience:
+                await self._unmark(waiter)
+                raise NoTurn(f"no turn under the crawl rate limit ({self.limit} pages/min via "
+                             f"{redact_url(proxy) if proxy else 'no proxy'}) within {self.patience:g} s")
             try:
                 if await asyncio.to_thread(self.try_acquire, proxy):
                     if attempt == 0:
@@ -139,13 +155,18 @@ class CrawlRateLimit:
             await asyncio.sleep(self.poll * random.uniform(0.5, 1.0))  # the pace of tries, not a wait on state
         waited = time.monotonic() - started
         if waiter is not None:
-            try:
-                await asyncio.to_thread(self._client().delete, keys.crawl_rate_waiting(waiter))
-            except redis.RedisError:
-                pass  # it lapses by itself
+            await self._unmark(waiter)
             if self.observe is not None:
                 self.observe(waited)
         return waited
+
+    async def _unmark(self, waiter: str | None) -> None:
+        if waiter is None:
+            return
+        try:
+            await asyncio.to_thread(self._client().delete, keys.crawl_rate_waiting(waiter))
+        except redis.RedisError:
+            pass  # it lapses by itself
 
     def _mark_waiting(self, waiter: str, proxy: str | None, started: float) -> None:
         since = time.time() - (time.monotonic() - started)

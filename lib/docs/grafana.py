@@ -90,7 +90,7 @@ ROWS = (
         Panel("Time of one crawl (all pages)", "animetop_crawler_request_duration_seconds (crawler). Alert: p95 "
               "above 60 s.", quantiles("animetop_crawler_request_duration_seconds"), unit="s", alert_above=60),
         Panel("Search pages read per minute, by outcome", "animetop_crawl_pages_total: ok, timeout, blocked, "
-              "network, parse, unknown. Watch `blocked` rising.",
+              "network, parse, unknown, rate_limited (no turn under CRAWL_RATE_LIMIT). Watch `blocked` rising.",
               q("sum by (outcome) (rate(animetop_crawl_pages_total[5m])) * 60", "{{outcome}}")),
         Panel("Items applied per second", "animetop_items_processed_total: items applied to the state machine. "
               "Flat while crawling: results are not being applied.",

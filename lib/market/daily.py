@@ -21,9 +21,19 @@ from typing import Any, cast
 from lib.core.clock import naive_utc, to_timestamp
 from lib.core.db import is_mysql, on_conflict_update, write_transaction
 from lib.market import summaries
-from lib.market.statistics import day_of, hour_values, mark_pending, tuples
+from lib.market.statistics import day_of, hour_bucket, hour_start, hour_values, mark_pending, tuples
 from lib.market.summaries import Sketch, decode_counts, encode_counts
-from models import IpDayPending, IpMetadata, IpStatsDaily, IpStatsHourly, ItemSnapshot, ListingEvent, StorageMark
+from models import (
+    IpDayPending,
+    IpMetadata,
+    IpStatsDaily,
+    IpStatsHourly,
+    ItemSnapshot,
+    ListingEvent,
+    ListingSegment,
+    SegmentStatsDaily,
+    StorageMark,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -56,10 +66,11 @@ def compute_days(ip_id: int, first: datetime, last: datetime,
     if not days:
         return {}
     prices: dict[datetime, list[int]] = defaultdict(list)
-    for bucket, price in tuples(ListingEvent.select(ListingEvent.hour_bucket, ListingEvent.price).where(
+    for at, price in tuples(ListingEvent.select(ListingEvent.event_at, ListingEvent.price).where(
             (ListingEvent.ip_id == ip_id) & (ListingEvent.kind == "sold") & ListingEvent.price.is_null(False)
-            & (ListingEvent.hour_bucket >= min(days)) & (ListingEvent.hour_bucket < max(days) + ONE_DAY))):
-        prices[day_of(bucket)].append(price)
+            & (ListingEvent.event_at >= hour_start(min(days)))
+            & (ListingEvent.event_at < hour_start(max(days) + ONE_DAY)))):
+        prices[day_of(hour_bucket(at))].append(price)
     rows = {}
     for day, (hours, inflow, outflow) in sorted(days.items()):
         values = hour_values(inflow, outflow, prices.get(day, []))
@@ -167,6 +178,7 @@ PRUNED_COUNTS = ("pruned_created", "pruned_cut_samples")
 class _PrunedDay:
     def __init__(self) -> None:
         self.counts = dict.fromkeys(PRUNED_COUNTS, 0)
+        self.sales = 0  # every sale of the day, with a price or not (a segment's outflow; the IP's is hourly)
         self.sold_by: dict[int, int] = {}
         self.sketches = {name: Sketch(acc, floor) for name, (acc, floor) in PRUNED_SKETCHES.items()}
 
@@ -192,9 +204,11 @@ def summarize_pruned(ip_id: int, source_ids: list[str]) -> int:
     Returns the number of days written."""
     if not source_ids:
         return 0
-    days = _fold(*_pruned_facts(ip_id, source_ids))
+    facts = _pruned_facts(ip_id, source_ids)
+    days = _fold(*facts)
     if not days:
         return 0
+    _summarize_segments(ip_id, source_ids, facts)
     columns = [getattr(IpStatsDaily, name) for name in (*PRUNED_COUNTS, "pruned_sold_by", *PRUNED_SKETCHES)]
     stored = IpStatsDaily.select(IpStatsDaily.day, *columns).where(
         (IpStatsDaily.ip_id == ip_id) & IpStatsDaily.day.in_(sorted(days)))
@@ -209,11 +223,12 @@ def summarize_pruned(ip_id: int, source_ids: list[str]) -> int:
     return len(rows)
 
 
-_Facts = tuple[dict[str, float], dict[str, float], list[tuple[float, int | None, int | None]], dict[str, float]]
+_Facts = tuple[dict[str, float], dict[str, float], list[tuple[str, float, int | None, int | None]], dict[str, float]]
 
 
 def _pruned_facts(ip_id: int, source_ids: list[str]) -> _Facts:
-    """The listings' created times, first sale times, sales (time, price, listed price) and last sightings."""
+    """The listings' created times, first sale times, sales (listing, time, price, listed price) and last
+    sightings."""
     events = (ListingEvent.select(ListingEvent.source_id, ListingEvent.kind, ListingEvent.occurrence,
                                   ListingEvent.event_at, ListingEvent.price, ListingEvent.listed_price)
               .where((ListingEvent.ip_id == ip_id) & ListingEvent.source_id.in_(source_ids)))
@@ -221,12 +236,12 @@ def _pruned_facts(ip_id: int, source_ids: list[str]) -> _Facts:
         events = events.for_update()
     created: dict[str, float] = {}
     first_sale: dict[str, float] = {}
-    sales: list[tuple[float, int | None, int | None]] = []
+    sales: list[tuple[str, float, int | None, int | None]] = []
     for sid, kind, occurrence, at, price, listed in tuples(events):
         if kind == "created":
             created[sid] = at
         else:
-            sales.append((at, price, listed))
+            sales.append((sid, at, price, listed))
             if occurrence == 0:
                 first_sale[sid] = at
     last_seen = dict(tuples(ItemSnapshot.select(ItemSnapshot.source_id, ItemSnapshot.last_seen).where(
@@ -234,7 +249,8 @@ def _pruned_facts(ip_id: int, source_ids: list[str]) -> _Facts:
     return created, first_sale, sales, last_seen
 
 
-def _fold(created: dict[str, float], first_sale: dict[str, float], sales: list[tuple[float, int | None, int | None]],
+def _fold(created: dict[str, float], first_sale: dict[str, float],
+          sales: list[tuple[str, float, int | None, int | None]],
           last_seen: dict[str, float]) -> dict[datetime, _PrunedDay]:
     days: dict[datetime, _PrunedDay] = defaultdict(_PrunedDay)
     for sid, at in created.items():
@@ -248,13 +264,48 @@ def _fold(created: dict[str, float], first_sale: dict[str, float], sales: list[t
         else:
             seen = last_seen.get(sid)
             day.sketches["pruned_censored"].add(max((seen if seen is not None else at) - at, 0.0))
-    for at, price, listed in sales:
+    for _, at, price, listed in sales:
+        day = days[day_of(naive_utc(at))]
+        day.sales += 1
         if price is None:
             continue
-        day = days[day_of(naive_utc(at))]
         day.sketches["pruned_prices"].add(price)
         if listed:
             day.counts["pruned_cut_samples"] += 1
             if price < listed:
                 day.sketches["pruned_cuts"].add((listed - price) / listed)
     return days
+
+
+def _summarize_segments(ip_id: int, source_ids: list[str], facts: _Facts) -> None:
+    """Fold the pruned listings' facts into their segments' days (``segment_stats_daily``): ``_fold`` of each
+    segment's listings (``listing_segments``, read before they go), with each day's sales. A listing in two
+    segments counts in both, as in the windows."""
+    created, first_sale, sales, last_seen = facts
+    members: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for kind, key, sid in tuples(ListingSegment.select(ListingSegment.kind, ListingSegment.key,
+                                                       ListingSegment.source_id)
+                                 .where((ListingSegment.ip_id == ip_id)
+                                        & ListingSegment.source_id.in_(source_ids))):
+        members[kind, key].add(sid)
+    rows = []
+    columns = [getattr(SegmentStatsDaily, name) for name in (*PRUNED_COUNTS, "pruned_sales", "pruned_sold_by",
+                                                             *PRUNED_SKETCHES)]
+    for (kind, key), sids in sorted(members.items()):
+        days = _fold({s: at for s, at in created.items() if s in sids},
+                     {s: at for s, at in first_sale.items() if s in sids},
+                     [sale for sale in sales if sale[0] in sids], last_seen)
+        stored = SegmentStatsDaily.select(SegmentStatsDaily.day, *columns).where(
+            (SegmentStatsDaily.ip_id == ip_id) & (SegmentStatsDaily.kind == kind) & (SegmentStatsDaily.key == key)
+            & SegmentStatsDaily.day.in_(sorted(days)))
+        if is_mysql():
+            stored = stored.for_update()
+        for row in cast(Iterable[dict[str, Any]], stored.dicts()):
+            days[row["day"]].merge_row(row)
+            days[row["day"]].sales += row["pruned_sales"] or 0
+        rows += [{"ip_id": ip_id, "kind": kind, "key": key, "day": day, **summary.values(),
+                  "pruned_sales": summary.sales} for day, summary in sorted(days.items())]
+    for start in range(0, len(rows), 200):
+        on_conflict_update(SegmentStatsDaily.insert_many(rows[start:start + 200]),
+                           [SegmentStatsDaily.ip_id, SegmentStatsDaily.kind, SegmentStatsDaily.key,
+                            SegmentStatsDaily.day], preserve=columns).execute()

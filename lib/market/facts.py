@@ -11,9 +11,11 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import peewee
 
+from lib.core.db import ParameterList, insert_rows
 from lib.market.item_state import ON_SALE, SOLD, CrawlItem, ItemState
 from lib.market.statistics import hour_bucket, tuples
 from models import AppliedResult, ListingEvent, ListingSighting
@@ -93,9 +95,10 @@ def baseline_of(ip_id: int) -> float | None:
 
 @dataclass(frozen=True)
 class Run:
-    """A stored run of sightings (``models.ListingSighting``): ``first`` and ``last`` crawl, and what they saw."""
+    """A stored run of sightings (``models.ListingSighting``): ``first`` and ``last`` crawl, and what they saw.
+    ``(sid, first)`` is its row's key."""
 
-    id: int
+    sid: str
     first: float
     last: float
     key: tuple[str, int | None, float | None, float | None]  # status, price, created, updated (sold only)
@@ -117,15 +120,15 @@ def _run_row(ip_id: int, source_id: str, first: float, last: float, key: tuple) 
 def _runs(ip_id: int, source_ids: Sequence[str], since: float | None = None) -> dict[str, list[Run]]:
     """The runs of these listings, by listing, in time order (only those ending at ``since`` or later when
     given)."""
-    query = ListingSighting.select(ListingSighting.id, ListingSighting.source_id, ListingSighting.crawled_at,
+    query = ListingSighting.select(ListingSighting.source_id, ListingSighting.crawled_at,
                                    ListingSighting.last_seen, ListingSighting.status, ListingSighting.price,
                                    ListingSighting.created, ListingSighting.updated)
-    where = (ListingSighting.ip_id == ip_id) & ListingSighting.source_id.in_(list(source_ids))
+    where = (ListingSighting.ip_id == ip_id) & ListingSighting.source_id.in_(ParameterList(source_ids))
     if since is not None:
         where &= ListingSighting.last_seen >= since
     found: dict[str, list[Run]] = defaultdict(list)
-    for row_id, sid, first, last, status, price, created, updated in tuples(query.where(where)):
-        found[sid].append(Run(row_id, first, first if last is None else last,
+    for sid, first, last, status, price, created, updated in tuples(query.where(where)):
+        found[sid].append(Run(sid, first, first if last is None else last,
                               sighting_key(status, price, created, updated)))
     for runs in found.values():
         runs.sort(key=lambda r: r.first)
@@ -143,26 +146,35 @@ def crawl_neighbours(ip_id: int, crawled_at: float) -> tuple[float | None, float
     return (None if before is None else float(before), None if after is None else float(after), same > 1)
 
 
+def runs_keyed(ip_id: int, keys: Sequence[tuple[str, float]]) -> Any:
+    """The condition selecting these runs of the IP by their key, (source id, first crawl): the listings' range
+    of the primary key, then the pairs."""
+    return ((ListingSighting.ip_id == ip_id)
+            & ListingSighting.source_id.in_(ParameterList(sorted({sid for sid, _ in keys})))
+            & peewee.Tuple(ListingSighting.source_id, ListingSighting.crawled_at)
+            .in_([(ListingSighting.source_id.db_value(sid), at) for sid, at in keys]))
+
+
 class _Writes:
     """The run rows one result changes, written in bulk."""
 
     def __init__(self, ip_id: int) -> None:
         self.ip_id = ip_id
         self.inserts: list[dict] = []
-        self.lasts: dict[float, list[int]] = defaultdict(list)  # new last crawl → runs
-        self.firsts: list[tuple[int, float]] = []
-        self.deletes: list[int] = []
+        self.lasts: dict[float, list[tuple[str, float]]] = defaultdict(list)  # new last crawl → runs' keys
+        self.firsts: list[tuple[tuple[str, float], float]] = []
+        self.deletes: list[tuple[str, float]] = []
 
     def flush(self) -> None:
-        for last, ids in self.lasts.items():
-            for start in range(0, len(ids), CHUNK):
-                ListingSighting.update(last_seen=last).where(ListingSighting.id.in_(ids[start:start + CHUNK])).execute()
-        for row_id, first in self.firsts:
-            ListingSighting.update(crawled_at=first).where(ListingSighting.id == row_id).execute()
+        for last, keys in self.lasts.items():
+            for start in range(0, len(keys), CHUNK):
+                ListingSighting.update(last_seen=last).where(runs_keyed(self.ip_id, keys[start:start + CHUNK])) \
+                    .execute()
+        for key, first in self.firsts:
+            ListingSighting.update(crawled_at=first).where(runs_keyed(self.ip_id, [key])).execute()
         for start in range(0, len(self.deletes), CHUNK):
-            ListingSighting.delete().where(ListingSighting.id.in_(self.deletes[start:start + CHUNK])).execute()
-        for start in range(0, len(self.inserts), CHUNK):
-            ListingSighting.insert_many(self.inserts[start:start + CHUNK]).execute()
+            ListingSighting.delete().where(runs_keyed(self.ip_id, self.deletes[start:start + CHUNK])).execute()
+        insert_rows(ListingSighting, self.inserts)
         self.__init__(self.ip_id)  # type: ignore[misc]
 
 
@@ -186,14 +198,14 @@ def store_sightings(ip_id: int, crawled_at: float, items: Sequence[CrawlItem]) -
             _add_sighting(writes, sid, at, seen[sid], runs.get(sid, []), before, after, repeated)
     if after is not None and not repeated:
         # a crawl inside the IP's history that did not see a listing ends the runs that spanned it
-        for row_id, sid, last, status, price, created, updated in tuples(
-                ListingSighting.select(ListingSighting.id, ListingSighting.source_id, ListingSighting.last_seen,
+        for sid, first, last, status, price, created, updated in tuples(
+                ListingSighting.select(ListingSighting.source_id, ListingSighting.crawled_at, ListingSighting.last_seen,
                                        ListingSighting.status, ListingSighting.price, ListingSighting.created,
                                        ListingSighting.updated)
                 .where((ListingSighting.ip_id == ip_id) & (ListingSighting.crawled_at < at)
                        & (ListingSighting.last_seen > at))):
             if sid not in seen:
-                writes.lasts[before].append(row_id)  # type: ignore[index]  # a crawl before it: ``before`` is set
+                writes.lasts[before].append((sid, first))  # type: ignore[index]  # a crawl before it: ``before`` is set
                 writes.inserts.append(_run_row(ip_id, sid, after, last, sighting_key(status, price, created, updated)))
     writes.flush()
 
@@ -205,19 +217,19 @@ def _add_sighting(writes: _Writes, sid: str, at: float, key: tuple, runs: list[R
         if covering.first == at or covering.last == at or repeated or covering.key == key:
             return  # seen at this crawl already (the first result of a crawl time is kept), or unchanged
         # changed in the middle of a run: the run ends at the crawl before, and goes on from the crawl after
-        writes.lasts[before].append(covering.id)  # type: ignore[index]  # inside a run: a crawl before it
+        writes.lasts[before].append((sid, covering.first))  # type: ignore[index]  # inside a run: a crawl before it
         writes.inserts.append(_run_row(writes.ip_id, sid, at, at, key))
         writes.inserts.append(_run_row(writes.ip_id, sid, after, covering.last, covering.key))  # type: ignore[arg-type]
         return
     ending = next((r for r in runs if before is not None and r.last == before and r.key == key), None)
     starting = next((r for r in runs if after is not None and r.first == after and r.key == key), None)
     if ending is not None and starting is not None:  # the crawl joins two runs
-        writes.lasts[starting.last].append(ending.id)
-        writes.deletes.append(starting.id)
+        writes.lasts[starting.last].append((sid, ending.first))
+        writes.deletes.append((sid, starting.first))
     elif ending is not None:
-        writes.lasts[at].append(ending.id)
+        writes.lasts[at].append((sid, ending.first))
     elif starting is not None:
-        writes.firsts.append((starting.id, at))
+        writes.firsts.append(((sid, starting.first), at))
     else:
         writes.inserts.append(_run_row(writes.ip_id, sid, at, at, key))
 
@@ -231,8 +243,7 @@ def needs_derivation(item: CrawlItem, crawled_at: float, before: ItemState | Non
 
 def _event_row(ip_id: int, source_id: str, e: Event) -> dict:
     return {"ip_id": ip_id, "source_id": source_id, "kind": e.kind, "occurrence": e.occurrence,
-            "event_at": e.event_at, "hour_bucket": hour_bucket(e.event_at), "price": e.price,
-            "listed_price": e.listed_price, "created_at": e.created_at}
+            "event_at": e.event_at, "price": e.price, "listed_price": e.listed_price, "created_at": e.created_at}
 
 
 def _row_event(row: ListingEvent) -> Event:
@@ -250,7 +261,8 @@ def rederive(ip_id: int, source_ids: Sequence[str], baseline_at: float, floor: f
         sightings = listing_sightings(ip_id, chunk)
         stored: dict[tuple[str, str, int], ListingEvent] = {
             (row.source_id, row.kind, row.occurrence): row
-            for row in ListingEvent.select().where((ListingEvent.ip_id == ip_id) & ListingEvent.source_id.in_(chunk))}
+            for row in ListingEvent.select().where((ListingEvent.ip_id == ip_id)
+                                                   & ListingEvent.source_id.in_(ParameterList(chunk)))}
         wanted = {(sid, e.kind, e.occurrence): e for sid in chunk for e in derive_events(sightings[sid], baseline_at)}
         if floor is not None:
             wanted = {key: e for key, e in wanted.items() if e.event_at >= floor}
@@ -258,18 +270,19 @@ def rederive(ip_id: int, source_ids: Sequence[str], baseline_at: float, floor: f
         stale = [row for key, row in stored.items() if key not in wanted or _row_event(row) != wanted[key]]
         fresh = [(key, e) for key, e in wanted.items() if key not in stored or _row_event(stored[key]) != e]
         for row in stale:
-            outcome.hours.add(row.hour_bucket)
+            outcome.hours.add(hour_bucket(row.event_at))
             outcome.inflow -= row.kind == CREATED
             outcome.outflow -= row.kind == SOLD_EVENT
-        if stale:
-            ListingEvent.delete().where(ListingEvent.id.in_([row.id for row in stale])).execute()
+        for row in stale:  # by its key (the table's primary key): few, when a late or changed sighting moves one
+            ListingEvent.delete().where((ListingEvent.ip_id == ip_id) & (ListingEvent.source_id == row.source_id)
+                                        & (ListingEvent.kind == row.kind)
+                                        & (ListingEvent.occurrence == row.occurrence)).execute()
         new_rows = [_event_row(ip_id, key[0], e) for key, e in fresh]
         for _, e in fresh:
             outcome.hours.add(hour_bucket(e.event_at))
             outcome.inflow += e.kind == CREATED
             outcome.outflow += e.kind == SOLD_EVENT
-        for i in range(0, len(new_rows), CHUNK):
-            ListingEvent.insert_many(new_rows[i:i + CHUNK]).execute()
+        insert_rows(ListingEvent, new_rows)
     return outcome
 
 
@@ -298,5 +311,5 @@ def rebuild_ip_events(ip_id: int, baseline_at: float) -> set[datetime]:
 
 
 def event_hours(ip_id: int) -> set[datetime]:
-    return {h for (h,) in tuples(ListingEvent.select(ListingEvent.hour_bucket).where(ListingEvent.ip_id == ip_id)
-                                 .distinct())}
+    return {hour_bucket(at) for (at,) in tuples(ListingEvent.select(ListingEvent.event_at)
+                                                .where(ListingEvent.ip_id == ip_id))}

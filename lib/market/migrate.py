@@ -9,7 +9,7 @@ import logging
 from collections import defaultdict
 
 from lib.core.db import write_transaction
-from lib.market.facts import CHUNK, baseline_of, rebuild_ip_events, sighting_key
+from lib.market.facts import CHUNK, baseline_of, rebuild_ip_events, runs_keyed, sighting_key
 from lib.market.item_state import ON_SALE, SOLD
 from lib.market.retention import pruned_before
 from lib.market.statistics import ensure_hours, hour_bucket, refresh_hours, tuples
@@ -79,35 +79,35 @@ def compress_sightings() -> list[int]:
 
 
 def compress_ip(ip_id: int) -> None:
-    rows = tuples(ListingSighting.select(ListingSighting.id, ListingSighting.source_id, ListingSighting.crawled_at,
+    rows = tuples(ListingSighting.select(ListingSighting.source_id, ListingSighting.crawled_at,
                                          ListingSighting.last_seen, ListingSighting.status, ListingSighting.price,
                                          ListingSighting.created, ListingSighting.updated)
                   .where(ListingSighting.ip_id == ip_id)
                   .order_by(ListingSighting.source_id, ListingSighting.crawled_at))
     crawls = sorted({float(at) for (at,) in tuples(AppliedResult.select(AppliedResult.crawled_at)
                                                    .where(AppliedResult.ip_id == ip_id))}
-                    | {float(r[2]) for r in rows} | {float(r[3]) for r in rows if r[3] is not None})
+                    | {float(r[1]) for r in rows} | {float(r[2]) for r in rows if r[2] is not None})
     index = {at: k for k, at in enumerate(crawls)}
-    lasts: dict[float, list[int]] = defaultdict(list)
-    deletes: list[int] = []
-    run: tuple | None = None  # (id, source_id, key, last)
-    for row_id, sid, first, last, status, price, created, updated in rows:
+    lasts: dict[float, list[tuple[str, float]]] = defaultdict(list)
+    deletes: list[tuple[str, float]] = []
+    run: tuple | None = None  # (key of its row: (source_id, first crawl), source_id, key, last)
+    for sid, first, last, status, price, created, updated in rows:
         key = sighting_key(status, price, created, updated)
         last = first if last is None else last
         if (run is not None and run[1] == sid and run[2] == key and index[float(first)] == index[float(run[3])] + 1):
-            deletes.append(row_id)
+            deletes.append((sid, first))
             run = (run[0], sid, key, last)
         else:
             if run is not None:
                 lasts[run[3]].append(run[0])
-            run = (row_id, sid, key, last)
+            run = ((sid, first), sid, key, last)
     if run is not None:
         lasts[run[3]].append(run[0])
     for start in range(0, len(deletes), CHUNK):
-        ListingSighting.delete().where(ListingSighting.id.in_(deletes[start:start + CHUNK])).execute()
-    for last, ids in lasts.items():
-        for start in range(0, len(ids), CHUNK):
-            ListingSighting.update(last_seen=last).where(ListingSighting.id.in_(ids[start:start + CHUNK])).execute()
+        ListingSighting.delete().where(runs_keyed(ip_id, deletes[start:start + CHUNK])).execute()
+    for last, keys in lasts.items():
+        for start in range(0, len(keys), CHUNK):
+            ListingSighting.update(last_seen=last).where(runs_keyed(ip_id, keys[start:start + CHUNK])).execute()
     ListingSighting.update(updated=None).where((ListingSighting.ip_id == ip_id)
                                                & (ListingSighting.status == ON_SALE)).execute()
 

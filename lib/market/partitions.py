@@ -17,7 +17,7 @@ from datetime import datetime
 import peewee
 
 from lib.core.clock import naive_utc
-from lib.core.db import database, is_mysql
+from lib.core.db import database, execute_statement, is_mysql
 from models import IpStatsHourly
 
 logger = logging.getLogger(__name__)
@@ -45,18 +45,6 @@ def next_month(value: datetime) -> datetime:
 
 def _name(month: datetime) -> str:
     return f"p{month:%Y%m}"
-
-
-def _ddl(*parts: str | peewee.Node) -> None:
-    """Run a DDL statement built by Peewee's context: ``str`` parts are constant SQL, the others nodes
-    (``peewee.Entity`` names, ``peewee.Value`` dates passed as parameters)."""
-    ctx = database.get_sql_context()
-    for part in parts:
-        if isinstance(part, str):
-            ctx.literal(part)
-        else:
-            ctx.sql(part)
-    database.execute(ctx)
 
 
 def _definitions(months: list[datetime]) -> list[str | peewee.Node]:
@@ -100,8 +88,8 @@ def ensure_partitioned(now: float) -> bool:
     while len(months) < 240 and month <= _ahead(now):
         months.append(month)
         month = next_month(month)
-    _ddl("ALTER TABLE ", peewee.Entity(TABLE), " DROP PRIMARY KEY, ADD PRIMARY KEY (id, hour_bucket)")
-    _ddl("ALTER TABLE ", peewee.Entity(TABLE), " PARTITION BY RANGE COLUMNS(hour_bucket) (",
+    execute_statement("ALTER TABLE ", peewee.Entity(TABLE), " DROP PRIMARY KEY, ADD PRIMARY KEY (id, hour_bucket)")
+    execute_statement("ALTER TABLE ", peewee.Entity(TABLE), " PARTITION BY RANGE COLUMNS(hour_bucket) (",
          *_definitions(months), ")")
     logger.info("%s: partitioned by month from %s", TABLE, f"{first:%Y-%m}")
     return True
@@ -125,7 +113,8 @@ def ensure_future(now: float) -> list[str]:
         added.append(month)
         month = next_month(month)
     if added:
-        _ddl("ALTER TABLE ", peewee.Entity(TABLE), " REORGANIZE PARTITION pmax INTO (", *_definitions(added), ")")
+        execute_statement("ALTER TABLE ", peewee.Entity(TABLE), " REORGANIZE PARTITION pmax INTO (",
+                          *_definitions(added), ")")
     return [_name(m) for m in added]
 
 
@@ -138,6 +127,6 @@ def drop_before(limit: datetime) -> list[str]:
         for name in doomed:
             names += [", "] if names else []
             names.append(peewee.Entity(name))
-        _ddl("ALTER TABLE ", peewee.Entity(TABLE), " DROP PARTITION ", *names)
+        execute_statement("ALTER TABLE ", peewee.Entity(TABLE), " DROP PARTITION ", *names)
         logger.info("%s: dropped partitions %s (before %s)", TABLE, ", ".join(doomed), f"{limit:%Y-%m-%d}")
     return doomed

@@ -26,11 +26,11 @@ import peewee
 import redis
 
 from lib.core.clock import Clock, get_clock, naive_utc, to_timestamp
-from lib.core.db import on_conflict_update, write_transaction
+from lib.core.db import ParameterList, insert_rows, write_transaction
 from lib.core.errors import BadMessage
 from lib.core.execution_state import ExecutionState
 from lib.core.settings import Settings
-from lib.market import window_rows
+from lib.market import listing_urls, window_rows
 from lib.market.facts import (
     FactsOutcome,
     baseline_of,
@@ -174,7 +174,7 @@ class ResultProcessor:
         for start in range(0, len(source_ids), 500):
             chunk = source_ids[start:start + 500]
             for snap in ItemSnapshot.select().where((ItemSnapshot.ip_id == result.ip_id)
-                                                    & (ItemSnapshot.source_id.in_(chunk))):
+                                                    & (ItemSnapshot.source_id.in_(ParameterList(chunk)))):
                 if snap.last_seen + ttl[snap.status] > result.crawled_at:
                     found[snap.source_id] = ItemState(snap.status, snap.price, snap.first_seen, snap.last_seen)
         return found
@@ -267,17 +267,20 @@ class ResultProcessor:
             } for total in result.search]).execute()
 
     def _upsert_snapshots(self, ip_id: int, changes: list[Change]) -> None:
-        rows = [{
-            "ip_id": ip_id, "source_id": c.item.source_id, "title": c.item.title, "price": c.item.price,
-            "status": c.item.status, "image_url": c.item.image_url, "item_url": c.item.item_url,
-            "first_seen": c.after.first_seen, "last_seen": c.after.last_seen, "created": c.item.created,
-            "updated": c.item.updated,
-        } for c in changes]
-        preserve = [ItemSnapshot.title, ItemSnapshot.price, ItemSnapshot.status, ItemSnapshot.image_url,
-                    ItemSnapshot.item_url, ItemSnapshot.last_seen, ItemSnapshot.created, ItemSnapshot.updated]
-        for start in range(0, len(rows), 200):
-            on_conflict_update(ItemSnapshot.insert_many(rows[start:start + 200]),
-                               [ItemSnapshot.ip_id, ItemSnapshot.source_id], preserve=preserve).execute()
+        rows = []
+        for c in changes:
+            forms, item_url, image_url = listing_urls.encode(c.item.source_id, c.item.item_url, c.item.image_url)
+            rows.append({
+                "ip_id": ip_id, "source_id": c.item.source_id, "title": c.item.title, "price": c.item.price,
+                "status": c.item.status, "image_url": image_url, "item_url": item_url, "url_forms": forms,
+                "first_seen": c.after.first_seen, "last_seen": c.after.last_seen, "created": c.item.created,
+                "updated": c.item.updated,
+            })
+        preserve: list[peewee.Field] = [ItemSnapshot.title, ItemSnapshot.price, ItemSnapshot.status,
+                                        ItemSnapshot.image_url, ItemSnapshot.item_url, ItemSnapshot.url_forms,
+                                        ItemSnapshot.last_seen, ItemSnapshot.created, ItemSnapshot.updated]
+        insert_rows(ItemSnapshot, rows, conflict="update", target=[ItemSnapshot.ip_id, ItemSnapshot.source_id],
+                    preserve=preserve)
 
     # -- steps 3-4 -------------------------------------------------------------
     def apply_states(self, result: CrawlResult, changes: list[Change]) -> None:

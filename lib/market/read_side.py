@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import redis
+from redis.lock import Lock
 
 from lib.core import keys
 from lib.core.clock import Clock, get_clock, naive_utc
@@ -24,8 +27,8 @@ from lib.market.retention import (
     check_segment_window,
     check_window,
     detail_horizon,
-    details_pruned_before,
     pruned_before,
+    segments_summarized_from,
 )
 from lib.market.series import outflow_sparklines
 from lib.market.statistics import day_of, hour_bucket
@@ -99,15 +102,45 @@ def _cached(client: redis.Redis | None, key: str, ttl: float, compute: Callable[
             client = None
     value = compute()
     if client is not None:
-        try:
-            pipe = client.pipeline(transaction=True)  # key and index share a slot (keys.py), so also on a cluster
-            pipe.set(key, json.dumps(value, ensure_ascii=False, default=str), px=int(ttl * 1000))
-            pipe.sadd(index, key)
-            pipe.pexpire(index, int(ttl * 1000))  # outlives every member: each was set with ttl, none later
-            pipe.execute()
-        except redis.RedisError as e:
-            logger.warning("could not fill cache %s: %s", key, e)
+        _fill(client, key, value, ttl, index)
     return value
+
+
+def _fill(client: redis.Redis, key: str, value: Any, ttl: float, index: str) -> None:
+    """Cache ``value`` under ``key`` for ``ttl`` seconds, listed in the set ``index`` (a failure is logged)."""
+    try:
+        pipe = client.pipeline(transaction=True)  # key and index share a slot (keys.py), so also on a cluster
+        pipe.set(key, json.dumps(value, ensure_ascii=False, default=str), px=int(ttl * 1000))
+        pipe.sadd(index, key)
+        pipe.pexpire(index, int(ttl * 1000))  # outlives every member: each was set with ttl, none later
+        pipe.execute()
+    except redis.RedisError as e:
+        logger.warning("could not fill cache %s: %s", key, e)
+
+
+@contextmanager
+def _kept(lock: Lock, every: float) -> Iterator[None]:
+    """``lock``'s TTL re-armed every ``every`` seconds while the block runs. A computation may outlast the TTL
+    (the 90-day board of 10,000 IPs, not precomputed, took 707 s against 600): without this its lock lapsed and
+    the next viewer started the same computation beside it. A holder that dies stops re-arming, and its lock
+    lapses within the TTL as before."""
+    stop = threading.Event()
+
+    def keep() -> None:
+        while not stop.wait(every):
+            try:
+                lock.reacquire()
+            except redis.RedisError as e:  # lost (Redis restarted or wiped): another may compute too, no harm
+                logger.warning("%s: could not keep the lock of a computation (%s)", lock.name, e)
+                return
+
+    keeper = threading.Thread(target=keep, name="compute-lock-keeper", daemon=True)
+    keeper.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        keeper.join(timeout=5)
 
 
 def leaderboard_row(ip_id: int, ip: IpMetadata, m: dict[str, Any]) -> dict[str, Any]:
@@ -159,6 +192,10 @@ class ReadSide:
     def check_window(self, hours: int) -> None:
         """Refuse a window longer than the storage keeps (``WindowBeyondRetention``, a ValueError)."""
         check_window(hours, self.settings, self.clock.now(), pruned_before())
+
+    def check_segment_window(self, hours: int) -> None:
+        """Refuse a segments window the storage does not answer (``retention.check_segment_window``)."""
+        check_segment_window(hours, self.settings, self.clock.now(), pruned_before(), segments_summarized_from())
 
     def window_start(self, hours: int) -> datetime:
         """The first hour (naive UTC) of the last ``hours`` hours, the current one included."""
@@ -217,36 +254,46 @@ class ReadSide:
         younger than CACHE_TTL; else computed once for all rankings, by one process at a time: the others wait
         for its result (at most ``COMPUTE_WAIT``)."""
         key = keys.leaderboard(hours)
+        return self._once(key, f"leaderboard:{hours}", lambda: self._board_from_db(hours),
+                          lambda board: self._store(key, board))
+
+    def _once(self, key: str, lock_name: str, compute: Callable[[], dict[str, Any]],
+              store: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+        """``key``'s cached value; else ``compute()``d and ``store``d by one process at a time (the lock
+        ``lock_name``), the others waiting for its result at most ``COMPUTE_WAIT`` before computing it themselves.
+        Without Redis, computed here."""
         client = self.cache
         if client is None:
-            return self._board_from_db(hours)
+            return compute()
         try:
             hit = client.get(key)
             if hit is not None:
                 return json.loads(hit)
             deadline = time.monotonic() + COMPUTE_WAIT
             while time.monotonic() < deadline:
-                computed = self._compute_under_lock(hours, only_if_missing=True)
+                computed = self._compute_under_lock(key, lock_name, compute, store, only_if_missing=True)
                 if computed is not None:
                     return computed
-                time.sleep(COMPUTE_POLL)  # another process computes this window: its result lands under key
+                time.sleep(COMPUTE_POLL)  # another process computes it: its result lands under key
                 hit = client.get(key)
                 if hit is not None:
                     return json.loads(hit)
-            logger.warning("leaderboard %s h: still being computed elsewhere after %.0f s; computing it here",
-                           hours, COMPUTE_WAIT)
+            logger.warning("%s: still being computed elsewhere after %.0f s; computing it here", lock_name,
+                           COMPUTE_WAIT)
         except redis.RedisError as e:
             self._cache_failed(e)
-            return self._board_from_db(hours)
-        board = self._board_from_db(hours)
-        self._store(key, board)
-        return board
+            return compute()
+        value = compute()
+        store(value)
+        return value
 
     def refresh(self, hours: int) -> bool:
         """Compute the window's board now and cache it (``refresh_leaderboards``), unless another process is
         computing it (False)."""
         self.check_window(hours)
-        return self._compute_under_lock(hours, only_if_missing=False) is not None
+        key = keys.leaderboard(hours)
+        return self._compute_under_lock(key, f"leaderboard:{hours}", lambda: self._board_from_db(hours),
+                                        lambda board: self._store(key, board), only_if_missing=False) is not None
 
     def refresh_common(self) -> list[int]:
         """Recompute each window of LEADERBOARD_PRECOMPUTE whose cached board is missing or past half its
@@ -283,25 +330,30 @@ class ReadSide:
         hit = self.client.get(keys.leaderboard(hours))
         return None if hit is None else self.clock.now() - float(json.loads(hit)["computed_at"])
 
-    def _compute_under_lock(self, hours: int, *, only_if_missing: bool) -> dict[str, Any] | None:
-        """Compute and cache the board holding the window's lock; None when another process holds it."""
+    def _compute_under_lock(self, key: str, lock_name: str, compute: Callable[[], dict[str, Any]],
+                            store: Callable[[dict[str, Any]], None], *,
+                            only_if_missing: bool) -> dict[str, Any] | None:
+        """Compute and store ``key``'s value holding the lock ``lock_name`` (kept while it computes); None when
+        another process holds it."""
         assert self.client is not None
-        lock = self.client.lock(keys.lock(f"leaderboard:{hours}"), timeout=COMPUTE_LOCK_TTL, blocking=False)
+        # not thread-local: its keeper (``_kept``) re-arms it from another thread
+        lock = self.client.lock(keys.lock(lock_name), timeout=COMPUTE_LOCK_TTL, blocking=False, thread_local=False)
         if not lock.acquire():
             return None
         try:
             if only_if_missing:  # the holder before us may have just stored it
-                hit = self.client.get(keys.leaderboard(hours))
+                hit = self.client.get(key)
                 if hit is not None:
                     return json.loads(hit)
-            board = self._board_from_db(hours)
-            self._store(keys.leaderboard(hours), board)
-            return board
+            with _kept(lock, COMPUTE_LOCK_TTL / 3):
+                value = compute()
+            store(value)
+            return value
         finally:
             try:
                 lock.release()
-            except redis.RedisError as e:  # outlived COMPUTE_LOCK_TTL, or Redis went: it lapses by itself
-                logger.warning("leaderboard %s h: could not release its lock (%s)", hours, e)
+            except redis.RedisError as e:  # Redis went, or the lock was lost: it lapses by itself
+                logger.warning("%s: could not release its lock (%s)", lock_name, e)
 
     def _store(self, key: str, board: dict[str, Any]) -> None:
         assert self.client is not None
@@ -381,30 +433,66 @@ class ReadSide:
         if by not in KINDS:
             raise ValueError(f"unknown kind of segment {by!r}; expected one of {', '.join(KINDS)}")
         now = self.clock.now()
-        check_segment_window(hours, self.settings, now, details_pruned_before())
+        self.check_segment_window(hours)
 
         def compute() -> dict[str, Any]:
             ip = IpMetadata.get_or_none(IpMetadata.id == ip_id)
             if ip is None:
                 raise LookupError(f"no IP with id {ip_id}")
+            measures = segment_measures(ip_id, by, hours, now, detail_from=detail_horizon(self.settings, now))
             return {"ip_id": ip.id, "keyword": ip.keyword, "name": ip.display_name, "hours": hours, "by": by,
-                    "segments": self._segment_rows(segment_measures(ip_id, by, hours, now), by)}
+                    "segments": self._segment_rows(measures, by)}
         return _cached(self.cache, keys.ip_cache(ip_id, f"segments:{by}:{hours}"), self.settings.cache_ttl,
                        compute, _ip_index(ip_id), self._cache_failed)
 
     def segments_board(self, hours: int, by: str) -> dict[str, Any]:
         """What sells across franchises: each segment of kind ``by`` over every IP's listings
-        (docs/concepts/measures.md "Segments"), most sold first; cached for CACHE_TTL like the leaderboard. Windows
-        up to RETENTION_DETAIL."""
+        (docs/concepts/measures.md "Segments"), most sold first; cached for CACHE_TTL like the leaderboard, and kept
+        warm for the dashboard's windows by ``refresh_segment_boards``. Windows up to RETENTION_DETAIL."""
+        # one computation at a time, as the leaderboard's: cold, it reads every IP's listings of the window (21-49 s
+        # for a week at 10,000 IPs), and viewers arriving meanwhile would each start it again
+        return self._once(*self._segments_board_parts(hours, by))
+
+    def _segments_board_parts(self, hours: int, by: str) -> tuple[str, str, Callable[[], dict[str, Any]],
+                                                                      Callable[[dict[str, Any]], None]]:
+        """The board's cache key, its computation's lock, the computation and its store (the window checked)."""
         if by not in KINDS:
             raise ValueError(f"unknown kind of segment {by!r}; expected one of {', '.join(KINDS)}")
         now = self.clock.now()
-        check_segment_window(hours, self.settings, now, details_pruned_before())
+        self.check_segment_window(hours)
+        key = keys.segments_board(by, hours)
 
         def compute() -> dict[str, Any]:
-            return {"hours": hours, "by": by, "segments": self._segment_rows(kind_measures(by, hours, now), by)}
-        return _cached(self.cache, keys.segments_board(by, hours), self.settings.cache_ttl, compute,
-                       keys.cache_index("segments-board"), self._cache_failed)
+            measures = kind_measures(by, hours, now, detail_from=detail_horizon(self.settings, now))
+            return {"hours": hours, "by": by, "segments": self._segment_rows(measures, by)}
+
+        def store(board: dict[str, Any]) -> None:
+            assert self.client is not None
+            _fill(self.client, key, board, self.settings.cache_ttl, keys.cache_index("segments-board"))
+        return key, f"segments-board:{by}:{hours}", compute, store
+
+    def refresh_segment_boards(self) -> list[tuple[str, int]]:
+        """Recompute the segments board of each kind over each of the dashboard's windows within RETENTION_DETAIL
+        (``COMMON_WINDOWS``: 1 and 7 days by default) whose cache is missing or past half its CACHE_TTL, so the What
+        sells page finds it warm, as ``refresh_common`` does for the leaderboards; returns the (kind, hours)
+        recomputed. A board another process is computing is left to it. A longer board (30 days) reads the daily
+        summaries of every IP's segments besides the events: computed when asked for, not every few minutes."""
+        assert self.client is not None
+        done = []
+        for hours in COMMON_WINDOWS:
+            if hours * 3600.0 > self.settings.retention_detail:
+                continue
+            for by in KINDS:
+                try:
+                    key, lock_name, compute, store = self._segments_board_parts(hours, by)
+                except WindowBeyondRetention:  # pruned past it (RETENTION_WINDOW lowered): refused to viewers too
+                    break
+                left = self.client.pttl(key)  # milliseconds; negative: missing (or no TTL, never set so)
+                if left > self.settings.cache_ttl * 1000 / 2:
+                    continue
+                if self._compute_under_lock(key, lock_name, compute, store, only_if_missing=False) is not None:
+                    done.append((by, hours))
+        return done
 
     def _segment_rows(self, measures: dict[str, dict[str, Any]], by: str) -> list[dict[str, Any]]:
         """Segments most sold first (then most listed, then by key), each with its label."""

@@ -55,11 +55,13 @@ from models import (
     ListingEvent,
     ListingSegment,
     ListingSighting,
+    SegmentStatsDaily,
     StorageMark,
 )
 
 __all__ = ["DETAILS_PRUNED_BEFORE", "PRUNED_BEFORE", "WindowBeyondRetention", "check_segment_window", "check_window",
-           "detail_horizon", "details_pruned_before", "horizon", "max_segment_hours", "prune", "pruned_before"]
+           "detail_horizon", "details_pruned_before", "horizon", "max_segment_hours", "prune", "pruned_before",
+           "segment_horizon", "segments_summarized_from"]
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +72,11 @@ MARGIN = timedelta(days=1)
 #: between (the actor runs hourly) find nothing new and skip the per-IP work.
 COMPLETED = "completed_to"
 CHUNK = 500
+#: The detail horizon before which pruned listings have no segments' summaries (set by the first pass of a version
+#: that keeps them: what earlier passes pruned was summarized for the IP alone).
+SEGMENTS_SUMMARIZED_FROM = "segments_summarized_from"
+#: The segments' daily rows' horizon (``segment_horizon``; RETENTION_WINDOW raised since: the days before it are gone).
+SEGMENTS_PRUNED_BEFORE = "segments_pruned_before"
 
 
 class WindowBeyondRetention(ValueError):
@@ -87,6 +94,14 @@ def horizon(settings: Settings, now: float) -> float:
     reach = max(reach, max(settings.analyzer_item_ttl_available, settings.analyzer_item_ttl_sold)
                 + MARGIN.total_seconds())
     at = now - reach
+    return at - at % DAY
+
+
+def segment_horizon(settings: Settings, now: float) -> float:
+    """The UTC midnight before which no segments window up to ``RETENTION_WINDOW``, ending at ``now`` or later,
+    reads a segment's daily row: such a window reads from the UTC midnight of its first hour (no previous window,
+    no baseline), and segments have no per-day series to keep them ``RETENTION_DAILY`` for."""
+    at = now - settings.retention_window - MARGIN.total_seconds()
     return at - at % DAY
 
 
@@ -119,24 +134,40 @@ def check_window(hours: int, settings: Settings, now: float, floor: float | None
 
 
 def max_segment_hours(settings: Settings) -> int:
-    """The longest window segments are answered for: ``RETENTION_DETAIL`` (the per-listing facts they are
-    computed from; the daily summaries of pruned listings are not kept by segment)."""
-    return max(1, int(settings.retention_detail // HOUR))
+    """The longest window segments are answered for: ``RETENTION_WINDOW``, as an IP's (past the detail horizon
+    from their daily summaries, ``segment_stats_daily``)."""
+    return max_window_hours(settings)
 
 
-def check_segment_window(hours: int, settings: Settings, now: float, floor: float | None = None) -> None:
-    """Refuse a segments window reaching before the per-listing facts: longer than ``RETENTION_DETAIL``, or
-    starting before what was pruned (``floor``: the detail horizon pruned to, when given)."""
-    longest = max_segment_hours(settings)
+def check_segment_window(hours: int, settings: Settings, now: float, floor: float | None = None,
+                         summarized_from: float | None = None) -> None:
+    """Refuse a segments window the stored facts do not answer: longer than ``RETENTION_WINDOW``, reaching before
+    the hourly rows pruned to (``floor``), or whose measures start (at the UTC midnight of its first hour, past the
+    detail horizon) before ``summarized_from``: the detail horizon of the first pruning pass that kept segments'
+    summaries (``segments_summarized_from``; listings pruned before it were summarized for the IP alone)."""
+    longest = max_window_hours(settings)
     if hours > longest:
         raise WindowBeyondRetention(
-            f"a {hours} h window is longer than the {longest} h segments are answered for (RETENTION_DETAIL: the "
-            f"listings they are computed from are kept that long); ask for at most {longest} h")
+            f"a {hours} h window is longer than the {longest} h the stored facts answer exactly "
+            f"(RETENTION_WINDOW); ask for at most {longest} h")
     since = (to_timestamp(hour_bucket(now)) or 0.0) - (hours - 1) * HOUR
     if floor is not None and since < floor:
         raise WindowBeyondRetention(
-            f"a {hours} h window of segments starts before {naive_utc(floor):%Y-%m-%d %H:%M} UTC, whose listings "
-            f"were pruned (RETENTION_DETAIL was shortened since); ask for a shorter window")
+            f"a {hours} h window of segments starts before {naive_utc(floor):%Y-%m-%d %H:%M} UTC, which was pruned "
+            f"(RETENTION_WINDOW was raised since); ask for a shorter window")
+    starts = since - since % DAY
+    if summarized_from is not None and starts < summarized_from:
+        raise WindowBeyondRetention(
+            f"a {hours} h window of segments starts before {naive_utc(summarized_from):%Y-%m-%d %H:%M} UTC, where "
+            f"the segments' daily summaries begin (listings pruned before a version that kept them, or days past "
+            f"RETENTION_WINDOW then, have none); ask for a shorter window")
+
+
+def segments_summarized_from() -> float | None:
+    """Where the segments' daily summaries begin (None: wherever the IPs' do): after what the first pass keeping
+    them found pruned, and after what their own horizon pruned since."""
+    marks = [m for m in (_mark(SEGMENTS_SUMMARIZED_FROM), _mark(SEGMENTS_PRUNED_BEFORE)) if m is not None]
+    return max(marks) if marks else None
 
 
 @dataclass
@@ -157,6 +188,7 @@ class PruneReport:
     ledger_rows: int = 0
     search_totals: int = 0
     daily_rows: int = 0
+    segment_daily_rows: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self) | {"horizon_utc": f"{naive_utc(self.horizon):%Y-%m-%d %H:%M}",
@@ -182,6 +214,8 @@ def prune(settings: Settings, now: float, *, dry_run: bool = False) -> PruneRepo
     report = PruneReport(horizon=limit, detail_horizon=detail)
     if not dry_run:
         with write_transaction():
+            if _mark(SEGMENTS_SUMMARIZED_FROM) is None:  # the first pass summarizing segments: from here on
+                _set_mark(details_pruned_before() or 0.0, SEGMENTS_SUMMARIZED_FROM)
             _set_mark(limit)
             _set_mark(detail, DETAILS_PRUNED_BEFORE)
     drop_partitions = is_mysql() and partitions.partitioned()
@@ -199,12 +233,18 @@ def prune(settings: Settings, now: float, *, dry_run: bool = False) -> PruneRepo
     if not dry_run:
         with write_transaction():
             _set_mark(detail, COMPLETED)
-    daily = IpStatsDaily.delete().where(IpStatsDaily.day < naive_utc(now - settings.retention_daily))
+    oldest = naive_utc(now - settings.retention_daily)
+    oldest_segment = max(segment_horizon(settings, now), now - settings.retention_daily)
     if dry_run:
-        report.daily_rows = IpStatsDaily.select().where(IpStatsDaily.day < naive_utc(now - settings.retention_daily)
-                                                        ).count()
+        report.daily_rows = IpStatsDaily.select().where(IpStatsDaily.day < oldest).count()
+        report.segment_daily_rows = SegmentStatsDaily.select().where(
+            SegmentStatsDaily.day < naive_utc(oldest_segment)).count()
     else:
-        report.daily_rows = daily.execute()
+        with write_transaction():
+            _set_mark(oldest_segment, SEGMENTS_PRUNED_BEFORE)
+        report.daily_rows = IpStatsDaily.delete().where(IpStatsDaily.day < oldest).execute()
+        report.segment_daily_rows = SegmentStatsDaily.delete().where(
+            SegmentStatsDaily.day < naive_utc(oldest_segment)).execute()
     logger.info("storage pruned to %s UTC%s: %s", f"{naive_utc(limit):%Y-%m-%d}", " (dry run)" if dry_run else "",
                 report.as_dict())
     return report

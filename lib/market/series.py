@@ -13,6 +13,7 @@ from typing import Any, cast
 
 import peewee
 
+from lib.market import listing_urls
 from models import CrawlSearchTotal, IpStatsHourly, ItemSnapshot
 
 #: Sparklines of windows up to this many hours are per hour, longer ones per day.
@@ -66,10 +67,12 @@ def latest_sales(ip_id: int, limit: int = 20) -> list[dict[str, Any]]:
     site gave one, else when we last saw it (Unix seconds)."""
     sold_at = peewee.fn.COALESCE(ItemSnapshot.updated, ItemSnapshot.last_seen)
     rows = (ItemSnapshot.select(ItemSnapshot.source_id, ItemSnapshot.title, ItemSnapshot.price,
-                                ItemSnapshot.item_url, sold_at.alias("sold_at"))
+                                ItemSnapshot.item_url, ItemSnapshot.url_forms, sold_at.alias("sold_at"))
             .where((ItemSnapshot.ip_id == ip_id) & (ItemSnapshot.status == "sold"))
             .order_by(sold_at.desc(), ItemSnapshot.source_id).limit(limit).dicts())
-    return [{**row, "sold_at": float(row["sold_at"]) if row["sold_at"] is not None else None}
+    return [{"source_id": row["source_id"], "title": row["title"], "price": row["price"],
+             "item_url": listing_urls.item_url(row["source_id"], row["url_forms"], row["item_url"]),
+             "sold_at": float(row["sold_at"]) if row["sold_at"] is not None else None}
             for row in cast(Iterable[dict[str, Any]], rows)]
 
 

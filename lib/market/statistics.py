@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any, cast
 
-from lib.core.clock import naive_utc
+from lib.core.clock import naive_utc, to_timestamp
 from lib.core.db import on_conflict_update
 from lib.core.settings import Settings
 from lib.market import intervals, robust
@@ -23,6 +23,24 @@ HOUR = 3600
 def hour_bucket(ts: float) -> datetime:
     """The UTC hour a Unix time falls in, as the naive datetime the database stores."""
     return naive_utc(ts - ts % HOUR)
+
+
+def hour_start(bucket: datetime) -> float:
+    """A naive-UTC hour as Unix seconds: an event is in hour ``b`` when ``hour_start(b) <= event_at <
+    hour_start(b) + HOUR`` (the events keep only their time; their hour is implied)."""
+    return to_timestamp(bucket)
+
+
+def hour_spans(buckets: Iterable[datetime]) -> list[tuple[float, float]]:
+    """Runs of consecutive hours as [start, end) in Unix seconds, in order: each read by one range of an
+    index on ``event_at``."""
+    spans: list[tuple[float, float]] = []
+    for start in sorted(hour_start(b) for b in set(buckets)):
+        if spans and spans[-1][1] == start:
+            spans[-1] = (spans[-1][0], start + HOUR)
+        else:
+            spans.append((start, start + HOUR))
+    return spans
 
 
 def day_of(at: datetime) -> datetime:
@@ -92,11 +110,12 @@ def refresh_hours(ip_id: int, buckets: set[datetime], tracked: tuple[datetime, d
     flows: dict[datetime, list[int]] = {b: [0, 0] for b in buckets}
     prices: dict[datetime, list[int]] = {b: [] for b in buckets}
     ordered = sorted(buckets)
-    for start in range(0, len(ordered), 500):
-        chunk = ordered[start:start + 500]
-        for bucket, kind, price in tuples(
-                ListingEvent.select(ListingEvent.hour_bucket, ListingEvent.kind, ListingEvent.price)
-                .where((ListingEvent.ip_id == ip_id) & ListingEvent.hour_bucket.in_(chunk))):
+    for low, high in hour_spans(ordered):
+        for at, kind, price in tuples(
+                ListingEvent.select(ListingEvent.event_at, ListingEvent.kind, ListingEvent.price)
+                .where((ListingEvent.ip_id == ip_id) & (ListingEvent.event_at >= low)
+                       & (ListingEvent.event_at < high))):
+            bucket = hour_bucket(at)
             if kind == "created":
                 flows[bucket][0] += 1
             else:
@@ -188,10 +207,11 @@ def evaluate_alerts_many(ip_id: int, buckets: list[datetime], baseline_at: float
               and rows[b].median_price is not None]
     sales: list[tuple[datetime, int]] = []  # (hour, real price) of sold events, by hour
     if priced:
-        sales = sorted(tuples(ListingEvent.select(ListingEvent.hour_bucket, ListingEvent.price).where(
-            (ListingEvent.ip_id == ip_id) & (ListingEvent.kind == "sold") & ListingEvent.price.is_null(False)
-            & (ListingEvent.hour_bucket >= priced[0] - timedelta(days=7))
-            & (ListingEvent.hour_bucket <= priced[-1]))))
+        sales = sorted((hour_bucket(at), price) for at, price in tuples(
+            ListingEvent.select(ListingEvent.event_at, ListingEvent.price).where(
+                (ListingEvent.ip_id == ip_id) & (ListingEvent.kind == "sold") & ListingEvent.price.is_null(False)
+                & (ListingEvent.event_at >= hour_start(priced[0] - timedelta(days=7)))
+                & (ListingEvent.event_at < hour_start(priced[-1]) + HOUR))))
     sale_hours = [h for h, _ in sales]
     found: dict[datetime, list[AlertFinding]] = {}
     for bucket in due:

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 
 from ddsketch.mapping import LogarithmicMapping
 
+from lib.market.robust import KmStep
+
 #: Relative accuracy of the summarized sold prices (0.5 %: ¥1 on ¥200).
 PRICE_ACCURACY = 0.005
 #: Relative accuracy of the summarized price cuts (as a fraction of the first on-sale price).
@@ -219,6 +221,22 @@ def _km(sold: Sketch, censored: Sketch, sales_first: bool) -> list[tuple[int | N
             curve.append((k, survival))
         at_risk -= e + c
     return curve
+
+
+def km_steps(sold: Sketch, censored: Sketch) -> list[KmStep]:
+    """The Kaplan–Meier steps of the bucketed durations (module docstring), with the risk sets Greenwood's
+    variance needs: one step at each bucket holding sales, at its representative duration, the bucket's
+    censorings still at risk there (sales first, ``robust.kaplan_meier_steps``'s rule for ties). Its survivals
+    are :func:`kaplan_meier`'s."""
+    events, lost = dict(sold.buckets()), dict(censored.buckets())
+    at_risk, survival, steps = sold.count + censored.count, 1.0, []
+    for k in sorted(events.keys() | lost.keys(), key=lambda k: -1 if k is None else k):
+        e, c = events.get(k, 0), lost.get(k, 0)
+        if e:
+            survival *= 1 - e / at_risk
+            steps.append(KmStep(sold.representative(k), at_risk, e, survival))
+        at_risk -= e + c
+    return steps
 
 
 def kaplan_meier(sold: Sketch, censored: Sketch) -> list[tuple[float, float]]:

@@ -128,9 +128,10 @@ def rolled_to(hours: int) -> datetime | None:
     return None if mark is None else naive_utc(mark.value)
 
 
-#: The shape of the rows' stored measures: raised when a version adds to them (2: intervals; 3: why a measure is
-#: insufficient), so ``db init`` has rows of an earlier version built anew.
-ROWS_VERSION = 3
+#: The shape of the rows' stored measures: raised when a version adds to them or changes how they are computed (2:
+#: intervals; 3: why a measure is insufficient; 4: long windows' time-to-sell intervals, momentum's interval with the
+#: heats' covariance), so ``db init`` has rows of an earlier version built anew.
+ROWS_VERSION = 4
 
 
 def ensure_current_version() -> bool:
@@ -271,7 +272,7 @@ def board_rows(hours: int, now: float) -> tuple[list[dict[str, Any]], dict[int, 
         return None
     rows, lines = [], {}
     since = hour_bucket(now) - (hours - 1) * HOUR
-    start = to_timestamp(since) or 0.0
+    start = to_timestamp(since)
     # raw: integers and text, nothing to convert (peewee's per-value conversion was a fifth of a cold board)
     for ip_id, keyword, name, row, line in raw(_name_join(
             IpWindowMeasures.select(IpWindowMeasures.ip_id, IpMetadata.keyword, IpMetadata.display_name,

@@ -31,9 +31,17 @@ from lib.core.clock import naive_utc, to_timestamp
 from lib.core.db import database, is_mysql
 from lib.market import insufficient, intervals, robust, summaries
 from lib.market.marks import details_pruned_before
-from lib.market.statistics import hour_bucket, tuples
+from lib.market.statistics import hour_bucket, hour_start, tuples
 from lib.market.summaries import Sketch
-from models import CrawlSearchTotal, IpStatsDaily, IpStatsHourly, ItemSnapshot, ListingEvent, ListingSegment
+from models import (
+    CrawlSearchTotal,
+    IpStatsDaily,
+    IpStatsHourly,
+    ItemSnapshot,
+    ListingEvent,
+    ListingSegment,
+    SegmentStatsDaily,
+)
 
 #: Fewest observations each measure needs (docs/concepts/measures.md).
 MIN_PRICES = 5           # sold prices: median, quartiles, trimmed mean
@@ -139,6 +147,10 @@ class Window:
         return self.detail_from is not None and self.previous_start < self.detail_from
 
 
+#: The events' kinds as stored: compared with ``_by_ip``'s expression around the column, not the column itself
+_CREATED, _SOLD = ListingEvent.kind.db_value("created"), ListingEvent.kind.db_value("sold")
+
+
 def _by_ip(column: Any, ip_ids: Sequence[int] | None) -> Any:
     """``column``, kept off any index when reading a few IPs on SQLite. Without statistics (nothing runs ANALYZE)
     SQLite takes the (kind, event_at, …) and (status, crawled_at, …) indexes for a few IPs too, and so reads every
@@ -167,12 +179,12 @@ class _Listings:
 
     def narrow(self, query: Any, low: datetime, high: datetime | None = None) -> Any:
         """``query`` over ``ListingEvent`` kept to these listings' events from the hour ``low`` (to ``high``)."""
-        # A few IPs' events are read by (ip_id, hour_bucket); every IP's from the covering index by (kind,
-        # event_at), which the event_at range alone uses (an hour_bucket predicate would need the rows).
+        # A few IPs' events are read by (ip_id, event_at); every IP's from the covering index by (kind,
+        # event_at), which the query's own event_at range uses.
         if self.ip_ids is None:
             return query.where(ListingEvent.ip_id.is_null(False))
-        inside = ListingEvent.ip_id.in_(self.ip_ids) & (ListingEvent.hour_bucket >= low)
-        return query.where(inside & (ListingEvent.hour_bucket < high) if high is not None else inside)
+        inside = ListingEvent.ip_id.in_(self.ip_ids) & (ListingEvent.event_at >= hour_start(low))
+        return query.where(inside & (ListingEvent.event_at < hour_start(high)) if high is not None else inside)
 
 
 class _SegmentListings(_Listings):
@@ -226,9 +238,9 @@ def _load(ip_ids: Sequence[int] | None, w: Window) -> dict[int, _IpData]:
     sale, first_sale = _first_sale()
     sold_in_time = peewee.Case(None, [(sale.event_at < w.cohort_start, 1)], 0)
     for ip_id, cohort, sold in raw(listings.narrow(
-            ListingEvent.select(ListingEvent.ip_id, peewee.fn.COUNT(ListingEvent.id), peewee.fn.SUM(sold_in_time))
+            ListingEvent.select(ListingEvent.ip_id, peewee.fn.COUNT(ListingEvent.event_at), peewee.fn.SUM(sold_in_time))
             .join(sale, peewee.JOIN.LEFT_OUTER, on=first_sale), w.previous_cohort_since, w.cohort_since)
-            .where((_by_ip(ListingEvent.kind, ip_ids) == "created") & (ListingEvent.event_at >= w.previous_cohort_start)
+            .where((_by_ip(ListingEvent.kind, ip_ids) == _CREATED) & (ListingEvent.event_at >= w.previous_cohort_start)
                    & (ListingEvent.event_at < w.cohort_start))
             .group_by(ListingEvent.ip_id)):
         data[ip_id].previous_cohort = (int(cohort), int(sold or 0))
@@ -266,7 +278,7 @@ def _load_listings(listings: _Listings, w: Window, data: dict[Any, _IpData]) -> 
     unit."""
     for unit, at, price, listed in raw(listings.narrow(
             ListingEvent.select(listings.unit, ListingEvent.event_at, ListingEvent.price, ListingEvent.listed_price),
-            w.cohort_since).where((_by_ip(ListingEvent.kind, listings.ip_ids) == "sold")
+            w.cohort_since).where((_by_ip(ListingEvent.kind, listings.ip_ids) == _SOLD)
                                   & (ListingEvent.event_at >= w.cohort_start))):
         data[unit].sales.append((at, price, listed))
     sale, first_sale = _first_sale()
@@ -276,7 +288,7 @@ def _load_listings(listings: _Listings, w: Window, data: dict[Any, _IpData]) -> 
             .switch(ListingEvent)
             .join(ItemSnapshot, peewee.JOIN.LEFT_OUTER, on=((ItemSnapshot.ip_id == ListingEvent.ip_id)
                                                             & (ItemSnapshot.source_id == ListingEvent.source_id))),
-            w.cohort_since).where((_by_ip(ListingEvent.kind, listings.ip_ids) == "created")
+            w.cohort_since).where((_by_ip(ListingEvent.kind, listings.ip_ids) == _CREATED)
                                   & (ListingEvent.event_at >= w.cohort_start))):
         data[unit].created.append((at, sold_at, last_seen))
 
@@ -368,16 +380,47 @@ def _normal(value: float, variance: float, low: float, high: float) -> list[floa
     return [round(max(low, value - half), 1), round(min(high, value + half), 1)]
 
 
-def _momentum(heat: dict, previous: dict) -> dict:
-    """Heat minus the previous window's heat; its interval adds the two variances (their covariance, from the
-    baselines' overlap, left out)."""
+def _momentum(heat: dict, previous: dict, flows: dict[str, _Flows], hours: int) -> dict:
+    """Heat minus the previous window's heat; its interval: ± z·sd, sd² = the two heats' variances − 2 × their
+    covariance (``_heats_covariance``), within −100…100."""
     n = min(heat["n"], previous["n"])
     if heat["value"] is None or previous["value"] is None:
         return {"value": None, "n": n, "interval": None}
     value = round(heat["value"] - previous["value"], 1)
+    variance = heat["variance"] + previous["variance"] - 2 * _heats_covariance(flows, hours)
     return {"value": value, "n": n,
-            "interval": _normal(heat["value"] - previous["value"], heat["variance"] + previous["variance"],
-                                -100.0, 100.0)}
+            "interval": _normal(heat["value"] - previous["value"], max(variance, 0.0), -100.0, 100.0)}
+
+
+def _heats_covariance(flows: dict[str, _Flows], hours: int) -> float:
+    """The covariance of a window's heat and its previous window's (docs/concepts/measures.md, definition 8), by
+    the delta method of ``_heat_variance``: the two heats share outflow counts, not listings (the two cohorts are
+    disjoint, and the window's own hours come after everything the previous heat reads). The window's baseline
+    overlaps the previous window, and the previous window's baseline, so with each range's log rate
+    ℓ = ln(count / hours + 1/24) and Cov(ℓ_X, ℓ_Y) = (the count in X ∩ Y, Poisson) / (hours_X · hours_Y ·
+    rate_X · rate_Y):
+
+        Cov(heat, previous heat) = 100² · (0.6/4)² / ln² 2 · (Cov(ℓ_baseline, ℓ_previous baseline)
+                                                          − Cov(ℓ_baseline, ℓ_previous window)).
+
+    A window of h < 168 hours lies inside its baseline's 168: baseline ∩ previous window = the previous window,
+    baseline ∩ previous baseline = the baseline's other 168 − h hours. From 168 hours on the baseline lies inside
+    the previous window and apart from the previous baseline."""
+    baseline, previous, previous_baseline = flows["baseline"], flows["previous"], flows["previous_baseline"]
+    if not (baseline.hours and previous.hours and previous_baseline.hours):
+        return 0.0
+
+    def log_rate_covariance(shared: int, x: _Flows, y: _Flows) -> float:
+        rate_x, rate_y = x.outflow / x.hours + RATE_FLOOR, y.outflow / y.hours + RATE_FLOOR
+        return shared / (x.hours * y.hours * rate_x * rate_y)
+
+    if hours * 3600.0 < BASELINE.total_seconds():
+        with_previous = log_rate_covariance(previous.outflow, baseline, previous)
+        with_previous_baseline = log_rate_covariance(max(baseline.outflow - previous.outflow, 0), baseline,
+                                                     previous_baseline)
+    else:
+        with_previous, with_previous_baseline = log_rate_covariance(baseline.outflow, baseline, previous), 0.0
+    return 100 ** 2 * (0.6 / 4) ** 2 * (with_previous_baseline - with_previous) / math.log(2) ** 2
 
 
 def _ip_measures(d: _IpData, w: Window) -> dict[str, Any]:
@@ -411,7 +454,7 @@ def _ip_measures(d: _IpData, w: Window) -> dict[str, Any]:
                                    recent.outflow),
         "coverage": _coverage(d.sold_totals, d.sales),
         "heat": {k: v for k, v in heat.items() if k != "variance"},
-        "momentum": _momentum(heat, previous_heat),
+        "momentum": _momentum(heat, previous_heat, d.flows, w.hours),
     }
     if long is not None:
         measures.update(long.measures(len(cuts)))
@@ -427,8 +470,7 @@ def window_measures(ip_ids: Sequence[int] | None, hours: int, now: float,
     ``now`` (``lib.market.retention.detail_horizon``): the readers pass it so a window reads the same before and
     after a pruning pass; a later horizon already pruned to wins (RETENTION_DETAIL shortened since), and without
     it the one pruned to, if any, is used."""
-    floors = [f for f in (detail_from, details_pruned_before()) if f is not None]
-    w = Window(hours, now, max(floors) if floors else None)
+    w = Window(hours, now, _detail_floor(detail_from))
     if empty:
         return {ip_id: _ip_measures(_IpData(), w) for ip_id in ip_ids or []}
     return {ip_id: _ip_measures(d, w) for ip_id, d in _load(ip_ids, w).items()}
@@ -440,35 +482,50 @@ SEGMENT_MEASURES = ("inflow", "outflow", "liquidity", "median_price", "p25_price
                     "sell_through", "time_to_sell_hours", "price_cut_share", "median_price_cut")
 
 
-def segment_measures(ip_id: int, kind: str, hours: int, now: float) -> dict[str, dict[str, Any]]:
+def _detail_floor(detail_from: float | None) -> float | None:
+    """The detail horizon a window reads by: ``detail_from``, or a later one already pruned to (``window_measures``)."""
+    floors = [f for f in (detail_from, details_pruned_before()) if f is not None]
+    return max(floors) if floors else None
+
+
+def segment_measures(ip_id: int, kind: str, hours: int, now: float,
+                     detail_from: float | None = None) -> dict[str, dict[str, Any]]:
     """The window measures (definition 5) of each segment of ``kind`` of the IP with listings created or sold in
     the window, by key: every definition restricted to the segment's listings (``listing_segments``), so a
     listing in two segments counts in both. Flows are the segment's events in the window's hours, each with the
-    IP's tracked hours as ``n``. The window must lie within the detail horizon (``lib.market.retention.
-    check_segment_window``): the daily summaries of pruned listings are not kept by segment."""
-    w = Window(hours, now)
+    IP's tracked hours as ``n``. A window starting before the detail horizon (``detail_from``, as
+    ``window_measures``) reads its segments' pruned listings from their daily summaries (``segment_stats_daily``),
+    and all its measures, flows included, start at the UTC midnight of its first hour (definition 7)."""
+    w = Window(hours, now, _detail_floor(detail_from))
     end = naive_utc(w.start + hours * 3600.0)
-    tracked = (IpStatsHourly.select().where((IpStatsHourly.ip_id == ip_id) & (IpStatsHourly.hour_bucket >= w.since)
+    tracked = (IpStatsHourly.select().where((IpStatsHourly.ip_id == ip_id)
+                                            & (IpStatsHourly.hour_bucket >= w.cohort_since)
                                             & (IpStatsHourly.hour_bucket < end)).count())
     return _segments(_SegmentListings(ip_id, kind), w, tracked)
 
 
-def kind_measures(kind: str, hours: int, now: float) -> dict[str, dict[str, Any]]:
+def kind_measures(kind: str, hours: int, now: float, detail_from: float | None = None) -> dict[str, dict[str, Any]]:
     """``segment_measures`` across every IP: each segment of ``kind`` over all franchises' listings
-    (docs/concepts/measures.md "Segments": "what sells across franchises"). Flows carry the window's hours as ``n``."""
-    return _segments(_KindListings(kind), Window(hours, now), hours)
+    (docs/concepts/measures.md "Segments": "what sells across franchises"). Flows carry the window's hours (from
+    the midnight a long window starts at) as ``n``."""
+    w = Window(hours, now, _detail_floor(detail_from))
+    return _segments(_KindListings(kind), w, round((w.start - w.cohort_start) / 3600.0) + hours)
 
 
 def _segments(listings: _SegmentListings, w: Window, tracked: int) -> dict[str, dict[str, Any]]:
-    """Each segment's measures: its listings' events of the window, its flows counted from them (``tracked``
-    hours as their ``n``)."""
+    """Each segment's measures: its listings' events of the window (and, for a long window, the summaries of its
+    pruned listings), its flows counted from them (``tracked`` hours as their ``n``)."""
     data: dict[str, _IpData] = defaultdict(_IpData)
     _load_listings(listings, w, data)
+    if w.long:
+        _load_segment_summaries(listings, w, data)
     end = w.start + w.hours * 3600.0
     measures = {}
     for key, d in data.items():
-        d.flows["window"] = _Flows(sum(1 for at, _, _ in d.created if at < end),
-                                   sum(1 for at, _, _ in d.sales if at < end), tracked)
+        days = d.summaries.days if d.summaries is not None else []
+        inflow = sum(1 for at, _, _ in d.created if at < end) + sum(day["pruned_created"] for day in days)
+        outflow = sum(1 for at, _, _ in d.sales if at < end) + sum(day["pruned_sales"] for day in days)
+        d.flows["window"] = _Flows(inflow, outflow, tracked)
         m = _ip_measures(d, w)
         measures[key] = {name: m[name] for name in SEGMENT_MEASURES}
     return measures
@@ -503,6 +560,28 @@ def _load_summaries(ip_ids: Sequence[int] | None, w: Window, data: dict[int, _Ip
             & ((IpStatsDaily.pruned_created > 0) | IpStatsDaily.pruned_prices.is_null(False)))):
         values = dict(zip(names, row, strict=True))
         d = data[values["ip_id"]]
+        if d.summaries is None:
+            d.summaries = _Summaries()
+        d.summaries.days.append(values)
+
+
+def _load_segment_summaries(listings: _SegmentListings, w: Window, data: dict[str, _IpData]) -> None:
+    """Attach to each segment the summaries of its pruned listings' days from the window's cohort start (its UTC
+    midnight) to the detail horizon, the IPs' days of one key added up (the board across IPs)."""
+    assert w.detail_from is not None
+    columns: list[Any] = [SegmentStatsDaily.key, SegmentStatsDaily.day, SegmentStatsDaily.pruned_created,
+                          SegmentStatsDaily.pruned_sales, SegmentStatsDaily.pruned_sold_by,
+                          SegmentStatsDaily.pruned_sold_times, SegmentStatsDaily.pruned_censored,
+                          SegmentStatsDaily.pruned_prices, SegmentStatsDaily.pruned_cut_samples,
+                          SegmentStatsDaily.pruned_cuts]
+    names = [c.name for c in columns]
+    of_ips = (SegmentStatsDaily.ip_id.in_(listings.ip_ids) if listings.ip_ids is not None
+              else SegmentStatsDaily.ip_id.is_null(False))
+    for row in tuples(SegmentStatsDaily.select(*columns).where(  # converted: ``day`` is compared as a datetime
+            of_ips & (SegmentStatsDaily.kind == listings.kind) & (SegmentStatsDaily.day >= naive_utc(w.cohort_start))
+            & (SegmentStatsDaily.day < naive_utc(w.detail_from)))):
+        values = dict(zip(names, row, strict=True))
+        d = data[values["key"]]
         if d.summaries is None:
             d.summaries = _Summaries()
         d.summaries.days.append(values)
@@ -563,10 +642,11 @@ class _LongParts:
         cut_samples = detail_cut_samples + self.cut_samples
         curve = summaries.kaplan_meier(self.sold_times, self.censored)
         sales = self.sold_times.count
-        # no interval for a time to sell read from the summaries: their buckets keep no risk sets to take
-        # Greenwood's variance from (docs/concepts/measures.md, definition 8)
+        # the interval: Greenwood's over the bucketed durations' risk sets (summaries.km_steps; definition 8)
+        steps = summaries.km_steps(self.sold_times, self.censored) if sales >= MIN_SALES_TO_TIME else []
         tts = {name: estimate(None if (v := summaries.km_quantile(self.sold_times, self.censored, q).estimate) is None
-                              else v / 3600.0, sales, MIN_SALES_TO_TIME, 2, None)
+                              else v / 3600.0, sales, MIN_SALES_TO_TIME, 2,
+                              None if (ci := intervals.km_steps_quantile_interval(steps, q)) is None else _hours(ci))
                for name, q in TIME_QUANTILES.items()}
         drawn = [[round(t / 3600.0, 4), round(share, 4)] for t, share in curve] if sales >= MIN_SALES_TO_TIME else []
         return {

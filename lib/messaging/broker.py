@@ -283,7 +283,7 @@ def build_broker(settings: Settings, *, namespace: str = NAMESPACE) -> Broker:
     else:
         ensure_redis_server(settings)
         client = connect(url)
-        if serves_a_cluster(client):
+        if serves_a_cluster(url):
             raise SettingsError("BROKER_URL", f"{redact_url(url)} is a node of a Redis Cluster. {BROKER_NOT_CLUSTER}")
         broker = AppRedisBroker(
             client=client,

@@ -1,11 +1,13 @@
-"""``animetop demo``: the whole system doing its real job, offline, in a couple of minutes.
+"""``animetop demo``: the whole system doing its real job, offline, in a few minutes.
 
 It starts the embedded Redis and SQLite under ``var/demo`` (or uses the broker, Redis and database that
-``BROKER_URL``, ``REDIS_URL`` and ``DATABASE_URL`` name, which must hold no data yet), the market
-simulator with an accelerated clock, and the Procfile's three process types
-(scheduler, crawler, worker) as separate processes; loads a sample of real IP
-keywords; shows progress while some simulated hours of crawls go by; prints
-the leaderboard; and stops everything (no Chromium or redis-server left).
+``BROKER_URL``, ``REDIS_URL`` and ``DATABASE_URL`` name, which must hold no data yet), the market simulator and
+the dashboard; loads a sample of real IP keywords; crawls two simulated days of each market's history through the
+real result path (``lib.operations.backfill``: heat and time to sell need them); then runs the Procfile's three
+process types (scheduler, crawler, worker) as separate processes on an accelerated clock, showing progress while
+some simulated hours of crawls go by; stops them (no Chromium or redis-server left); and prints the leaderboard by
+the richest measure the data supports, with the dashboard's URL. ``--dashboard`` keeps the dashboard serving the
+demo's data until Ctrl-C.
 """
 
 from __future__ import annotations
@@ -16,7 +18,12 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import ExitStack
+from datetime import datetime, timezone
 from pathlib import Path
+
+from lib.cli.ips import print_leaderboard
+from lib.operations.demo_clock import DemoClock
 
 SAMPLE_IPS = ["鬼滅の刃", "呪術廻戦", "ONE PIECE", "推しの子", "チェンソーマン", "葬送のフリーレン", "SPY×FAMILY",
               "ブルーロック", "薬屋のひとりごと", "ダンジョン飯", "僕のヒーローアカデミア", "ハイキュー!!"]
@@ -79,16 +86,28 @@ def refuse_non_empty(settings, services: dict[str, str]) -> str | None:
     return None
 
 
-def run_demo(minutes: float, speed: float, ips: int, keep: bool = False, record: str | None = None) -> int:
+#: The closing leaderboard's window at most: the dashboard's first window (a day).
+BOARD_HOURS = 24
+#: What the closing leaderboard ranks by: the first of these that ranks any IP (heat needs a day of history
+#: before its window; outflow only a tracked hour).
+BOARD_BY = ("heat", "outflow")
+#: The history's crawl interval: production's default SCHEDULER_BASE_INTERVAL (an IP of weight 1). Five pages of
+#: the on-sale search hold two hours of the busiest sample market's new listings, and the history costs half what
+#: the live phase's hourly crawls would.
+HISTORY_STEP = 2 * 3600.0
+
+
+def run_demo(minutes: float, speed: float, ips: int, keep: bool = False, record: str | None = None,
+             history: float = 48.0, dashboard: bool = False, port: int = 8790) -> int:
     from lib.app import configure_logging
-    from lib.core.clock import Clock, set_clock
+    from lib.core.clock import set_clock
     from lib.core.db import bind_database
     from lib.core.embedded_redis import EmbeddedRedis
     from lib.core.redis_client import state_redis
     from lib.core.schema import create_tables
     from lib.core.settings import load_settings, use_settings
     from lib.crawling.install import ensure_chromium
-    from lib.market.read_side import ReadSide, display_ljust
+    from lib.market.read_side import ReadSide
     from lib.messaging.broker import build_broker
     from lib.operations.supervisor import die_with
     from lib.scheduling.catalogue import Catalogue
@@ -102,99 +121,171 @@ def run_demo(minutes: float, speed: float, ips: int, keep: bool = False, record:
         shutil.rmtree(data_dir)  # a fresh market every run: running it twice in a row works
     print("• checking Chromium …", flush=True)
     chromium = ensure_chromium()
-    anchor = time.time()
-    clock = Clock(speed, anchor)
-    set_clock(clock)
-    sim = MarketSimulator(clock=clock, record=record).start()
-    services = configured_services(os.environ)
-    env = {**demo_env(data_dir, sim.url, speed, anchor, chromium), **services}
-    settings = load_settings(env)
-    use_settings(settings)
-    bind_database(settings.database_url_resolved)
-    create_tables()
-    refused = refuse_non_empty(settings, services)
-    if refused:
-        sim.stop()
-        print(f"animetop demo: {refused}", file=sys.stderr)
-        return 2
-    print(f"• services: {describe_services(settings)}", flush=True)
-    broker = build_broker(settings)  # to read queue depths; the process types have their own
-    catalogue = Catalogue(ScheduleStore(state_redis(settings)), settings, clock)
-    for keyword in SAMPLE_IPS[:ips]:
-        catalogue.add(keyword)
-    print(f"• market simulator on {sim.url} at {speed:g}x; {ips} IPs loaded; data in {data_dir}", flush=True)
+    # One clean-up for every way out (the end, Ctrl-C or SIGTERM at any step, an error), in reverse order of
+    # what was started: the dashboard, the broker's connections, the simulator and the embedded Redis.
+    with ExitStack() as cleanup:
+        previous_term = signal.signal(signal.SIGTERM, _interrupt)  # a SIGTERM stops the demo as Ctrl-C does
+        cleanup.callback(signal.signal, signal.SIGTERM, previous_term if previous_term is not None else signal.SIG_DFL)
+        clock = DemoClock(speed)  # the history ends now; the live phase goes on from where it ended
+        history_end = clock.now()
+        clock.set(history_end - history * 3600)  # the IPs are added as their history begins
+        set_clock(clock)
+        sim = MarketSimulator(clock=clock, record=record).start()
+        cleanup.callback(sim.stop)
+        services = configured_services(os.environ)
+        env = {**demo_env(data_dir, sim.url, speed, history_end, chromium), **services}
+        settings = load_settings(env)
+        use_settings(settings)
+        if not keep and settings.redis_url is None:
+            cleanup.callback(EmbeddedRedis(data_dir).stop)
+        bind_database(settings.database_url_resolved)
+        create_tables()
+        refused = refuse_non_empty(settings, services)
+        if refused:
+            print(f"animetop demo: {refused}", file=sys.stderr)
+            return 2
+        print(f"• services: {describe_services(settings)}", flush=True)
+        broker = build_broker(settings)  # to read queue depths; the process types have their own
+        cleanup.callback(broker.close)
+        catalogue = Catalogue(ScheduleStore(state_redis(settings)), settings, clock)
+        loaded = [catalogue.add(keyword) for keyword in SAMPLE_IPS[:ips]]
+        print(f"• market simulator on {sim.url} at {speed:g}x; {ips} IPs loaded; data in {data_dir}", flush=True)
+        # the demo's own read side reads the database alone (no cache): the dashboard and the closing leaderboard
+        # always show every result applied so far, and agree with each other
+        side = ReadSide(settings, None, clock)
+        server = start_dashboard(settings, broker, side, port)
+        cleanup.callback(server.stop)
+        print(f"• dashboard on {server.url} while the demo runs, its charts growing as the crawls are applied "
+              "(`--dashboard` keeps it serving afterwards)", flush=True)
+        try:
+            if history > 0:
+                crawl_history(sim, settings, [(ip.id, ip.keyword) for ip in loaded], history_end, history, clock)
+        except KeyboardInterrupt:
+            print("\n• interrupted while crawling the history (no process type was started)", flush=True)
+            return 130
+        clock.run()  # simulated time goes on from the history's end (give or take its real duration), at `speed`
+        env["CLOCK_ANCHOR"] = str(clock.anchor)
 
-    logs = data_dir / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    procs = {}
-    for kind in ("scheduler", "crawler", "worker"):
-        log = open(logs / f"{kind}.log", "w")
-        # a demo killed outright (SIGKILL, a test's timeout) still stops its process types: their runners get
-        # the SIGTERM of a normal stop from the kernel
-        procs[kind] = subprocess.Popen([sys.executable, "-m", "lib.cli", "run", kind], env={**os.environ, **env},
-                                       stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                       preexec_fn=die_with(os.getpid(), signal.SIGTERM))
-    print(f"• started scheduler, crawler and worker (logs in {logs}); running {minutes:g} min "
-          f"≈ {minutes * speed / 60:.1f} simulated hours", flush=True)
-    started = clock.now()
+        logs = data_dir / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        procs = {}
+        for kind in ("scheduler", "crawler", "worker"):
+            log = open(logs / f"{kind}.log", "w")
+            # a demo killed outright (SIGKILL, a test's timeout) still stops its process types: their runners get
+            # the SIGTERM of a normal stop from the kernel
+            procs[kind] = subprocess.Popen([sys.executable, "-m", "lib.cli", "run", kind],
+                                           env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT,
+                                           start_new_session=True, preexec_fn=die_with(os.getpid(), signal.SIGTERM))
+        print(f"• started scheduler, crawler and worker (logs in {logs}); running {minutes:g} min "
+              f"≈ {minutes * speed / 60:.1f} simulated hours", flush=True)
+        started = clock.now()
+        interrupted = False
+        try:
+            deadline = time.monotonic() + minutes * 60
+            while time.monotonic() < deadline:
+                time.sleep(min(10, max(0.5, deadline - time.monotonic())))
+                print("  " + progress(broker, clock, started), flush=True)
+                dead = [k for k, p in procs.items() if p.poll() is not None]
+                if dead:
+                    print(f"! {', '.join(dead)} exited; see {logs}", flush=True)
+                    break
+        except KeyboardInterrupt:
+            interrupted = True
+            print("\n• interrupted", flush=True)
+        finally:
+            print("• stopping: the scheduler first, then the crawler and the worker once the work in flight "
+                  "is done …", flush=True)
+            stop(procs["scheduler"])
+            # the worker runs ticks too (a tick asks for the next one as a delayed message): pausing ends that chain
+            schedule = ScheduleStore(state_redis(settings))
+            schedule.pause()
+            drained = drain(broker, settings, ("crawl", "pipeline"), timeout=90)
+            stop(procs["crawler"])  # finishes the crawl it is in and sends its result
+            drained = drain(broker, settings, ("pipeline",), timeout=90) and drained
+            stop(procs["worker"])
+            schedule.resume()  # what is left in Redis is a normal (stopped) deployment's state
+            sim.stop()
+            clock.stop()
+            if not drained:
+                print("! some work was still queued at the end (it stays in the broker)", flush=True)
+
+        # every hour bucket the demo's data covers, from the history's first to the current one
+        hours = int((clock.now() // 3600) - ((started - history * 3600) // 3600)) + 1
+        window = min(BOARD_HOURS, hours)
+        by = next((b for b in BOARD_BY if side.leaderboard(b, window, 1)), BOARD_BY[-1])
+        print(f"\nLeaderboard at {datetime.fromtimestamp(clock.now(), timezone.utc):%Y-%m-%d %H:%M} UTC "
+              f"(simulated time), as `animetop leaderboard --by {by} --hours {window}` prints it:")
+        print_leaderboard(side, by, window, 20)
+        print(f"dead letters: {dead_letters(broker)}")
+        where_next(services, data_dir, logs, by, window)
+        url = f"{server.url}/?by={by}&hours={window}"
+        if dashboard and not interrupted:
+            serve_until_interrupted(url)
+        else:
+            print(f"\nThe dashboard ({url}) stops with the demo: `animetop demo --dashboard` keeps it serving "
+                  "the demo's data until Ctrl-C.", flush=True)
+    return 0
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+def crawl_history(sim, settings, ips: list[tuple[int, str]], end: float, hours: float, clock: DemoClock) -> None:
+    """The markets' past ``hours`` before ``end``, crawled and applied before the live phase
+    (``lib.operations.backfill``)."""
+    from lib.core.redis_client import state_redis
+    from lib.operations.backfill import backfill
+
+    print(f"• history: {hours:g} simulated hours of each market, a crawl every {HISTORY_STEP / 3600:g} h, applied "
+          "through the result path …", flush=True)
+    began = time.monotonic()
+    count = backfill(sim, settings, state_redis(settings), ips, end, hours, HISTORY_STEP, clock,
+                     progress=lambda done, total: print(f"  history: {done}/{total} crawls applied", flush=True))
+    print(f"• history: {count} crawls applied in {time.monotonic() - began:.0f} s", flush=True)
+
+
+def start_dashboard(settings, broker, side, port: int):
+    """The dashboard (``lib.web``) over the demo's data on a thread, on ``port`` or, when that one is taken, on a
+    free one."""
+    from lib.web.server import BackgroundServer, app_for
+
+    app = app_for(settings, broker, side)
     try:
-        deadline = time.monotonic() + minutes * 60
-        while time.monotonic() < deadline:
-            time.sleep(min(10, max(0.5, deadline - time.monotonic())))
-            print("  " + progress(broker, clock, started), flush=True)
-            dead = [k for k, p in procs.items() if p.poll() is not None]
-            if dead:
-                print(f"! {', '.join(dead)} exited; see {logs}", flush=True)
-                break
-    except KeyboardInterrupt:
-        print("\n• interrupted", flush=True)
-    finally:
-        print("• stopping: the scheduler first, then the crawler and the worker once the work in flight "
-              "is done …", flush=True)
-        stop(procs["scheduler"])
-        # the worker runs ticks too (a tick asks for the next one as a delayed message): pausing ends that chain
-        schedule = ScheduleStore(state_redis(settings))
-        schedule.pause()
-        drained = drain(broker, settings, ("crawl", "pipeline"), timeout=90)
-        stop(procs["crawler"])  # finishes the crawl it is in and sends its result
-        drained = drain(broker, settings, ("pipeline",), timeout=90) and drained
-        stop(procs["worker"])
-        schedule.resume()  # what is left in Redis is a normal (stopped) deployment's state
-        sim.stop()
-        if not drained:
-            print("! some work was still queued at the end (it stays in the broker)", flush=True)
+        return BackgroundServer(app, port=port).start()
+    except RuntimeError:
+        if port == 0:
+            raise
+        print(f"  (port {port} is taken: the dashboard listens on a free one)", flush=True)
+        return BackgroundServer(app, port=0).start()
 
-    # every hour bucket the run touched, from the first to the current one
-    hours = int((clock.now() // 3600) - (started // 3600)) + 1
-    side = ReadSide(settings, state_redis(settings), clock)
-    # sales are counted in the hour they happened (event time), and a crawl can see sales from before the run
-    print(f"\nLeaderboard by outflow (sales), last {hours} simulated hours "
-          f"(since {side.window_start(hours):%Y-%m-%d %H:00} UTC):")
-    print(f"{'#':>3}  {'IP':22} {'INFLOW':>7} {'OUTFLOW':>8} {'LIQUIDITY':>10}")
-    for row in side.leaderboard("outflow", hours, 20):
-        liquidity = f"{row['liquidity']:.2f}" if row["liquidity"] is not None else "-"
-        print(f"{row['rank']:>3}  {display_ljust(row['keyword'], 22)} {row['inflow']:>7} {row['outflow']:>8} "
-              f"{liquidity:>10}")
-    print(f"dead letters: {dead_letters(broker)}")
-    broker.close()
-    if not keep and settings.redis_url is None:
-        EmbeddedRedis(data_dir).stop()
+
+def serve_until_interrupted(url: str) -> None:
+    """Keep the dashboard serving until Ctrl-C (or SIGTERM, which ``run_demo`` turns into the same)."""
+    print(f"\nDashboard over the demo's data: {url} (Ctrl-C stops it)", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        print("\n• dashboard stopped", flush=True)
+
+
+def where_next(services: dict[str, str], data_dir: Path, logs: Path, by: str, window: int) -> None:
     if services:
         print(f"""
 Where to look next (with the same {', '.join(services)} set):
-  animetop ip show 1 --hours {hours}
-  animetop leaderboard --by liquidity --hours {hours}
+  animetop ip show 1 --hours {window}
+  animetop leaderboard --by {by} --hours {window}
   animetop dashboard
   logs of each process type: {logs}""")
     else:
         print(f"""
 Where to look next:
-  DATA_DIR={data_dir} animetop ip show 1 --hours {hours}
-  DATA_DIR={data_dir} animetop leaderboard --by liquidity --hours {hours}
+  DATA_DIR={data_dir} animetop ip show 1 --hours {window}
+  DATA_DIR={data_dir} animetop leaderboard --by {by} --hours {window}
   logs of each process type: {logs}
   (those start the demo's embedded Redis again; `DATA_DIR={data_dir} animetop redis stop` ends it)
   for real: docs/operating/production.md (REDIS_URL, BROKER_URL, DATABASE_URL, PROXY_URLS, `honcho start`)""")
-    return 0
 
 
 def stop(proc: subprocess.Popen, timeout: float = 60) -> None:

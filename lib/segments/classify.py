@@ -61,11 +61,14 @@ class Classifier:
         strong: set[str] = set()
         weak: set[str] = set()
         for t in self._matched:
+            found = ((t.terms.spans(folded), strong), (t.weak_terms.spans(folded), weak))
+            if not found[0][0] and not found[1][0]:
+                continue  # no term of the type: its vetoes and masks, which only take terms away, need no search
             if self._vetoed(t, folded):
                 continue
             masks = [s for s in t.not_in.spans(folded) if not self._kept_by_what_follows(folded, s[1])]
-            for words, into in ((t.terms, strong), (t.weak_terms, weak)):
-                if any(not self._excluded(t, folded, span, masks) for span in words.spans(folded)):
+            for spans, into in found:
+                if any(not self._excluded(t, folded, span, masks) for span in spans):
                     into.add(t.id)
         return strong, weak
 

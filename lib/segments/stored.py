@@ -26,7 +26,7 @@ from typing import Any, cast
 
 import peewee
 
-from lib.core.db import is_mysql, retrying_deadlocks, write_transaction
+from lib.core.db import ParameterList, insert_rows, is_mysql, retrying_deadlocks, write_transaction
 from lib.core.settings import Settings
 from lib.segments.character_lists import CharactersUnavailable, characters_for_ip
 from lib.segments.characters import Character, CharacterMatcher
@@ -108,7 +108,7 @@ def stored_titles(ip_id: int, source_ids: list[str]) -> dict[str, str]:
     for start in range(0, len(source_ids), BATCH):
         chunk = source_ids[start:start + BATCH]
         titles.update(_rows(ItemSnapshot.select(ItemSnapshot.source_id, ItemSnapshot.title)
-                            .where((ItemSnapshot.ip_id == ip_id) & ItemSnapshot.source_id.in_(chunk))))
+                            .where((ItemSnapshot.ip_id == ip_id) & ItemSnapshot.source_id.in_(ParameterList(chunk)))))
     return titles
 
 
@@ -124,7 +124,8 @@ def segment_applied(ip_id: int, titles: dict[str, str], previous: dict[str, str]
     for start in range(0, len(kept), BATCH):
         chunk = kept[start:start + BATCH]
         segmented = {sid for (sid,) in _rows(ListingSegment.select(ListingSegment.source_id).distinct().where(
-            (ListingSegment.ip_id == ip_id) & (ListingSegment.kind == GOODS) & ListingSegment.source_id.in_(chunk)))}
+            (ListingSegment.ip_id == ip_id) & (ListingSegment.kind == GOODS)
+            & ListingSegment.source_id.in_(ParameterList(chunk))))}
         due.update(sid for sid in chunk if sid not in segmented)
     if not due:
         return 0
@@ -133,17 +134,17 @@ def segment_applied(ip_id: int, titles: dict[str, str], previous: dict[str, str]
     # read before. Deleting nothing would still lock gaps of the index on MariaDB, where another IP's result
     # inserting into the same gap could deadlock with it.
     for start in range(0, len(retitled), BATCH):
+        chunk = retitled[start:start + BATCH]
         ListingSegment.delete().where((ListingSegment.ip_id == ip_id)
-                                      & ListingSegment.source_id.in_(retitled[start:start + BATCH])).execute()
+                                      & ListingSegment.source_id.in_(ParameterList(chunk))).execute()
     derive = segmenter()
     _insert(ip_id, [(sid, kind, key) for sid in sorted(due) for kind, key in sorted(derive.of(titles[sid]))])
     return len(due)
 
 
 def _insert(ip_id: int, rows: list[tuple[str, str, str]]) -> None:
-    for start in range(0, len(rows), BATCH):
-        ListingSegment.insert_many([{"ip_id": ip_id, "source_id": sid, "kind": kind, "key": key}
-                                    for sid, kind, key in rows[start:start + BATCH]]).on_conflict_ignore().execute()
+    insert_rows(ListingSegment, [{"ip_id": ip_id, "source_id": sid, "kind": kind, "key": key}
+                                 for sid, kind, key in rows], conflict="ignore")
 
 
 @dataclass
@@ -207,13 +208,18 @@ def _reapply_batch(ip_id: int, after: str, batch: int, segmenter: Segmenter, rep
         # a plain read: with the listings' snapshots locked, no result writes their rows until this commits, and
         # it sees every result committed before (a locking read would also lock the index's gaps, where other
         # IPs' results insert)
-        existing = {(sid, kind, key): row_id for row_id, sid, kind, key in _rows(
-            ListingSegment.select(ListingSegment.id, ListingSegment.source_id, ListingSegment.kind, ListingSegment.key)
-            .where((ListingSegment.ip_id == ip_id) & ListingSegment.source_id.in_([sid for sid, _ in rows])))}
-        gone = [row_id for segment, row_id in existing.items() if segment not in wanted]
-        new = sorted(wanted - set(existing))
-        if gone:
-            ListingSegment.delete().where(ListingSegment.id.in_(gone)).execute()
+        existing = set(_rows(
+            ListingSegment.select(ListingSegment.source_id, ListingSegment.kind, ListingSegment.key)
+            .where((ListingSegment.ip_id == ip_id) & ListingSegment.source_id.in_([sid for sid, _ in rows]))))
+        gone = sorted(existing - wanted)
+        new = sorted(wanted - existing)
+        if gone:  # by their key (the table's primary key), the listings' range of it first
+            key = peewee.Tuple(ListingSegment.source_id, ListingSegment.kind, ListingSegment.key)
+            stored_key = [(ListingSegment.source_id.db_value(sid), ListingSegment.kind.db_value(kind), k)
+                          for sid, kind, k in gone]  # a tuple's values are not converted by its columns
+            ListingSegment.delete().where((ListingSegment.ip_id == ip_id)
+                                          & ListingSegment.source_id.in_(sorted({sid for sid, _, _ in gone}))
+                                          & key.in_(stored_key)).execute()
         _insert(ip_id, new)
     report.listings += len(rows)
     report.added += len(new)
@@ -222,14 +228,15 @@ def _reapply_batch(ip_id: int, after: str, batch: int, segmenter: Segmenter, rep
 
 
 def _sweep_orphans(ip_id: int, batch: int, report: ReapplyReport) -> bool:
-    """Delete up to ``batch`` rows of the IP's listings that have no snapshot any more; whether it found any."""
+    """Delete the rows of up to ``batch`` of the IP's listings that have no snapshot any more; whether it found
+    any."""
     with write_transaction():
         snapshot = ItemSnapshot.select(peewee.SQL("1")).where(
             (ItemSnapshot.ip_id == ListingSegment.ip_id) & (ItemSnapshot.source_id == ListingSegment.source_id))
-        ids = [i for (i,) in _rows(ListingSegment.select(ListingSegment.id)
-                                   .where((ListingSegment.ip_id == ip_id) & ~peewee.fn.EXISTS(snapshot))
-                                   .limit(batch))]
-        if ids:
-            ListingSegment.delete().where(ListingSegment.id.in_(ids)).execute()
-    report.removed += len(ids)
-    return bool(ids)
+        sids = [sid for (sid,) in _rows(ListingSegment.select(ListingSegment.source_id).distinct()
+                                        .where((ListingSegment.ip_id == ip_id) & ~peewee.fn.EXISTS(snapshot))
+                                        .limit(batch))]
+        removed = ListingSegment.delete().where((ListingSegment.ip_id == ip_id)
+                                                & ListingSegment.source_id.in_(sids)).execute() if sids else 0
+    report.removed += removed
+    return bool(sids)

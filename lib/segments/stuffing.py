@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
+from functools import lru_cache
 
 from lib.segments.taxonomy import Taxonomy
 
@@ -33,10 +34,20 @@ def strip_stuffing(text: str, taxonomy: Taxonomy, names_goods: Names, names_item
 
 def _markers(text: str, words: tuple[str, ...]) -> Iterator[tuple[int, int]]:
     """Where ``words`` occur in ``text``, a space allowed between any two characters (検索 用)."""
-    for word in words:
-        pattern = " ?".join(re.escape(c) for c in word if c != " ")
-        for m in re.finditer(pattern, text):
+    any_word, each_word = _marker_patterns(words)
+    if any_word is None or any_word.search(text) is None:  # most titles have no marker: one search, not one a word
+        return
+    for pattern in each_word:
+        for m in pattern.finditer(text):
             yield m.span()
+
+
+@lru_cache(maxsize=64)
+def _marker_patterns(words: tuple[str, ...]) -> tuple[re.Pattern[str] | None, list[re.Pattern[str]]]:
+    """The marker words' patterns, built once a taxonomy: one finding any of them, and one a word (a word's
+    matches are found on their own, whether or not another word's overlap them)."""
+    each = [" ?".join(re.escape(c) for c in word if c != " ") for word in words]
+    return (re.compile("|".join(f"(?:{p})" for p in each)) if each else None), [re.compile(p) for p in each]
 
 
 def _cut_after(text: str, taxonomy: Taxonomy, names_goods: Names, names_item: Names) -> str:

@@ -201,10 +201,10 @@ def ip_days(ip_id: IpId, ctx: WebContext = Depends(context),
 @router.get("/ips/{ip_id}/segments", response_model=schemas.IpSegments,
             responses={**CSV, **problems(400, 404)})
 def ip_segments(ip_id: IpId, ctx: WebContext = Depends(context),
-                hours: int = Query(24, ge=1, json_schema_extra=bounded_by("RETENTION_DETAIL"),
-                                   description="window length in hours, at most RETENTION_DETAIL (`max_segment_hours` "
-                                               "of /meta: segments are computed from the per-listing facts, kept "
-                                               "that long); a longer one is refused with 400"),
+                hours: int = Query(24, ge=1, json_schema_extra=bounded_by("RETENTION_WINDOW"),
+                                   description="window length in hours, at most RETENTION_WINDOW (`max_segment_hours` "
+                                               "of /meta; past RETENTION_DETAIL read from the segments' daily "
+                                               "summaries); a longer one is refused with 400"),
                 by: Literal["goods", "character"] = Query("goods", description="goods types or characters"),
                 format: Literal["json", "csv"] = "json") -> Any:
     try:
@@ -221,8 +221,8 @@ def ip_segments(ip_id: IpId, ctx: WebContext = Depends(context),
 
 @router.get("/segments", response_model=schemas.SegmentsBoard, responses={**CSV, **problems(400)})
 def segments_board(ctx: WebContext = Depends(context),
-                   hours: int = Query(168, ge=1, json_schema_extra=bounded_by("RETENTION_DETAIL"),
-                                      description="window length in hours, at most RETENTION_DETAIL "
+                   hours: int = Query(168, ge=1, json_schema_extra=bounded_by("RETENTION_WINDOW"),
+                                      description="window length in hours, at most RETENTION_WINDOW "
                                                   "(`max_segment_hours` of /meta); a longer one is refused with 400"),
                    by: Literal["goods", "character"] = Query("goods", description="goods types or characters"),
                    format: Literal["json", "csv"] = "json") -> Any:

@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import logging
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+import peewee
 from fastapi import FastAPI, Request
 from fastapi.exception_handlers import http_exception_handler
-from fastapi.responses import HTMLResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from starlette.exceptions import HTTPException
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.routing import Match
 
-from lib.market.retention import max_segment_hours, max_window_hours
+from lib.core.redaction import redact_text
+from lib.market.retention import max_window_hours
 from lib.web import characters_api
 from lib.web.api import IpId, WebContext, router
 from lib.web.openapi import document
@@ -60,6 +63,23 @@ async def method_not_allowed(request: Request, exc: Exception) -> Response:
                                                                {**(exc.headers or {}), "Allow": ", ".join(allowed)}))
 
 
+log = logging.getLogger(__name__)
+
+#: Seconds a client is asked to wait (``Retry-After``) when the database does not answer: a server restart or a
+#: failover takes seconds, and a dashboard that polls should not hammer one that is coming back.
+DATABASE_RETRY_AFTER = 5
+
+
+async def database_unavailable(request: Request, exc: Exception) -> Response:
+    """503 with ``Retry-After`` when the database cannot answer (down, restarting, out of connections), rather
+    than a 500: nothing is wrong with the request, and the same request will succeed once the database is back.
+    The reason goes to the log (credentials redacted), not to the client."""
+    log.warning("%s %s: the database is unavailable (%s); answered 503", request.method, request.url.path,
+                redact_text(str(exc)))
+    return JSONResponse({"detail": "the database is unavailable; try again shortly"}, status_code=503,
+                        headers={"Retry-After": str(DATABASE_RETRY_AFTER)})
+
+
 def create_app(ctx: WebContext) -> FastAPI:
     """The application over ``ctx`` (see ``WebContext``)."""
     app = FastAPI(title="animetop", version="1", openapi_url="/api/v1/openapi.json", docs_url=None, redoc_url=None,
@@ -68,11 +88,14 @@ def create_app(ctx: WebContext) -> FastAPI:
     app.state.context = ctx
     app.add_middleware(SecurityHeaders)
     app.add_exception_handler(405, method_not_allowed)
+    # peewee's errors of the connection and of the server's state; a query the server refuses is an
+    # OperationalError too on SQLite (a missing table), which is no client's fault either
+    app.add_exception_handler(peewee.OperationalError, database_unavailable)
+    app.add_exception_handler(peewee.InterfaceError, database_unavailable)
     app.include_router(router)
     app.include_router(characters_api.router)
     # the bounds the server checks (lib.web.api's 400s), from the same functions, into the document
-    bounds = {"RETENTION_WINDOW": max_window_hours(ctx.settings), "RETENTION_DAILY": ctx.read_side.max_days(),
-              "RETENTION_DETAIL": max_segment_hours(ctx.settings)}
+    bounds = {"RETENTION_WINDOW": max_window_hours(ctx.settings), "RETENTION_DAILY": ctx.read_side.max_days()}
     app.openapi = partial(document, app, bounds)  # type: ignore[method-assign]  # FastAPI's way to extend it
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
 
@@ -87,6 +110,10 @@ def create_app(ctx: WebContext) -> FastAPI:
     @app.get("/ip/{ip_id}", response_class=HTMLResponse, include_in_schema=False)
     def ip_page(request: Request, ip_id: IpId) -> HTMLResponse:
         return page(request, "ip", ip_id=ip_id)
+
+    @app.get("/segments", response_class=HTMLResponse, include_in_schema=False)
+    def segments_page(request: Request) -> HTMLResponse:
+        return page(request, "segments")
 
     @app.get("/operations", response_class=HTMLResponse, include_in_schema=False)
     def operations_page(request: Request) -> HTMLResponse:

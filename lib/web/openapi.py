@@ -17,6 +17,15 @@ from fastapi.openapi.utils import get_openapi
 
 BOUND = "x-bounded-by"
 
+#: The answer any operation may give while the database does not answer (``lib.web.app.database_unavailable``).
+UNAVAILABLE = {
+    "description": "Service Unavailable: the database does not answer (down, restarting); try again after "
+                   "Retry-After seconds",
+    "headers": {"Retry-After": {"description": "seconds to wait before trying again",
+                                "schema": {"type": "integer", "minimum": 1}}},
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Problem"}}},
+}
+
 
 def bounded_by(setting: str) -> dict[str, Any]:
     """A parameter's ``json_schema_extra``: its maximum is ``setting``'s value in the served application."""
@@ -39,5 +48,9 @@ def document(app: FastAPI, bounds: Mapping[str, int]) -> dict[str, Any]:
             schema = parameter.get("schema", {})
             if BOUND in schema:
                 schema["maximum"] = bounds[schema[BOUND]]
+        for item in doc.get("paths", {}).values():
+            for operation in item.values():
+                if isinstance(operation, dict) and "responses" in operation:
+                    operation["responses"].setdefault("503", UNAVAILABLE)
         app.openapi_schema = doc
     return app.openapi_schema

@@ -25,7 +25,7 @@ class Meta(BaseModel):
     max_hours: int = Field(description="the longest window the API answers, in hours (RETENTION_WINDOW)")
     max_days: int = Field(description="the longest per-day series the API answers, in days (RETENTION_DAILY)")
     max_segment_hours: int = Field(description="the longest window segments are answered for, in hours "
-                                               "(RETENTION_DETAIL)")
+                                               "(RETENTION_WINDOW, as max_hours)")
     timezone: str = Field(description="DISPLAY_TZ: the time zone pages show times in")
     operator_enabled: bool = Field(description="whether DASHBOARD_TOKEN is set (requeue and purge possible)")
     operator: bool = Field(description="whether this request carries a valid operator session")

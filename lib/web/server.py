@@ -42,7 +42,7 @@ def app_for(settings: Settings, broker, read_side: ReadSide | None = None) -> Fa
 
 
 class BackgroundServer:
-    """uvicorn on a thread, for tests and benchmarks.
+    """uvicorn on a thread, for the demo, tests and benchmarks.
 
     Parameters:
       app: the ASGI application.

@@ -47,8 +47,9 @@ def worker_env(env: dict, tmp_path, name: str, **extra) -> dict:
             "METRICS_PORT": str(free_port()), "dramatiq_prom_db": str(tmp_path / f"prometheus-{name}"), **extra}
 
 
-def wait_until_up(runner, timeout: float = 60) -> list[int]:
-    """The worker process and the /metrics fork Dramatiq starts only once its workers are up."""
+def wait_until_up(runner, timeout: float = 120) -> list[int]:
+    """The worker process and the /metrics fork Dramatiq starts only once its workers are up (a loaded CI
+    machine has taken over 60 s to start both)."""
     return wait_for(lambda: len(runner.dramatiq_workers()) == 2 and runner.dramatiq_workers(), timeout=timeout,
                     what=f"the {runner.kind} process type to be up")
 

@@ -82,7 +82,9 @@ class LocalCluster:
             ["redis-server", "--port", str(port), "--cluster-port", str(bus), "--bind", "127.0.0.1",
              "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
              "--cluster-node-timeout", str(self.node_timeout_ms), "--appendonly", "yes", "--appendfsync", "always",
-             "--save", "", "--dir", str(directory), "--logfile", "redis.log", "--protected-mode", "no"],
+             "--save", "", "--dir", str(directory), "--logfile", "redis.log", "--protected-mode", "no",
+             # a replica syncs at once (the default waits 5 s for more replicas to share one transfer)
+             "--repl-diskless-sync-delay", "0"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self._wait(lambda: self.node(port).ping(), f"node {port} answering")
 

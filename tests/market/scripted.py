@@ -7,7 +7,7 @@ import math
 import random
 import statistics
 from collections import defaultdict
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from .test_intervals import Z as Z95
@@ -233,8 +233,29 @@ def window_durations(script: Script, hours: int, now: float,
     return durations
 
 
-def expected_window(script: Script, hours: int, now: float, mins: dict, detail_from: float | None = None) -> dict:
-    """Definitions 5 and 6; ``detail_from``: the detail horizon (docs/operating/storage.md)."""
+def heats_covariance(flows: Callable[[float, float], tuple[int, int, int]], start: float, hours: int) -> float:
+    """Definition 8: the covariance of a window's heat and its previous window's. The two share the outflow counted
+    in their ranges' intersections (Poisson: variance the count); Cov(ln rate_X, ln rate_Y) = count(X ∩ Y) /
+    (hours_X · hours_Y · rate_X · rate_Y), rate = outflow / hours + 1/24. ``flows(low, high)``: (inflow, outflow,
+    tracked hours) in [low, high)."""
+    week = 7 * 24 * H
+    baseline, previous = (start - week, start), (start - hours * H, start)
+    previous_baseline = (start - hours * H - week, start - hours * H)
+
+    def log_cov(x: tuple[float, float], y: tuple[float, float]) -> float:
+        low, high = max(x[0], y[0]), min(x[1], y[1])
+        shared = flows(low, high)[1] if low < high else 0
+        _, ox, hx = flows(*x)
+        _, oy, hy = flows(*y)
+        return shared / (hx * hy * (ox / hx + 1 / 24) * (oy / hy + 1 / 24))
+    shared_baselines, baseline_and_previous = log_cov(baseline, previous_baseline), log_cov(baseline, previous)
+    return 100 * 100 * 0.15 ** 2 * (shared_baselines - baseline_and_previous) / math.log(2) ** 2
+
+
+def expected_window(script: Script, hours: int, now: float, mins: dict, detail_from: float | None = None,
+                    intervals: bool = True) -> dict:
+    """Definitions 5 and 6; ``detail_from``: the detail horizon (docs/operating/storage.md). ``intervals``: with
+    the 95 % intervals (definition 8; time to sell's, by brute force, take seconds for thousands of listings)."""
     created, sold = expected_events(script)
     rows = expected_hours(script)
     since, cohort_since, previous_cohort_since, coverage_from = _starts(now, hours, detail_from)
@@ -295,10 +316,11 @@ def expected_window(script: Script, hours: int, now: float, mins: dict, detail_f
     trimmed = sorted(prices)[k:len(prices) - k]
     _, r_out, r_hours = flows(end_hour - 24 * H, end_hour)
     latest = max(range(len(script.crawls)), key=lambda n: script.crawls[n][0])
-    supply = script.search[latest]["on_sale"]["num_found"]
+    # a script without the searches' totals has no supply nor coverage
+    supply = script.search[latest]["on_sale"]["num_found"] if script.search else None
     grown = observed = 0
     in_window = [(at, script.search[n]["sold"]["num_found"]) for n, (at, _) in enumerate(script.crawls)
-                 if coverage_from <= at <= now]
+                 if coverage_from <= at <= now] if script.search else []
     for (a, ta), (b, tb) in zip(in_window, in_window[1:]):
         if tb > ta:
             grown += tb - ta
@@ -321,7 +343,7 @@ def expected_window(script: Script, hours: int, now: float, mins: dict, detail_f
     n_cohort, sold_cohort = cohort_of(cohort_since, now + 1e-6)
     hv_now = heat_and_variance(since, now + 1e-6, cohort_since, now + 1e-6)
     hv_prev = heat_and_variance(since - hours * H, since, previous_cohort_since, cohort_since)
-    intervals = {
+    bounds = {} if not intervals else {
         "p25_price_interval": price_interval(1, 4), "median_price_interval": price_interval(1, 2),
         "p75_price_interval": price_interval(3, 4),
         "sell_through_interval": (list(wilson_by_hand(sold_cohort, n_cohort))
@@ -329,10 +351,11 @@ def expected_window(script: Script, hours: int, now: float, mins: dict, detail_f
         "time_to_sell_p25_interval": time_interval(0.25), "time_to_sell_median_interval": time_interval(0.5),
         "time_to_sell_p75_interval": time_interval(0.75),
         "heat_interval": normal(*hv_now, 0, 100),
-        "momentum_interval": (normal(h_now - h_prev, hv_now[1] + hv_prev[1], -100, 100)
+        "momentum_interval": (normal(h_now - h_prev, max(0.0, hv_now[1] + hv_prev[1]
+                                                         - 2 * heats_covariance(flows, since, hours)), -100, 100)
                               if h_now is not None and h_prev is not None else None),
     }
-    return intervals | {
+    return bounds | {
         "inflow": inflow, "outflow": outflow, "tracked_hours": tracked,
         "liquidity": outflow / inflow if inflow else None,
         "median_price": quart[1], "p25_price": quart[0], "p75_price": quart[2],
@@ -345,7 +368,7 @@ def expected_window(script: Script, hours: int, now: float, mins: dict, detail_f
         "price_cut_share": len(cut_sizes) / len(cuts) if len(cuts) >= mins["cuts"] else None,
         "median_price_cut": statistics.median(cut_sizes) if cut_sizes else None,
         "supply": supply,
-        "hours_of_supply": supply / (r_out / r_hours) if r_out else None,
+        "hours_of_supply": supply / (r_out / r_hours) if r_out and supply is not None else None,
         "coverage": observed / grown if grown >= mins["coverage"] else None,
         "heat": h_now,
         "momentum": round(h_now - h_prev, 1) if h_now is not None and h_prev is not None else None,

@@ -137,8 +137,8 @@ def test_ip_show_by_segment_and_segments_reapply(env, settings, db, tmp_path):
          for s in shown["segments"]]
     table = run_cli(env, "ip", "show", str(ip_id), "--by", "goods", "--hours", "12").stdout
     assert "GOODS" in table and "acrylic_stand" in table and "アクリルスタンド" in table
-    too_long = run_cli(env, "ip", "show", str(ip_id), "--by", "goods", "--hours", str(10 * 24 + 1))
-    assert too_long.returncode == 1 and "RETENTION_DETAIL" in too_long.stderr
+    too_long = run_cli(env, "ip", "show", str(ip_id), "--by", "goods", "--hours", str(90 * 24 + 1))
+    assert too_long.returncode == 1 and "RETENTION_WINDOW" in too_long.stderr
 
     taxonomy = tmp_path / "goods.toml"
     taxonomy.write_text(CHANGED_TAXONOMY, encoding="utf-8")

@@ -358,7 +358,7 @@ def test_bootstrap_coverage_of_an_hourly_rate():
     rng = random.Random(72)
     rate, draws = 2.0, 1000
 
-    def poisson() -> int:
+    def hourly_outflow() -> int:  # Poisson(rate), by exponential gaps
         count, total = 0, rng.expovariate(1.0)
         while total < rate:
             count += 1
@@ -367,12 +367,21 @@ def test_bootstrap_coverage_of_an_hourly_rate():
 
     hits = 0
     for k in range(draws):
-        hours = [poisson() for _ in range(72)]
+        hours = [hourly_outflow() for _ in range(72)]
         hits += covered(bootstrap_interval(hours, lambda hs: sum(hs) / len(hs), resamples=300, seed=k), rate)
     assert_coverage(hits, draws)
 
 
 # ---- heat and momentum: the delta method of lib/market/windows.py (docs/concepts/measures.md, definition 8) ----
+
+def poisson(rng: random.Random, lam: float) -> int:
+    """A Poisson draw by Knuth's method (small rates)."""
+    limit, k, product = math.exp(-lam), 0, rng.random()
+    while product > limit:
+        k += 1
+        product *= rng.random()
+    return k
+
 
 @pytest.mark.parametrize("window_rate, base_rate, cohort, p", [
     (2.0, 1.0, 60, 0.4),   # a franchise selling twice its usual pace
@@ -386,20 +395,51 @@ def test_heat_interval_coverage_on_simulated_hours(window_rate, base_rate, cohor
 
     rng = random.Random(11)
 
-    def poisson(lam: float) -> int:  # Knuth's method: small rates
-        limit, k, product = math.exp(-lam), 0, rng.random()
-        while product > limit:
-            k += 1
-            product *= rng.random()
-        return k
-
     lift = math.log2((window_rate + RATE_FLOOR) / (base_rate + RATE_FLOOR))
     truth = 100 * (0.6 * (max(-2, min(2, lift)) / 4 + 0.5) + 0.4 * p)
     draws, hits = 1500, 0
     for _ in range(draws):
-        window = _Flows(outflow=sum(poisson(window_rate) for _ in range(24)), hours=24)
-        baseline = _Flows(outflow=sum(poisson(base_rate) for _ in range(168)), hours=168)
+        window = _Flows(outflow=sum(poisson(rng, window_rate) for _ in range(24)), hours=24)
+        baseline = _Flows(outflow=sum(poisson(rng, base_rate) for _ in range(168)), hours=168)
         sold = sum(rng.random() < p for _ in range(cohort))
         heat = _heat(window, baseline, sold / cohort, cohort)
         hits += covered(tuple(heat["interval"]), truth)
+    assert_coverage(hits, draws)
+
+
+@pytest.mark.parametrize("hours, rates, cohort, p", [
+    (24, (1.0, 1.5, 3.0), (60, 80), (0.3, 0.45)),    # a day picking up after a busier day than the week before
+    (168, (1.0, 0.8, 2.0), (200, 150), (0.4, 0.5)),  # a week: the window's baseline is the previous window
+])
+def test_momentum_interval_coverage_on_simulated_hours(hours, rates, cohort, p):
+    """Hourly sales Poisson at rate a before the previous window, b in it and c in the window; each window's
+    cohort selling Binomial. The two heats share hours (the window's baseline holds the previous window, and part
+    of the previous window's baseline; for a week it is the previous window): the momentum's 95 % interval
+    (definition 8, with their covariance) holds the momentum of the true rates in 93–97 % of draws. Left out, the
+    covariance makes the week's interval too narrow (89.5 % over 10,000 draws, against 94.6 % with it). The
+    truth is computed here from the definitions in docs/concepts/measures.md."""
+    from lib.market.windows import RATE_FLOOR, _Flows, _heat, _momentum
+
+    rng = random.Random(hours)
+    a, b, c = rates
+
+    def clamped_lift(rate: float, base: float) -> float:
+        return max(-2.0, min(2.0, math.log2((rate + RATE_FLOOR) / (base + RATE_FLOOR))))
+
+    week = 168
+    baseline_rate = (b * min(hours, week) + a * max(week - hours, 0)) / week  # the window's 7 days before it
+    truth = 100 * (0.15 * (clamped_lift(c, baseline_rate) - clamped_lift(b, a)) + 0.4 * (p[0] - p[1]))
+    draws, hits = 4000, 0
+    for _ in range(draws):
+        # hour i of [−hours − 168, hours): the previous window is [−hours, 0), the window [0, hours)
+        sold = {i: poisson(rng, a if i < -hours else b if i < 0 else c) for i in range(-hours - week, hours)}
+
+        def flows(low: int, high: int) -> _Flows:
+            return _Flows(outflow=sum(sold[i] for i in range(low, high)), hours=high - low)
+        ranges = {"window": flows(0, hours), "baseline": flows(-week, 0), "previous": flows(-hours, 0),
+                  "previous_baseline": flows(-hours - week, -hours)}
+        cohort_sold = [sum(rng.random() < share for _ in range(n)) for n, share in zip(cohort, p)]
+        heat = _heat(ranges["window"], ranges["baseline"], cohort_sold[0] / cohort[0], cohort[0])
+        previous = _heat(ranges["previous"], ranges["previous_baseline"], cohort_sold[1] / cohort[1], cohort[1])
+        hits += covered(tuple(_momentum(heat, previous, ranges, hours)["interval"]), truth)
     assert_coverage(hits, draws)

@@ -39,6 +39,7 @@ def wait_for(condition, timeout: float = 30.0) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.slow_on_mysql  # the refresh actor's path is the same on either database
 def test_a_result_keeps_the_leaderboard_until_the_refresh_actor_recomputes_it(db, settings, stub_broker,
                                                                                start_worker):
     import actors
@@ -158,3 +159,129 @@ def test_leaderboard_precompute_takes_windows_of_whole_hours():
     assert load_settings({"LEADERBOARD_PRECOMPUTE": "1d, 90d,36h"}).leaderboard_precompute == (24, 2160, 36)
     with pytest.raises(SettingsError, match="LEADERBOARD_PRECOMPUTE"):
         load_settings({"LEADERBOARD_PRECOMPUTE": "1d,90m"})
+
+
+def test_a_cold_board_is_computed_once_while_viewers_wait_even_past_its_locks_ttl(db, settings, monkeypatch):
+    """Viewers of a cold board of goods types (as of a leaderboard: the same code) while one process computes it
+    wait for its result instead of computing it beside it; the computation's lock is re-armed while it runs, so
+    one that outlasts ``COMPUTE_LOCK_TTL`` (the 90-day board of 10,000 IPs took 707 s against 600) keeps it."""
+    import threading
+
+    from lib.market import read_side
+    from lib.segments.stored import GOODS
+
+    monkeypatch.setattr(read_side, "COMPUTE_LOCK_TTL", 1.0)
+    computing, release, computations = threading.Event(), threading.Event(), []
+    real = read_side.kind_measures
+
+    def held(*args, **kwargs):  # the real computation, held until the test has seen the lock outlive its TTL
+        computations.append(threading.current_thread().name)
+        computing.set()
+        assert release.wait(30)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(read_side, "kind_measures", held)
+    client = state_redis(settings)
+    clock = FrozenClock(time.time())
+    answers: dict[str, dict] = {}
+
+    def view(name: str) -> None:
+        answers[name] = ReadSide(settings, client, clock).segments_board(24, GOODS)
+
+    first = threading.Thread(target=view, args=("first",), name="first")
+    first.start()
+    assert computing.wait(30)
+    lock = keys.lock(f"segments-board:{GOODS}:24")
+    deadline = time.monotonic() + 1.5 * read_side.COMPUTE_LOCK_TTL
+    while time.monotonic() < deadline:  # one and a half TTLs: the lock would have lapsed by now
+        assert client.exists(lock), "the computation's lock lapsed while it ran"
+        time.sleep(0.05)
+    others = [threading.Thread(target=view, args=(f"viewer-{n}",), name=f"viewer-{n}") for n in range(3)]
+    for t in others:
+        t.start()
+    wait_for(lambda: client.exists(lock) and all(t.is_alive() for t in others), timeout=5)
+    release.set()
+    for t in (first, *others):
+        t.join(30)
+    assert computations == ["first"]
+    assert len(answers) == 4 and all(a == answers["first"] for a in answers.values())
+    assert not client.exists(lock)
+
+
+def test_the_refresh_actor_keeps_the_segments_boards_warm(db, settings, stub_broker, start_worker, monkeypatch):
+    """The What sells page's boards (docs/concepts/measures.md "Segments") are recomputed ahead of viewers by the
+    same actor as the leaderboards: each kind over each dashboard window within RETENTION_DETAIL (1 and 7 days; 30
+    days is longer than its default 10 and refused to viewers too), when missing or past half its CACHE_TTL. The
+    flows are counted here from the results: a goods type's outflow is its listings seen on sale, then sold."""
+    import actors
+    from lib.market import read_side
+    from lib.segments.stored import CHARACTER, GOODS
+
+    r = state_redis(settings)
+    clock = Clock()
+    proc = ResultProcessor(settings, r, clock)
+    catalogue = Catalogue(ScheduleStore(r), settings, clock)
+    titles = {"呪術廻戦": ["呪術廻戦 五条悟 アクリルスタンド"] * 3 + ["呪術廻戦 虎杖悠仁 缶バッジ"] * 3,
+              "ちいかわ": ["ちいかわ ぬいぐるみ"] * 4}
+    goods = {"呪術廻戦 五条悟 アクリルスタンド": "acrylic_stand", "呪術廻戦 虎杖悠仁 缶バッジ": "can_badge",
+             "ちいかわ ぬいぐるみ": "plush"}
+    sold_at_second = {"呪術廻戦": {0, 1, 3}, "ちいかわ": {0}}
+    now = time.time()
+    listings = {}
+    for keyword, names in titles.items():
+        ip = catalogue.add(keyword)
+        base = [{"source_id": f"s{i}", "status": "on_sale", "price": 1000, "title": t} for i, t in enumerate(names)]
+        listings[keyword] = (ip, base)
+        proc.apply(CrawlResult.parse(ip.id, f"{ip.id}-1", now - 120, base))
+        proc.apply(CrawlResult.parse(ip.id, f"{ip.id}-2", now - 60, [
+            {**item, "status": "sold" if i in sold_at_second[keyword] else "on_sale"} for i, item in enumerate(base)]))
+
+    def outflows(sold: dict[str, set[int]]) -> dict[str, int]:
+        counted: dict[str, int] = {}
+        for keyword, indexes in sold.items():
+            for i in indexes:
+                key = goods[titles[keyword][i]]
+                counted[key] = counted.get(key, 0) + 1
+        return counted
+
+    def cached(by: str, hours: int) -> dict | None:
+        hit = r.get(keys.segments_board(by, hours))
+        return None if hit is None else json.loads(hit)
+
+    def board_outflows(board: dict) -> dict[str, int]:
+        return {row["key"]: row["measures"]["outflow"]["value"] for row in board["segments"]
+                if row["measures"]["outflow"]["value"]}
+
+    assert all(cached(by, hours) is None for by in (GOODS, CHARACTER) for hours in (24, 168, 720))
+    start_worker(stub_broker, queues=["maintenance"])
+    before = time.time()
+    actors.refresh_leaderboards.send()
+    stub_broker.join("maintenance", timeout=60_000)
+    for hours in (24, 168):
+        board = cached(GOODS, hours)
+        assert board is not None and board["hours"] == hours
+        assert board_outflows(board) == outflows(sold_at_second) == {"acrylic_stand": 2, "can_badge": 1, "plush": 1}
+        assert 0 < r.pttl(keys.segments_board(GOODS, hours)) <= TTL * 1000
+        assert cached(CHARACTER, hours) == {"hours": hours, "by": CHARACTER, "segments": []}  # no character lists
+    assert cached(GOODS, 720) is None and cached(CHARACTER, 720) is None  # past RETENTION_DETAIL
+    # a viewer finds it warm: nothing is computed for it
+    monkeypatch.setattr(read_side, "kind_measures", lambda *a, **k: pytest.fail("computed for a viewer"))
+    side = ReadSide(settings, r, clock)
+    assert side.segments_board(24, GOODS) == cached(GOODS, 24)
+    monkeypatch.undo()
+
+    # one more stand sells: a board younger than half its CACHE_TTL is left alone ...
+    ip, base = listings["呪術廻戦"]
+    sold_at_third = {"呪術廻戦": {0, 1, 2, 3}, "ちいかわ": {0}}
+    proc.apply(CrawlResult.parse(ip.id, f"{ip.id}-3", now - 30, [
+        {**item, "status": "sold" if i in sold_at_third["呪術廻戦"] else "on_sale"} for i, item in enumerate(base)]))
+    actors.refresh_leaderboards.send()
+    stub_broker.join("maintenance", timeout=60_000)
+    if time.time() - before < TTL / 2:  # (unless the machine was slow enough for it to age meanwhile)
+        assert board_outflows(cached(GOODS, 24))["acrylic_stand"] == 2
+    # ... past half of it, the actor recomputes every board: the page finds the new sale warm
+    wait_for(lambda: r.pttl(keys.segments_board(GOODS, 168)) < TTL * 1000 / 2)
+    actors.refresh_leaderboards.send()
+    stub_broker.join("maintenance", timeout=60_000)
+    for hours in (24, 168):
+        assert board_outflows(cached(GOODS, hours)) == outflows(sold_at_third)

@@ -17,8 +17,9 @@ from lib.market.summaries import CUT_ACCURACY, DURATION_ACCURACY, PRICE_ACCURACY
 from models import IpStatsDaily, ListingEvent, ListingSighting
 
 from .scripted import T0, H, expected_window, make_script, shifted, window_durations
+from .test_intervals import km_interval_by_hand
 from .test_retention import DAY, add_ip, apply, long_lived, merged
-from .test_summaries import bracket
+from .test_summaries import bracket, represented
 from .test_windows import MINIMUMS, close, flatten
 
 WINDOW = 4 * 24  # RETENTION_WINDOW here, in hours
@@ -72,9 +73,21 @@ def assert_within_bounds(before: dict, after: dict, script, hours: int, at: floa
         assert low is not None and high is not None
         for value in (a[k], b[k]):  # hours, to 2 places
             assert low / H - 0.005 <= value <= high / H + 0.005, (k, value, low / H, high / H)
+    # the intervals (definition 8), by hand: Greenwood's over the durations, bucketed as the summaries hold them
+    # where the window (or its previous one) reaches before the detail horizon, so reads the summaries
+    since = at - at % H - (hours - 1) * H
+    bucketed = represented(durations, DURATION_ACCURACY) if since - hours * H < detail else durations
+    for k, q in QUANTILES.items():
+        expected = km_interval_by_hand(bucketed, q) if a[k] is not None else None
+        got = a[f"{k}_interval"]
+        assert (got is None) == (expected is None), (k, got, expected)
+        if got is not None and expected is not None:
+            assert got[0] == pytest.approx(expected[0] / H, abs=0.0051), (k, got, expected)
+            assert (got[1] is None) == (expected[1] is None), (k, got, expected)
+            assert got[1] is None or got[1] == pytest.approx(expected[1] / H, abs=0.0051), (k, got, expected)
 
 
-@pytest.mark.slow_on_mysql
+@pytest.mark.slow  # eight days of markets, pruned; the fast tier keeps test_retention's pruning and test_daily's
 def test_every_window_answers_the_same_before_and_after_pruning(db, short):
     script, end = history()
     ip_id = add_ip(short)

@@ -20,7 +20,7 @@ from lib.market import partitions
 from lib.market.facts import baseline_of, rederive
 from lib.market.processing import CrawlResult, ResultProcessor
 from lib.market.read_side import ReadSide
-from lib.market.retention import WindowBeyondRetention, horizon, prune, pruned_before
+from lib.market.retention import WindowBeyondRetention, horizon, prune, pruned_before, segment_horizon
 from lib.market.windows import window_measures
 from lib.scheduling.catalogue import Catalogue
 from lib.scheduling.schedule import ScheduleStore
@@ -32,6 +32,7 @@ from models import (
     ListingEvent,
     ListingSegment,
     ListingSighting,
+    SegmentStatsDaily,
 )
 
 from .scripted import T0, H, Script, expected_events, expected_hours, expected_window, make_script, quartiles, shifted
@@ -107,6 +108,7 @@ def count(model, ip_id: int) -> int:
     return model.select().where(model.ip_id == ip_id).count()
 
 
+@pytest.mark.slow_on_mysql  # tests/market/test_daily.py's per-day series test prunes on MariaDB in the fast tier
 def test_pruning_keeps_every_window_it_promises(db, small):
     recent = make_script(5, n_crawls=30)
     end = max(at for at, _ in recent.crawls)
@@ -179,6 +181,7 @@ def test_pruning_keeps_every_window_it_promises(db, small):
     assert_definition(merged(history, extra), ip_id, end + H + 600)
 
 
+@pytest.mark.slow_on_mysql  # tests/market/test_daily.py runs the rollup on MariaDB in the fast tier
 def test_daily_rollup_equals_the_definition_by_day(db, small):
     old = merged(shifted(make_script(2, n_crawls=40), -20 * DAY), shifted(make_script(3, n_crawls=40), -16 * DAY))
     ip_id = add_ip(small)
@@ -186,7 +189,7 @@ def test_daily_rollup_equals_the_definition_by_day(db, small):
     now = T0
     hourly = expected_hours(old)
     _, sold = expected_events(old)
-    prune(small, now)
+    first = prune(small, now)
     limit = horizon(small, now)
     days: dict[float, dict] = defaultdict(lambda: {"hours": 0, "inflow": 0, "outflow": 0, "prices": []})
     for h, row in hourly.items():
@@ -218,9 +221,13 @@ def test_daily_rollup_equals_the_definition_by_day(db, small):
         "max": f(r.max_price)} for r in IpStatsDaily.select().where(IpStatsDaily.ip_id == ip_id)}
     assert len(expected) >= 3 and sum(d["outflow"] for d in expected.values()) > 0
     assert got == expected
+    # the segments' days (every listing is in a goods type) are kept only as far back as a segments window reads
+    assert first.segment_daily_rows > 0
+    assert not SegmentStatsDaily.select().where(SegmentStatsDaily.day < naive_utc(segment_horizon(small, now))).count()
     # kept RETENTION_DAILY, then pruned
     report = prune(dataclasses.replace(small, retention_daily=1 * DAY), now)
     assert report.daily_rows == len(expected) and count(IpStatsDaily, ip_id) == 0
+    assert count(SegmentStatsDaily, ip_id) == 0
 
 
 def test_windows_beyond_the_retained_range_are_refused(db, small):

@@ -11,6 +11,7 @@ import random
 
 import pytest
 
+from lib.market.intervals import km_steps_quantile_interval
 from lib.market.summaries import (
     DURATION_ACCURACY,
     MILLIONTH,
@@ -20,10 +21,12 @@ from lib.market.summaries import (
     decode_counts,
     encode_counts,
     km_quantile,
+    km_steps,
     merged,
 )
 
 from .scripted import km
+from .test_intervals import SIX_MP, SIX_MP_TABLE, assert_coverage, covered, km_interval_by_hand, simulated_listings
 
 
 def exact_quantile(values: list[float], q: float) -> float:
@@ -169,3 +172,77 @@ def test_time_to_sell_quantiles_are_within_their_buckets(seed):
             # one bucket: the estimate is its representative, within α of the exact quantile
             # (the zero bucket holds [0, 1 s) as 0)
             assert got.estimate is not None and abs(got.estimate - exact) <= max(DURATION_ACCURACY * exact, 1.0)
+
+
+# ---- the 95 % interval of a time to sell read from the summaries (docs/concepts/measures.md, definition 8) ----
+
+WEEK = 7 * 24 * 3600.0
+
+
+def represented(durations: list[tuple[float, bool]], alpha: float) -> list[tuple[float, bool]]:
+    """Each duration as the summaries hold it (docs/operating/storage.md): its bucket's representative 2γ^k/(1+γ),
+    0 for the zero bucket."""
+    gamma = (1 + alpha) / (1 - alpha)
+
+    def value(d: float) -> float:
+        k = bucket(d, alpha)
+        return 0.0 if k is None else 2 * gamma ** k / (1 + gamma)
+    return [(value(d), sold) for d, sold in durations]
+
+
+def summary_interval(durations: list[tuple[float, bool]], q: float) -> tuple[float, float | None] | None:
+    sold = Sketch(DURATION_ACCURACY).update(d for d, s in durations if s)
+    censored = Sketch(DURATION_ACCURACY).update(d for d, s in durations if not s)
+    return km_steps_quantile_interval(km_steps(sold, censored), q)
+
+
+def test_summarized_six_mp_keeps_the_textbooks_risk_sets_and_intervals():
+    """The 6-MP group's weeks, summarized as seconds: weeks 1 % or more apart fall in different buckets, so the
+    steps are Klein & Moeschberger's (at risk, relapses, Ŝ), at the weeks within α, and the intervals the
+    textbook's: median (13 weeks, unbounded), first quartile (6, 22) weeks."""
+    durations = [(t * WEEK, observed) for t, observed in SIX_MP]
+    sold = Sketch(DURATION_ACCURACY).update(d for d, s in durations if s)
+    censored = Sketch(DURATION_ACCURACY).update(d for d, s in durations if not s)
+    steps = km_steps(sold, censored)
+    assert [(s.at_risk, s.events, round(s.survival, 3)) for s in steps] == [
+        (n, d, survival) for _, n, d, survival, _ in SIX_MP_TABLE]
+    for step, (t, *_) in zip(steps, SIX_MP_TABLE):
+        assert abs(step.time - t * WEEK) <= DURATION_ACCURACY * t * WEEK
+    median = summary_interval(durations, 0.5)
+    assert median is not None and median[1] is None
+    assert abs(median[0] - 13 * WEEK) <= DURATION_ACCURACY * 13 * WEEK
+    quartile = summary_interval(durations, 0.25)
+    assert quartile is not None and quartile[1] is not None
+    assert abs(quartile[0] - 6 * WEEK) <= DURATION_ACCURACY * 6 * WEEK
+    assert abs(quartile[1] - 22 * WEEK) <= DURATION_ACCURACY * 22 * WEEK
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_summary_intervals_are_greenwoods_over_the_bucketed_durations(seed):
+    """The definition, brute force (tests/market/test_intervals.py's ``km_interval_by_hand``), over the durations
+    replaced by their buckets' representatives: ties of a bucket are sales first, as there."""
+    durations = listings(seed)
+    by_hand_of = represented(durations, DURATION_ACCURACY)
+    for q in (0.25, 0.5, 0.75):
+        got, expected = summary_interval(durations, q), km_interval_by_hand(by_hand_of, q)
+        assert (got is None) == (expected is None), (q, got, expected)
+        if got is None or expected is None:
+            continue
+        assert got[0] == pytest.approx(expected[0], rel=1e-9)
+        assert (got[1] is None) == (expected[1] is None) and (got[1] is None or got[1] == pytest.approx(expected[1],
+                                                                                                         rel=1e-9))
+
+
+@pytest.mark.parametrize("q,n", [(0.5, 40), (0.5, 120), (0.25, 40), (0.75, 120)])
+def test_summary_interval_coverage_on_simulated_listings(q, n):
+    """Listings as tests/market/test_intervals.py simulates them (Weibull times to sell, about a third censored),
+    summarized into sketches: the 95 % interval read from them holds the true quantile in 93–97 % of 2,000
+    draws (a missing interval is a miss)."""
+    rng = random.Random(int(q * 100) + n + 7)
+    shape, median_hours = 0.8, 48.0
+    truth = median_hours / math.log(2) ** (1 / shape) * (-math.log(1 - q)) ** (1 / shape) * 3600.0
+    draws = 2000
+    hits = sum(covered(summary_interval([(h * 3600.0, s) for h, s in simulated_listings(rng, n, median_hours, shape)],
+                                        q), truth)
+               for _ in range(draws))
+    assert_coverage(hits, draws)

@@ -94,6 +94,7 @@ def assert_rows_equal_the_definition(market: Market, all_windows, now: float) ->
             assert not wrong, (ip_id, hours, wrong)
 
 
+@pytest.mark.slow_on_mysql  # the refresh test runs on MariaDB in the fast tier
 def test_rows_equal_the_definition_after_any_sequence_of_results(db, settings):
     clock = FrozenClock(T0)
     market = Market(settings, clock)

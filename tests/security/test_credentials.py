@@ -123,6 +123,7 @@ def test_errors_about_unreachable_or_refusing_services_carry_no_credentials(secr
     assert "bad setting DASHBOARD_URL" in runs[6].stderr
 
 
+@pytest.mark.slow  # a worker process to dead-letter through; the redaction it relies on is tested above
 def test_worker_logs_dead_letter_reasons_and_status_carry_no_credentials(secret_env, creds, tmp_path):
     """A real worker process (`animetop run worker`, DEBUG logging) handles messages that quote credentialed
     URLs: its log lines and the dead-letter reasons `status` shows are redacted."""

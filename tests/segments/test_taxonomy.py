@@ -55,6 +55,7 @@ def test_a_bad_file_is_refused_with_where(tmp_path, text, message):
     assert message in str(e.value) and str(path) in str(e.value)
 
 
+@pytest.mark.slow  # builds and installs the package; the fast tier reads the same file from the checkout
 def test_the_file_ships_with_the_installed_package(tmp_path):
     """Build and install the package from a clean copy of the sources (no build directory of an earlier build
     to carry the file along), then read the taxonomy from the installed copy, away from this checkout."""

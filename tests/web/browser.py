@@ -5,9 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import pyppeteer
-
-from lib.crawling.driver import chromium_args
+from lib.crawling.driver import Browser
 
 #: Pixels of a canvas that are drawn (not transparent), for "the chart is not empty".
 DRAWN_PIXELS = """(selector) => Array.from(document.querySelectorAll(selector + ' canvas')).map(c => {
@@ -44,16 +42,22 @@ class Page:
         return int(await self.js(DRAWN_PIXELS, selector))
 
 
-async def launch(chromium: str):
-    return await pyppeteer.launch(executablePath=chromium, headless=True, args=chromium_args(no_sandbox=True),
-                                  handleSIGINT=False, handleSIGTERM=False, handleSIGHUP=False)
+async def launch(chromium: str) -> Browser:
+    """The crawler's Chromium, started within its launch timeout (``lib.crawling.driver``)."""
+    return await Browser.launch(chromium, no_sandbox=True)
 
 
-async def new_page(browser, width: int = 1280, height: int = 900) -> Page:
-    page = await browser.newPage()
+async def new_page(browser: Browser, width: int = 1280, height: int = 900) -> Page:
+    page = await browser.bare_page()
     await page.setViewport({"width": width, "height": height})
     wrapped = Page(page)
     page.on("console", lambda msg: wrapped.errors.append(f"console: {msg.text}") if msg.type == "error" else None)
     page.on("pageerror", lambda error: wrapped.errors.append(f"page error: {error}"))
     page.on("dialog", lambda dialog: wrapped.errors.append(f"dialog opened: {dialog.message}"))
     return wrapped
+
+
+async def rows_of(page: Page) -> list[list[str]]:
+    """The leaderboard page's rows: each IP's id, then the text of its number cells."""
+    return await page.js("""() => Array.from(document.querySelectorAll('#board tbody tr'))
+        .map(tr => [tr.dataset.ipId, ...Array.from(tr.querySelectorAll('td.num')).map(td => td.textContent)])""")

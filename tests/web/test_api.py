@@ -100,9 +100,9 @@ def test_the_document_states_the_bounds_the_server_enforces(db, env, broker):
         assert (schema("/ips/{ip_id}/days", "days")["minimum"], schema("/ips/{ip_id}/days", "days")["maximum"]) == \
             (1, 400)
         assert (schema("/ips/{ip_id}/segments", "hours")["minimum"],
-                schema("/ips/{ip_id}/segments", "hours")["maximum"]) == (1, 5 * 24)
-        assert [call(f"{url}/ips/{ip}/segments?hours={n}").status for n in (120, 121)] == [200, 400]
-        assert call(f"{url}/meta").json()["max_segment_hours"] == 120
+                schema("/ips/{ip_id}/segments", "hours")["maximum"]) == (1, 30 * 24)  # past RETENTION_DETAIL
+        assert [call(f"{url}/ips/{ip}/segments?hours={n}").status for n in (720, 721)] == [200, 400]
+        assert call(f"{url}/meta").json()["max_segment_hours"] == 720
         assert set(schema("/leaderboard", "by")["enum"]) == MEASURES
         for path in ("/ips/{ip_id}", "/ips/{ip_id}/series.csv", "/ips/{ip_id}/days", "/ips/{ip_id}/segments"):
             assert (schema(path, "ip_id")["minimum"], schema(path, "ip_id")["maximum"]) == (1, 2**31 - 1), path
@@ -252,6 +252,53 @@ def test_segments_of_an_ip(dashboard, settings):
                                                                              flows.items()]
     assert call(f"{dashboard.url}/api/v1/ips/{ip}/segments?by=character").json()["segments"] == []
     assert call(f"{dashboard.url}/api/v1/ips/{ip}/segments?by=nope").status == 422
+
+
+def test_segments_board_across_ips(dashboard, settings):
+    """/segments: each goods type over every IP's listings (the board the "What sells" page draws): its flows the
+    IPs' flows of that type added up (each IP's own /ips/{id}/segments), its sold prices pooled, so six sales of a
+    type that no IP alone has enough of give it a median (the "inclusive" median, computed here), with its
+    interval; an insufficient measure carries its why; the same as CSV; a window beyond RETENTION_WINDOW is
+    refused."""
+    processor = ResultProcessor(settings, state_redis(settings), dashboard.clock)
+    prices = {dashboard.ips[0].id: [1000, 1200, 1400], dashboard.ips[1].id: [2000, 2200, 2600]}
+    for ip, sold_at in prices.items():
+        stands = [{"source_id": f"a{k}", "status": "on_sale", "price": p, "title": f"アクスタ {k}"}
+                  for k, p in enumerate(sold_at)]
+        processor.apply(CrawlResult.parse(ip, f"{ip}-stands-1", T0 + 90, stands))
+        processor.apply(CrawlResult.parse(ip, f"{ip}-stands-2", T0 + 100, [{**x, "status": "sold"} for x in stands]))
+    reply = call(f"{dashboard.url}/api/v1/segments?hours=24&by=goods")
+    assert reply.status == 200
+    check_against_openapi(openapi(dashboard), "/api/v1/segments", "get", reply)
+    board = reply.json()
+    assert (board["hours"], board["by"]) == (24, "goods")
+    summed: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for ip in dashboard.ips:
+        for s in call(f"{dashboard.url}/api/v1/ips/{ip.id}/segments?hours=24&by=goods").json()["segments"]:
+            summed[s["key"]][0] += int(s["measures"]["inflow"]["value"])
+            summed[s["key"]][1] += int(s["measures"]["outflow"]["value"])
+            if s["key"] == "acrylic_stand":  # three prices of its own: insufficient, with why
+                assert s["measures"]["median_price"]["value"] is None and s["measures"]["median_price"]["why"]
+    flows = {s["key"]: [s["measures"]["inflow"]["value"], s["measures"]["outflow"]["value"]] for s in board["segments"]}
+    assert flows == dict(summed) and flows["acrylic_stand"] == [6, 6]
+    assert [s["key"] for s in board["segments"]] == sorted(flows, key=lambda k: (-flows[k][1], -flows[k][0], k))
+    stand = next(s for s in board["segments"] if s["key"] == "acrylic_stand")
+    assert stand["label"] == "アクリルスタンド" and stand["measures"]["outflow"]["n"] == 24
+    pooled = sorted(p for ps in prices.values() for p in ps)
+    median = stand["measures"]["median_price"]
+    assert (median["value"], median["n"]) == ((pooled[2] + pooled[3]) / 2, 6)
+    assert median["interval"] is not None and median["interval"][0] <= median["value"]
+    assert all(m["why"] for s in board["segments"] for m in (s["measures"]["sell_through"],)
+               if m["value"] is None)
+    export = call(f"{dashboard.url}/api/v1/segments?hours=24&by=goods&format=csv")
+    assert export.headers["content-type"].startswith("text/csv") and "attachment" in \
+        export.headers["content-disposition"]
+    rows = list(csv.DictReader(io.StringIO(export.body.decode())))
+    assert list(rows[0]) == SEGMENT_COLUMNS
+    assert [(r["key"], int(r["inflow"]), int(r["outflow"])) for r in rows] == [(k, *v) for k, v in flows.items()]
+    assert float(next(r for r in rows if r["key"] == "acrylic_stand")["median_price"]) == median["value"]
+    longest = call(f"{dashboard.url}/api/v1/meta").json()["max_segment_hours"]
+    assert [call(f"{dashboard.url}/api/v1/segments?hours={h}").status for h in (longest, longest + 1)] == [200, 400]
 
 
 def test_responses_carry_strict_security_headers(dashboard):

@@ -21,7 +21,7 @@ from lib.crawling.install import ensure_cjk_font
 from models import AppliedResult, IpMetadata, ItemSnapshot
 
 from ..helpers import wait_for
-from .browser import launch, new_page
+from .browser import launch, new_page, rows_of
 from .conftest import TOKEN, call, start_dashboard
 
 pytestmark = pytest.mark.slow
@@ -65,11 +65,6 @@ def site(request, db, settings, broker, font):
 
 def run(coroutine):
     return asyncio.run(coroutine)
-
-
-async def rows_of(page) -> list[list[str]]:
-    return await page.js("""() => Array.from(document.querySelectorAll('#board tbody tr'))
-        .map(tr => [tr.dataset.ipId, ...Array.from(tr.querySelectorAll('td.num')).map(td => td.textContent)])""")
 
 
 def test_leaderboard_page(site, chromium, tmp_path):
@@ -259,7 +254,7 @@ def test_hostile_text_stays_text_and_the_layout_holds(site, chromium, tmp_path):
         try:
             for width in (1280, 375):
                 page = await new_page(browser, width=width, height=800)
-                for path in ("/?by=outflow&hours=24", f"/ip/{ip}?hours=168"):
+                for path in ("/?by=outflow&hours=24", f"/ip/{ip}?hours=168", "/segments?hours=24"):
                     await page.open(url + path)
                     results[(width, path)] = await page.js("""() => ({
                         pwned: window.__pwned === 1,

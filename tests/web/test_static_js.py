@@ -19,4 +19,5 @@ def test_each_dashboard_script_parses(script):
 
 
 def test_there_are_scripts_to_check():
-    assert {p.name for p in SCRIPTS} >= {"common.js", "charts.js", "ip.js", "leaderboard.js", "operations.js"}
+    assert {p.name for p in SCRIPTS} >= {"common.js", "charts.js", "ip.js", "leaderboard.js", "operations.js",
+                                           "segments.js"}

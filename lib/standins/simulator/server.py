@@ -59,7 +59,7 @@ class MarketSimulator(LocalHttpServer):
                  record: str | None = None) -> None:
         """``clock``: share an app ``Clock`` instead of a private one (the demo: the simulator and the process
         types must agree on the time to the millisecond). ``record``: a JSON-lines file of every API answer
-        (keyword, time, statuses, page and each item's id, status, price and true creation time)."""
+        (keyword, time, statuses, page and each item's id, status, price, true creation time and last update)."""
         self.clock = clock if clock is not None else SimClock(at, speed)
         self._record = open(record, "a", encoding="utf-8") if record else None
         self.mode = "normal"
@@ -133,14 +133,33 @@ class MarketSimulator(LocalHttpServer):
 
     def record_served(self, keyword: str, statuses: set[str], page: int, t: float, items: list) -> None:
         line = json.dumps({"keyword": keyword, "t": t, "statuses": sorted(statuses), "page": page,
-                           "items": [[item.id, status, self.reported_price(item, t), item.created]
-                                     for item, status in items]},
+                           "items": [[item.id, status, self.reported_price(item, t), item.created,
+                                      item.updated_at(t)] for item, status in items]},
                           ensure_ascii=False)
         if self._record is None:
             return
         with self._lock:
             self._record.write(line + "\n")
             self._record.flush()
+
+    def answer(self, keyword: str, statuses: set[str], page: int, t: float, record: bool = True) -> dict:
+        """The search API's answer (``POST /v2/entities:search``) for page ``page`` of a search at ``t``, recorded
+        (``record``) when the simulator keeps a record."""
+        items, found = self.page_items(keyword, statuses, page, t)
+        if record and self._record is not None:
+            self.record_served(keyword, statuses, page, t, items)
+        more = page * PAGE_SIZE < found
+        return {"meta": {"nextPageToken": f"v1:{page}" if more else "",
+                         "previousPageToken": f"v1:{page - 2}" if page > 2 else "", "numFound": str(found)},
+                "items": [self.api_item(item, status, t) for item, status in items], "components": [],
+                "searchCondition": {}, "searchConditionId": ""}
+
+    def answer_for(self, keyword: str, status_param: str, page: int, t: float) -> dict:
+        """``answer`` for a search page's URL ``status`` parameter (``on_sale``, ``sold_out|trading``), mapped to
+        the API's statuses as the page's script maps them (``page.SEARCH_PAGE``): what a crawl of that page at
+        ``t`` would have read, without a browser (the demo's history, ``lib.operations.backfill``)."""
+        statuses = {STATUS_OF["STATUS_" + s.upper()] for s in status_param.split("|")}
+        return self.answer(keyword, statuses, page, t)
 
     def stop(self) -> None:
         super().stop()
@@ -240,21 +259,13 @@ class MarketSimulator(LocalHttpServer):
                 statuses = {STATUS_OF[s] for s in condition.get("status", []) if s in STATUS_OF} or {market.ON_SALE}
                 token = body.get("pageToken") or ""
                 page = int(token.split(":")[1]) + 1 if token.startswith("v1:") else 1
-                t = sim.clock.now()
-                items, found = sim.page_items(condition.get("keyword", ""), statuses, page, t)
-                if sim._record is not None and mode in ("normal", "slow"):
-                    sim.record_served(condition.get("keyword", ""), statuses, page, t, items)
+                answer = sim.answer(condition.get("keyword", ""), statuses, page, sim.clock.now(),
+                                    record=mode in ("normal", "slow"))
                 if mode == "slow" and sim.delay_ms:
                     time.sleep(sim.delay_ms / 1000)
-                api_items = [sim.api_item(item, status, t) for item, status in items]
                 if mode == "soft_block":
-                    api_items = []
-                more = page * PAGE_SIZE < found
-                self._json(200, {"meta": {"nextPageToken": f"v1:{page}" if more else "",
-                                          "previousPageToken": f"v1:{page - 2}" if page > 2 else "",
-                                          "numFound": str(found)},
-                                 "items": api_items, "components": [], "searchCondition": condition,
-                                 "searchConditionId": ""})
+                    answer["items"] = []
+                self._json(200, answer | {"searchCondition": condition})
 
         return Handler
 

@@ -100,6 +100,64 @@ const Charts = (() => {
     }, [xs, values], target);
   }
 
+  // ---- 95 % intervals (docs/concepts/measures.md, definition 8), drawn as whiskers in SVG ----
+  const SVG = "http://www.w3.org/2000/svg";
+  function svg(tag, attrs) {
+    const node = document.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+    return node;
+  }
+  function interval95(low, high, unit) {
+    return `95 %: ${Animetop.value(low, unit)} – ${high === null ? "open above" : Animetop.value(high, unit)}`;
+  }
+
+  // One measure's interval on its own scale (a card): "95 %: low – high" over a whisker whose dot is the value
+  // (where it sits between the ends shows the interval's skew); an interval open above is dashed to the right.
+  function interval(m, unit) {
+    if (!m || !m.interval || m.value === null) return null;
+    const [low, high] = m.interval;
+    const drawing = svg("svg", {viewBox: "0 0 100 10", class: "whisker", "aria-hidden": "true"});
+    const tick = (x) => svg("line", {x1: x, x2: x, y1: 1, y2: 9});
+    const span = high === null ? null : high - low;
+    const at = span ? 4 + 92 * (m.value - low) / span : (high === null ? 30 : 50);
+    drawing.append(svg("line", {x1: 4, x2: high === null ? 60 : 96, y1: 5, y2: 5}), tick(4));
+    drawing.append(high === null ? svg("line", {x1: 60, x2: 96, y1: 5, y2: 5, "stroke-dasharray": "3 2"}) : tick(96));
+    drawing.append(svg("circle", {cx: at, cy: 5, r: 2.5}));
+    return Animetop.el("div", {class: "interval", "data-low": low, "data-high": high === null ? "" : high,
+                               title: "95 % interval (docs: Market measures, definition 8)"}, drawing,
+                       interval95(low, high, unit));
+  }
+
+  // A scale shared by small multiples, so that their whiskers compare at a glance: the span of the values given
+  // (nulls skipped), mapped to 4–116 across a 120-wide drawing; ``low`` and ``high`` say what its ends stand for
+  // (null: no value to scale).
+  function scale(values) {
+    const known = values.filter(v => typeof v === "number" && Number.isFinite(v));
+    const lo = known.length ? Math.min(...known) : null, hi = known.length ? Math.max(...known) : null;
+    const at = (v) => 4 + 112 * (hi > lo ? (v - lo) / (hi - lo) : 0.5);
+    return Object.assign(at, {low: lo, high: hi});
+  }
+
+  // One measure's interval on a shared scale ``x`` (``scale``): the line from low to high with a dot at the value,
+  // dashed to the right edge when open above, over an optional light ``band`` [low, high] (the quartiles of a
+  // price: the spread of the prices, beside the median's own uncertainty). Without an interval: a dash.
+  function whisker(m, unit, x, band) {
+    if (!m || !m.interval || m.value === null) return Animetop.el("span", {class: "muted"}, "–");
+    const [low, high] = m.interval;
+    const drawing = svg("svg", {viewBox: "0 0 120 10", class: "whisker", role: "img",
+                                "aria-label": interval95(low, high, unit), "data-low": low,
+                                "data-high": high === null ? "" : high});
+    if (band && band[0] !== null && band[1] !== null) {
+      drawing.append(svg("rect", {class: "band", x: x(band[0]), y: 2, width: Math.max(x(band[1]) - x(band[0]), 0.5),
+                                  height: 6}));
+    }
+    drawing.append(svg("line", {x1: x(low), x2: high === null ? x(m.value) : x(high), y1: 5, y2: 5}));
+    // open above: dashed on to the drawing's very edge, past the scale's end, so it shows even from a dot there
+    if (high === null) drawing.append(svg("line", {x1: x(m.value), x2: 120, y1: 5, y2: 5, "stroke-dasharray": "3 2"}));
+    drawing.append(svg("circle", {cx: x(m.value), cy: 5, r: 2.5}));
+    return drawing;
+  }
+
   let pending = null;
   window.addEventListener("resize", () => {
     clearTimeout(pending);
@@ -111,5 +169,5 @@ const Charts = (() => {
     }, 150);
   });
 
-  return {flows, band, lines, survival, sparkline, empty};
+  return {flows, band, lines, survival, sparkline, empty, interval, interval95, scale, whisker};
 })();

@@ -82,6 +82,16 @@ const Animetop = (() => {
     }
   }
 
+  // A window measure {value, n, why}: its value, or "insufficient" titled with why (the API's words, docs: measures,
+  // "Insufficient") or else the count it rests on.
+  function measure(m, unit) {
+    const shown = value(m ? m.value : null, unit);
+    if (m && m.value === null && typeof shown === "object") {
+      shown.title = m.why || `only ${m.n} observation${m.n === 1 ? "" : "s"}`;
+    }
+    return shown;
+  }
+
   function params() { return new URLSearchParams(location.search); }
   function setParams(values) {
     const p = params();
@@ -90,5 +100,5 @@ const Animetop = (() => {
   }
   function windowLabel(h) { return h % 24 === 0 ? `${h / 24} day${h === 24 ? "" : "s"}` : `${h} h`; }
 
-  return {tz, el, safeUrl, api, meta, setCsrf, showError, time, day, value, params, setParams, windowLabel};
+  return {tz, el, safeUrl, api, meta, setCsrf, showError, time, day, value, measure, params, setParams, windowLabel};
 })();

@@ -1,50 +1,12 @@
 "use strict";
 (async () => {
-  const {el, api, meta, showError, value, params, setParams, windowLabel, time, safeUrl} = Animetop;
+  const {el, api, meta, showError, value, measure, params, setParams, windowLabel, time, safeUrl} = Animetop;
   const ipId = document.body.dataset.ipId;
   const hoursSelect = document.getElementById("hours");
   const daysSelect = document.getElementById("days");
   const segmentsBy = document.getElementById("segments-by");
   let siteInfo = null;  // /meta, read once
   const ts = (iso) => Date.parse(iso) / 1000;
-
-  // A window measure {value, n}: its value, or "insufficient" with the count it rests on.
-  function measure(m, unit) {
-    const shown = value(m ? m.value : null, unit);
-    if (m && m.value === null && typeof shown === "object") {
-      shown.title = m.why || `only ${m.n} observation${m.n === 1 ? "" : "s"}`;
-    }
-    return shown;
-  }
-
-  // A measure's 95 % interval (docs/concepts/measures.md, definition 8): "95 %: low – high" over a whisker whose
-  // dot is the value (where it sits between the ends shows the interval's skew); an interval open above is dashed to the right.
-  function interval(m, unit) {
-    if (!m || !m.interval || m.value === null) return null;
-    const [low, high] = m.interval;
-    const svgNs = "http://www.w3.org/2000/svg";
-    const svg = document.createElementNS(svgNs, "svg");
-    svg.setAttribute("viewBox", "0 0 100 10");
-    svg.setAttribute("class", "whisker");
-    svg.setAttribute("aria-hidden", "true");
-    const line = (x1, x2, dashed) => {
-      const l = document.createElementNS(svgNs, "line");
-      for (const [k, v] of Object.entries({x1, x2, y1: 5, y2: 5})) l.setAttribute(k, v);
-      if (dashed) l.setAttribute("stroke-dasharray", "3 2");
-      return l;
-    };
-    const tick = (x) => { const l = line(x, x, false); l.setAttribute("y1", 1); l.setAttribute("y2", 9); return l; };
-    const span = high === null ? null : high - low;
-    const at = span ? 4 + 92 * (m.value - low) / span : (high === null ? 30 : 50);
-    svg.append(line(4, high === null ? 60 : 96, false), tick(4));
-    if (high === null) svg.append(line(60, 96, true)); else svg.append(tick(96));
-    const dot = document.createElementNS(svgNs, "circle");
-    for (const [k, v] of Object.entries({cx: at, cy: 5, r: 2.5})) dot.setAttribute(k, v);
-    svg.append(dot);
-    const ends = `${value(low, unit)} – ${high === null ? "open above" : value(high, unit)}`;
-    return el("div", {class: "interval", "data-low": low, "data-high": high === null ? "" : high,
-                      title: "95 % interval (docs: Market measures, definition 8)"}, svg, `95 %: ${ends}`);
-  }
 
   function cards(d) {
     const m = d.measures || {};
@@ -55,7 +17,7 @@
                    ["Median time to sell", tts.median, "hours"], ["On sale now (site total)", m.supply, ""],
                    ["Hours of supply", m.hours_of_supply, ""], ["Coverage of sales", m.coverage, "%"]];
     document.getElementById("cards").replaceChildren(...items.map(([label, v, unit]) =>
-      el("div", {class: "card"}, el("b", {}, measure(v, unit)), label, interval(v, unit),
+      el("div", {class: "card"}, el("b", {}, measure(v, unit)), label, Charts.interval(v, unit),
          v && v.why ? el("div", {class: "why"}, v.why) : null,
          v && v.n !== undefined ? el("div", {class: "muted"}, `n = ${v.n}`) : null)));
   }
@@ -150,29 +112,14 @@
     const d = await api(`/api/v1/ips/${ipId}/segments?hours=${h}&by=${by}`);
     note.textContent = `Listings of the last ${windowLabel(h)} by ${by === "goods" ? "goods type" : "character"} ` +
       "(a listing in several counts in each)" + (h < Number(hours) ? `; segments reach back ${windowLabel(h)} at most.` : ".");
-    const ends = d.segments.map(s => s.measures.median_price.interval).filter(Boolean);
-    const lo = Math.min(...ends.map(e => e[0])), hi = Math.max(...ends.map(e => e[1]));
-    const x = (v) => 4 + 112 * (hi > lo ? (v - lo) / (hi - lo) : 0.5);
-    const svgNs = "http://www.w3.org/2000/svg";
-    const whisker = (m) => {
-      if (!m.interval || m.value === null) return el("span", {class: "muted"}, "–");
-      const svg = document.createElementNS(svgNs, "svg");
-      svg.setAttribute("viewBox", "0 0 120 10");
-      svg.setAttribute("class", "whisker");
-      svg.setAttribute("aria-label", `95 %: ${value(m.interval[0], "¥")} – ${value(m.interval[1], "¥")}`);
-      const line = document.createElementNS(svgNs, "line");
-      for (const [k, v] of Object.entries({x1: x(m.interval[0]), x2: x(m.interval[1]), y1: 5, y2: 5})) line.setAttribute(k, v);
-      const dot = document.createElementNS(svgNs, "circle");
-      for (const [k, v] of Object.entries({cx: x(m.value), cy: 5, r: 2.5})) dot.setAttribute(k, v);
-      svg.append(line, dot);
-      return svg;
-    };
+    const prices = d.segments.map(s => s.measures.median_price);
+    const x = Charts.scale(prices.flatMap(m => m.interval ? [...m.interval, m.value] : []));
     const body = document.querySelector("#segments tbody");
     body.replaceChildren(...(d.segments.length ? d.segments.map(s => {
       const m = s.measures;
       return el("tr", {"data-key": s.key}, el("td", {class: "name"}, s.label === s.key ? s.key : `${s.label} (${s.key})`),
         el("td", {class: "num"}, value(m.outflow.value, "")), el("td", {class: "num"}, value(m.inflow.value, "")),
-        el("td", {class: "num"}, measure(m.median_price, "¥")), el("td", {}, whisker(m.median_price)),
+        el("td", {class: "num"}, measure(m.median_price, "¥")), el("td", {}, Charts.whisker(m.median_price, "¥", x)),
         el("td", {class: "num"}, measure(m.sell_through, "%")),
         el("td", {class: "num"}, measure(m.time_to_sell_hours.median, "hours")));
     }) : [el("tr", {}, el("td", {colspan: 7, class: "muted"}, by === "goods"

@@ -1,0 +1,93 @@
+"""The demo's history: the past hours of each simulated market, crawled as the crawler would have crawled them and
+applied through the real result path, in seconds instead of days.
+
+Heat needs 24 tracked hours before its window (docs/concepts/measures.md, "Insufficient"), and time to sell
+needs sales among the listings created in the window: a demo of a few simulated hours has neither. Its history
+is crawled here, before the live phase: for each IP, a crawl every ``step`` seconds up to the live start, each
+reading the simulator's search API answers at the crawl's time (``MarketSimulator.answer_for``: the listings the
+browser would have been served then), turned into the crawl result message by the crawler's own code
+(``page_from_api``, ``add_page``, ``search_plan``) and applied by ``ResultProcessor`` (what the
+``process_result`` actor runs), in time order, on a clock standing at each crawl's time. The simulator records
+those pages like the live ones, so ``tests/test_demo.py`` checks the history's hours against the simulator's
+truth too.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import redis
+
+from lib.core.settings import Settings
+from lib.operations.demo_clock import DemoClock
+
+if TYPE_CHECKING:
+    from lib.standins.simulator.server import MarketSimulator
+
+
+def past_crawl(sim: MarketSimulator, keyword: str, ip_id: int, task_id: str, at: float,
+               settings: Settings) -> dict[str, Any]:
+    """The crawl result message (``process_result``'s arguments) of a crawl of ``keyword`` at ``at``: the pages the
+    crawler reads (``search_plan``) as the simulator's API answered them at that time."""
+    from lib.crawling.crawl import add_page, search_plan
+    from lib.crawling.driver import ApiResponse
+    from lib.crawling.page_fetch import page_from_api
+
+    items: dict[str, dict] = {}
+    search: dict[str, dict] = {}
+    pages = 0
+    for status_param, label, page_count in search_plan(settings):
+        total: dict[str, int | None] = {"num_found": None, "pages": 0, "items": 0}
+        read: set[str] = set()
+        for number in range(1, page_count + 1):
+            answer = sim.answer_for(keyword, status_param, number, at)
+            result = page_from_api(ApiResponse(200, {}, answer), settings.mercari_base_url, label)
+            assert result is not None  # the simulator's answer in normal mode is always readable
+            add_page(result, items, total, read)
+            pages += 1
+            if not result.has_next:
+                break
+        total["items"] = len(read)
+        search[label] = total
+    return {"ip_id": ip_id, "task_id": task_id, "crawled_at": at, "items": list(items.values()),
+            "pages_crawled": pages, "errors": {}, "search": search}
+
+
+def crawl_times(end: float, hours: float, step: float, index: int, count: int) -> list[float]:
+    """The history's crawl times of the ``index``-th of ``count`` IPs, oldest first: every ``step`` seconds over
+    the ``hours`` before ``end``, the last one ``step`` before it (so each IP is due as the live phase starts),
+    the IPs spread over a step as the scheduler spreads them."""
+    offset = step * index / max(count, 1)
+    first = end - hours * 3600.0
+    times = []
+    at = end - step - offset
+    while at >= first:
+        times.append(at)
+        at -= step
+    return times[::-1]
+
+
+def backfill(sim: MarketSimulator, settings: Settings, client: redis.Redis, ips: Sequence[tuple[int, str]],
+             end: float, hours: float, step: float, clock: DemoClock,
+             progress: Callable[[int, int], None] | None = None) -> int:
+    """Crawl and apply ``hours`` of history before ``end`` for each (IP id, keyword), all in time order, with
+    ``clock`` (the process's clock) standing at each crawl's time while it is applied: what the result path reads
+    of the time (applied_at, alerts, the dashboard's windows meanwhile) is the crawl's. Returns how many crawls
+    were applied; ``progress(done, total)`` is told now and then."""
+    from lib.market.processing import CrawlResult, ResultProcessor
+
+    plan = [(ip_id, keyword, at) for index, (ip_id, keyword) in enumerate(ips)
+            for at in crawl_times(end, hours, step, index, len(ips))]
+    plan.sort(key=lambda p: p[2])  # in time order across IPs too: the history reads like the live phase
+    processor = ResultProcessor(settings, client, clock)
+    last_told = time.monotonic()
+    for done, (ip_id, keyword, at) in enumerate(plan, start=1):
+        clock.set(at)
+        message = past_crawl(sim, keyword, ip_id, f"history-{ip_id}-{int(at)}", at, settings)
+        processor.apply(CrawlResult.parse(**message))
+        if progress is not None and (time.monotonic() - last_told >= 5 or done == len(plan)):
+            progress(done, len(plan))
+            last_told = time.monotonic()
+    return len(plan)
