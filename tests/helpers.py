@@ -278,13 +278,54 @@ class ForwardProxy:
 
 # -- processes, read from /proc -----------------------------------------------------------------------------
 
-def free_port() -> int:
-    """A TCP port on loopback that nothing listens on right now."""
+def free_port(count: int = 1) -> int:
+    """A TCP port on loopback that nothing uses right now, below the kernel's ephemeral range.
+
+    With ``count``, the first of that many consecutive free ports (METRICS_PORT and the crawler's METRICS_PORT + 1).
+
+    A port the kernel hands out for ``bind(0)`` is one it may also give to any outgoing connection's local end
+    (another test's client of Redis or RabbitMQ) in the moment before the process it is meant for binds it: a
+    CI run lost a /metrics port that way. Ports below the range are only ever taken by a listener's bind.
+    """
+    import random
+
+    # each xdist worker draws from a band of its own, and never the same port twice
+    low = max(_ephemeral_range()[0], 20000 + 8 * 64)
+    band = (low - 20000) // 8
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    start = 20000 + band * (int(worker[2:]) % 8 if worker[2:].isdigit() else 0)
+    rng = random.SystemRandom()
+    for _ in range(200):
+        port = rng.randrange(start, start + band - count)
+        ports = range(port, port + count)
+        if _handed_out.intersection(ports) or not all(_bindable(p) for p in ports):
+            continue
+        _handed_out.update(ports)
+        return port
+    raise RuntimeError("no free port below the ephemeral range")
+
+
+_handed_out: set[int] = set()
+
+
+def _bindable(port: int) -> bool:
     import socket
 
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = f.read().split()
+            return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
 
 
 def processes_matching(pattern: bytes, where: str = "cmdline") -> list[int]:

@@ -44,7 +44,7 @@ TTL = LOCK_TTL_MS / 1000
 
 def worker_env(env: dict, tmp_path, name: str, **extra) -> dict:
     return {**env, "WORKER_PROCESSES": "1", "WORKER_THREADS": "2", "WORKER_SHUTDOWN_TIMEOUT": "10s",
-            "METRICS_PORT": str(free_port()), "dramatiq_prom_db": str(tmp_path / f"prometheus-{name}"), **extra}
+            "METRICS_PORT": str(free_port(2)), "dramatiq_prom_db": str(tmp_path / f"prometheus-{name}"), **extra}
 
 
 def wait_until_up(runner, timeout: float = 120) -> list[int]:

@@ -129,7 +129,7 @@ class RssSampler:
 def test_flood_of_malformed_messages(env, process_types, tmp_path):
     env = {**env, "MESSAGE_MAX_BYTES": str(MAX_BYTES)}
     worker_env = {**env, "ANIMETOP_CHAOS_WORKER": "1", "WORKER_PROCESSES": "2", "WORKER_THREADS": "4",
-                  "WORKER_SHUTDOWN_TIMEOUT": "10s", "LOG_LEVEL": "WARNING", "METRICS_PORT": str(free_port()),
+                  "WORKER_SHUTDOWN_TIMEOUT": "10s", "LOG_LEVEL": "WARNING", "METRICS_PORT": str(free_port(2)),
                   "dramatiq_prom_db": str(tmp_path / "prometheus")}
     settings = load_settings(env)
     use_settings(settings)

@@ -159,7 +159,7 @@ def app(db, database_url, tmp_path, monkeypatch):
         "WORKER_PROCESSES": "1",
         "WORKER_THREADS": "2",
         "WORKER_SHUTDOWN_TIMEOUT": "10s",
-        "METRICS_PORT": str(free_port()),
+        "METRICS_PORT": str(free_port(2)),
         "RETRY_MIN_BACKOFF": "100ms",
         "RETRY_MAX_BACKOFF": "1s",
         "LOCK_BUSY_RETRY_DELAY": "200ms",

@@ -87,7 +87,7 @@ def test_two_schedulers_and_two_worker_pools(env, process_types, chromium, tmp_p
         broker = build_broker(settings)
         dramatiq.set_broker(broker)
 
-        started = [process_types(kind, {**app_env, "METRICS_PORT": str(free_port())})
+        started = [process_types(kind, {**app_env, "METRICS_PORT": str(free_port(2))})
                    for kind in ("scheduler", "worker", "crawler") * 2]
         # pages so slow that crawls queue up past the IPs' intervals: the IPs fall due again while their
         # crawl is still queued or running, which only the in-flight set keeps from being crawled twice

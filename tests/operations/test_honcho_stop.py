@@ -80,21 +80,6 @@ class Honcho:
                 pass
 
 
-def _free_port_pair() -> int:
-    """A port p with p and p + 1 free: the worker's and the crawler's /metrics."""
-    import socket
-
-    for _ in range(50):
-        port = free_port()
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port + 1))
-            except OSError:
-                continue
-        return port
-    raise RuntimeError("no two consecutive free ports")
-
-
 def _assert_no_error_lines(log: str) -> None:
     bad = [line for line in log.splitlines() if re.search(r"\bERROR\b|\bCRITICAL\b|Traceback", line)]
     assert bad == [], "\n".join(bad[:20])
@@ -112,7 +97,7 @@ def test_ctrl_c_under_honcho_mid_crawl_leaves_nothing_running_and_the_crawl_is_a
                "MERCARI_BASE_URL": sim.url, "CHROMIUM_PATH": chromium, "CHROMIUM_NO_SANDBOX": "true",
                "CRAWLER_THREADS": "1", "WORKER_PROCESSES": "1", "WORKER_THREADS": "2",
                # longer than honcho waits: the crawl in flight cannot finish before the SIGKILL
-               "WORKER_SHUTDOWN_TIMEOUT": "60s", "METRICS_PORT": str(_free_port_pair())}
+               "WORKER_SHUTDOWN_TIMEOUT": "60s", "METRICS_PORT": str(free_port(2))}
     bind_database(settings.database_url_resolved)
     create_tables()
     r = state_redis(settings)

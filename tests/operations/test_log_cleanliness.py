@@ -32,7 +32,7 @@ def _consuming_workers(runner: int) -> list[int]:
 def test_a_killed_worker_and_a_clean_stop_log_no_error_on_rabbitmq(env, settings, tmp_path):
     need_rabbitmq()
     run_env = {**env, "BROKER_URL": RABBITMQ_URL, "WORKER_PROCESSES": "2", "WORKER_THREADS": "4",
-               "METRICS_PORT": str(free_port())}
+               "METRICS_PORT": str(free_port(2))}
     assert run_cli(run_env, "db", "init").returncode == 0
     log = tmp_path / "worker.log"
     runner = subprocess.Popen([sys.executable, "-m", "lib.cli", "run", "worker"], env={**os.environ, **run_env},
