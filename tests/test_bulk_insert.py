@@ -1,7 +1,7 @@
 """``lib.core.db.insert_rows``, the bulk insert the result path writes its rows with, on SQLite and MariaDB: the
 rows Peewee's ``insert_many`` would write (defaults, nullable columns, converted fields), its three conflict
-behaviours, all rows or none, and bad input refused by name. And ``ParameterList``, the IN list its reads take:
-the same statement and rows as a plain list."""
+behaviours, all rows or none, and bad input refused by name. And the reads: ``ParameterList``, the IN list they
+take (the same statement and rows as a plain list), and ``select_tuples`` (the rows Peewee's ``tuples()`` gives)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from decimal import Decimal
 import peewee
 import pytest
 
-from lib.core.db import ParameterList, database, insert_rows, is_mysql
-from models.base import BaseModel, CodeField, ExactCharField
+from lib.core.db import ParameterList, database, insert_rows, is_mysql, select_tuples
+from models.base import BaseModel, CodeField, ExactCharField, ListingIdField
 
 
 class Stock(BaseModel):
@@ -29,6 +29,7 @@ class Stock(BaseModel):
     hour = peewee.DateTimeField(null=True)
     mean = peewee.DecimalField(max_digits=10, decimal_places=2, null=True)
     count = peewee.IntegerField(default=lambda: 7)
+    listing = ListingIdField(null=True)
 
     class Meta:
         table_name = "bulk_stock"
@@ -153,3 +154,35 @@ def test_a_parameter_list_selects_what_a_plain_list_selects(stock):
     assert query.sql() == plain.sql() and sorted(query.tuples()) == [("s1",), ("s1",), ("s2",)]  # a node: SQL
     assert str(Stock.select().where(Stock.sku.in_(ParameterList(["a'b"])))) == \
         str(Stock.select().where(Stock.sku.in_(["a'b"])))  # printed with its values inline
+
+
+def test_values_of_another_type_are_converted_as_insert_many_converts_them(stock):
+    """A plain column's value of its own type is sent as it is; any other goes through the field's db_value, as
+    Peewee's insert_many sends it (a bool or a numeric string to an integer, an int to a double, an int to text)."""
+    odd = [row(1, "a", price=True, seen=2, title=12), row(1, "b", price="40", seen="2.5", count=False),
+           row(1, "c", listing="m123456789", mean=3)]
+    insert_rows(Stock, odd)
+    mine = stored()
+    database.execute_sql(f"DELETE FROM {Stock._meta.table_name}")
+    Stock.insert_many(odd).execute()
+    assert stored() == mine
+    assert [type(v) for v in mine[(1, "a")]] == [str, str, int, float, type(None), type(None), int]
+    assert mine[(1, "b")][2] == 40 and mine[(1, "b")][3] == 2.5
+
+
+def test_select_tuples_reads_what_peewee_reads(stock):
+    at = datetime(2026, 11, 24, 23, 0)
+    insert_rows(Stock, [row(1, "鬼滅 '%s; --", price=1200, title="呪術廻戦", hour=at, mean=Decimal("12.50"),
+                            listing="m123456789"),
+                        row(1, "ABC", state="sold", count=3, listing="x-other"),
+                        row(2, "abc")])
+    every = Stock.select(Stock.id, *COLUMNS, Stock.listing).order_by(Stock.id)
+    assert select_tuples(every) == list(every.tuples())
+    assert select_tuples(every)[0][-1] == "m123456789" and select_tuples(every)[0][7] == at
+    assert select_tuples(Stock.select().where(Stock.shop == 9)) == []
+    # a function read as the database returns it, as Peewee reads it; an expression goes through Peewee
+    flagged = Stock.select(Stock.sku, peewee.fn.EXISTS(Stock.select(peewee.SQL("1")).where(Stock.count > 5))
+                           .coerce(False)).order_by(Stock.sku)
+    assert select_tuples(flagged) == list(flagged.tuples()) == [("ABC", 1), ("abc", 1), ("鬼滅 '%s; --", 1)]
+    summed = Stock.select(Stock.state, peewee.fn.SUM(Stock.mean)).group_by(Stock.state).order_by(Stock.state)
+    assert select_tuples(summed) == list(summed.tuples())

@@ -193,8 +193,45 @@ def _row_values(model: type[peewee.Model], fields: tuple[tuple[peewee.Field, Any
                 value = None
             else:
                 raise ValueError(f"insert_rows: a row of {model.__name__} has no {field.name}") from None
-        values.append(field.db_value(value))
+        if value is None or type(value) is not _PLAIN.get(type(field)):
+            value = field.db_value(value)
+        values.append(value)
     return tuple(values)
+
+
+#: Field classes that pass a value of their own type through unchanged, both ways (their ``adapt`` is int, float
+#: or str): ``insert_rows`` skips ``db_value`` for such a value, and ``select_tuples`` ``python_value`` for such a
+#: column (the drivers return these columns as that type). Exact classes: a subclass may convert (a listing id's
+#: bytes, a coded column, FixedCharField's strip).
+_PLAIN: dict[type[peewee.Field], type] = {
+    peewee.AutoField: int, peewee.BigAutoField: int, peewee.IntegerField: int, peewee.BigIntegerField: int,
+    peewee.SmallIntegerField: int, peewee.FloatField: float, peewee.DoubleField: float, peewee.CharField: str,
+    peewee.TextField: str,
+}
+
+
+def select_tuples(query: Any) -> list[tuple[Any, ...]]:
+    """A select's rows as tuples, like ``list(query.tuples())``, read straight off the DB-API cursor: only the
+    columns whose field converts what is stored (a listing id's bytes, a date on SQLite, a decimal) go through its
+    ``python_value``. Peewee's row layer calls a converter per value and builds each row in Python, most of the
+    cost of reading a few thousand rows (docs/benchmarks.md, ``process_result``). A query selecting anything but
+    plain columns and uncoerced functions (``fn.X(…).coerce(False)``, which Peewee does not convert either) is read
+    through Peewee."""
+    selected = getattr(query, "_returning", None)
+    if not selected or not all(isinstance(node, peewee.Field) or _uncoerced(node) for node in selected):
+        return list(query.tuples())
+    converters = [(i, node.python_value) for i, node in enumerate(selected)
+                  if isinstance(node, peewee.Field) and type(node) not in _PLAIN]
+    rows = database.execute(query).fetchall()
+    if not converters:
+        return [tuple(row) for row in rows]
+    out = []
+    for row in rows:
+        values = list(row)
+        for i, convert in converters:
+            values[i] = convert(values[i])
+        out.append(tuple(values))
+    return out
 
 
 class ParameterList(peewee.Value):
@@ -222,6 +259,11 @@ class ParameterList(peewee.Value):
         ctx.literal("(" + ", ".join([state.param or "?"] * len(params)) + ")")
         ctx._values.extend(params)
         return ctx
+
+
+def _uncoerced(node: Any) -> bool:
+    """A function Peewee reads as the database returns it (``fn.X(…).coerce(False)``)."""
+    return isinstance(node, peewee.Function) and getattr(node, "_coerce", True) is False
 
 
 def write_transaction():

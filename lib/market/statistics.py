@@ -9,10 +9,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Any, cast
+from typing import Any
 
 from lib.core.clock import naive_utc, to_timestamp
-from lib.core.db import on_conflict_update
+from lib.core.db import on_conflict_update, select_tuples
 from lib.core.settings import Settings
 from lib.market import intervals, robust
 from models import IpAlert, IpDayPending, IpStatsHourly, ListingEvent
@@ -57,8 +57,8 @@ def mark_pending(ip_id: int, buckets: Iterable[datetime]) -> None:
 
 
 def tuples(query: Any) -> list[tuple[Any, ...]]:
-    """A select's rows as tuples (peewee's stubs type every row as the model)."""
-    return cast(list[tuple[Any, ...]], list(query.tuples()))
+    """A select's rows as tuples (``lib.core.db.select_tuples``)."""
+    return select_tuples(query)
 
 
 def _dec(value: float, places: str = "0.01") -> Decimal:

@@ -22,11 +22,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache, partial
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import peewee
 
-from lib.core.db import ParameterList, insert_rows, is_mysql, retrying_deadlocks, write_transaction
+from lib.core.db import ParameterList, insert_rows, is_mysql, retrying_deadlocks, select_tuples, write_transaction
 from lib.core.settings import Settings
 from lib.segments.character_lists import CharactersUnavailable, characters_for_ip
 from lib.segments.characters import Character, CharacterMatcher
@@ -47,7 +47,7 @@ BATCH = 500
 #: A listing's segments: (kind, key) pairs.
 Segments = frozenset[tuple[str, str]]
 def _rows(query: Any) -> list[tuple[Any, ...]]:
-    return cast(list[tuple[Any, ...]], list(query.tuples()))
+    return select_tuples(query)
 
 
 def configured_taxonomy(settings: Settings) -> Taxonomy:
@@ -102,31 +102,39 @@ class Segmenter:
         return frozenset(found)
 
 
-def stored_titles(ip_id: int, source_ids: list[str]) -> dict[str, str]:
-    """The stored titles of these listings (those with a snapshot)."""
-    titles: dict[str, str] = {}
+@dataclass(frozen=True)
+class StoredTitle:
+    """A listing's stored title, and whether it has its segments (goods rows: every segmented listing has one, if
+    only ``other``; a listing stored before segments existed has none)."""
+
+    title: str
+    segmented: bool
+
+
+def stored_titles(ip_id: int, source_ids: list[str]) -> dict[str, StoredTitle]:
+    """The stored titles of these listings (those with a snapshot), each with whether it is segmented: one read
+    of the snapshots, with an index probe of ``listing_segments`` per listing in the database."""
+    goods = (ListingSegment.select(peewee.SQL("1"))
+             .where((ListingSegment.ip_id == ItemSnapshot.ip_id) & (ListingSegment.source_id == ItemSnapshot.source_id)
+                    & (ListingSegment.kind == GOODS)))
+    found: dict[str, StoredTitle] = {}
     for start in range(0, len(source_ids), BATCH):
         chunk = source_ids[start:start + BATCH]
-        titles.update(_rows(ItemSnapshot.select(ItemSnapshot.source_id, ItemSnapshot.title)
-                            .where((ItemSnapshot.ip_id == ip_id) & ItemSnapshot.source_id.in_(ParameterList(chunk)))))
-    return titles
+        for sid, title, segmented in _rows(
+                ItemSnapshot.select(ItemSnapshot.source_id, ItemSnapshot.title, peewee.fn.EXISTS(goods).coerce(False))
+                .where((ItemSnapshot.ip_id == ip_id) & ItemSnapshot.source_id.in_(ParameterList(chunk)))):
+            found[sid] = StoredTitle(title, bool(segmented))
+    return found
 
 
-def segment_applied(ip_id: int, titles: dict[str, str], previous: dict[str, str],
+def segment_applied(ip_id: int, titles: dict[str, str], previous: dict[str, StoredTitle],
                     segmenter: Callable[[], Segmenter]) -> int:
-    """Bring the segments of the listings a result wrote up to their new titles (``titles``; ``previous``: the
-    titles stored before, by ``stored_titles``): a listing new, retitled or never segmented (no goods row: stored
-    before segments existed) is classified again. Runs in the result's transaction; returns the listings
-    classified. ``segmenter`` is made only when one is."""
-    retitled = sorted(sid for sid, title in titles.items() if sid in previous and previous[sid] != title)
-    due = set(retitled) | {sid for sid in titles if sid not in previous}
-    kept = [sid for sid in titles if sid not in due]
-    for start in range(0, len(kept), BATCH):
-        chunk = kept[start:start + BATCH]
-        segmented = {sid for (sid,) in _rows(ListingSegment.select(ListingSegment.source_id).distinct().where(
-            (ListingSegment.ip_id == ip_id) & (ListingSegment.kind == GOODS)
-            & ListingSegment.source_id.in_(ParameterList(chunk))))}
-        due.update(sid for sid in chunk if sid not in segmented)
+    """Bring the segments of the listings a result wrote up to their new titles (``titles``; ``previous``: what
+    ``stored_titles`` read before the result's snapshots were written): a listing new, retitled or never segmented
+    is classified again. Runs in the result's transaction; returns the listings classified. ``segmenter`` is made
+    only when one is."""
+    retitled = sorted(sid for sid, title in titles.items() if sid in previous and previous[sid].title != title)
+    due = set(retitled) | {sid for sid in titles if sid not in previous or not previous[sid].segmented}
     if not due:
         return 0
     # Only a retitled listing has rows to replace (a new one has no snapshot, so none; a pruned one lost them
