@@ -36,10 +36,11 @@ def report(name: str, value: float, floor: float, unit: str = "s") -> None:
 @contextmanager
 def bench_settings(tmp: Path, database: Path | str | None = None):
     """Settings on BENCH_REDIS_URL (default local Redis) with the databases BENCH_REDIS_DBS names (state, broker:
-    default 12,13; a test run gives its own), or the embedded Redis; the database ``database`` (a SQLite file, kept,
-    or a ``mysql://`` URL), else a SQLite file in ``tmp``."""
+    default 2,3, below the pairs a test run's workers flush, 14,15 down to 8,9; a test run gives its own), or the
+    embedded Redis; the database ``database`` (a SQLite file, kept, or a ``mysql://`` URL), else a SQLite file in
+    ``tmp``."""
     base = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379")
-    state_db, broker_db = (int(n) for n in os.environ.get("BENCH_REDIS_DBS", "12,13").split(","))
+    state_db, broker_db = (int(n) for n in os.environ.get("BENCH_REDIS_DBS", "2,3").split(","))
     url = database if isinstance(database, str) else f"sqlite:///{database or tmp / 'bench.sqlite3'}"
     env = {"DATA_DIR": str(tmp), "LOG_LEVEL": "WARNING", "DATABASE_URL": url}
     import redis
