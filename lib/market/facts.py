@@ -135,6 +135,37 @@ def _runs(ip_id: int, source_ids: Sequence[str], since: float | None = None) -> 
     return found
 
 
+@dataclass(frozen=True)
+class CrawlTimes:
+    """The IP's applied crawls as a result's transaction finds them before writing its ledger row, from one read
+    of the ledger: the earliest and latest, and the ones just before and just after the result's crawl time."""
+
+    earliest: float | None
+    latest: float | None
+    before: float | None
+    after: float | None
+    same: int  # results of the same crawl time already applied
+
+    @classmethod
+    def read(cls, ip_id: int, crawled_at: float) -> CrawlTimes:
+        at = AppliedResult.crawled_at
+        below, above = peewee.Case(None, [(at < crawled_at, at)]), peewee.Case(None, [(at > crawled_at, at)])
+        equal = peewee.Case(None, [(at == crawled_at, 1)], 0)
+        (row,) = tuples(AppliedResult.select(peewee.fn.MIN(at), peewee.fn.MAX(at), peewee.fn.MAX(below),
+                                             peewee.fn.MIN(above), peewee.fn.SUM(equal))
+                        .where(AppliedResult.ip_id == ip_id))
+        earliest, latest, before, after, same = (None if v is None else float(v) for v in row)
+        return cls(earliest, latest, before, after, int(same or 0))
+
+    def neighbours(self) -> tuple[float | None, float | None, bool]:
+        """``crawl_neighbours`` once the result's own ledger row is written."""
+        return self.before, self.after, self.same >= 1
+
+    def baseline_with(self, crawled_at: float) -> float:
+        """The IP's baseline once the result's ledger row is written (``baseline_of``)."""
+        return crawled_at if self.earliest is None else min(self.earliest, crawled_at)
+
+
 def crawl_neighbours(ip_id: int, crawled_at: float) -> tuple[float | None, float | None, bool]:
     """The IP's applied crawls just before and just after ``crawled_at`` (the ledger), and whether another result
     of the same crawl time was applied already."""
@@ -178,13 +209,15 @@ class _Writes:
         self.__init__(self.ip_id)  # type: ignore[misc]
 
 
-def store_sightings(ip_id: int, crawled_at: float, items: Sequence[CrawlItem]) -> None:
+def store_sightings(ip_id: int, crawled_at: float, items: Sequence[CrawlItem],
+                    neighbours: tuple[float | None, float | None, bool] | None = None) -> None:
     """Add one crawl's sightings to the listings' runs. Called once the crawl's ledger row is written: the runs
     are the maximal sets of the IP's consecutive applied crawls that saw a listing unchanged, so they depend on the
     set of crawls applied, never on their order. A crawl after every other extends the runs its previous crawl
-    ended; a late one may also cut a run in two (it saw the listing changed, or did not see it)."""
+    ended; a late one may also cut a run in two (it saw the listing changed, or did not see it). ``neighbours``:
+    ``crawl_neighbours`` of the crawl, when the caller has read them already."""
     at = crawled_at
-    before, after, repeated = crawl_neighbours(ip_id, at)
+    before, after, repeated = neighbours if neighbours is not None else crawl_neighbours(ip_id, at)
     writes = _Writes(ip_id)
     seen = {i.source_id: sighting_key(i.status, i.price, i.created, i.updated) for i in items}
     ids = list(seen)
@@ -246,10 +279,6 @@ def _event_row(ip_id: int, source_id: str, e: Event) -> dict:
             "event_at": e.event_at, "price": e.price, "listed_price": e.listed_price, "created_at": e.created_at}
 
 
-def _row_event(row: ListingEvent) -> Event:
-    return Event(row.kind, row.occurrence, row.event_at, row.price, row.listed_price, row.created_at)
-
-
 def rederive(ip_id: int, source_ids: Sequence[str], baseline_at: float, floor: float | None = None) -> FactsOutcome:
     """Bring the events of these listings in line with their sightings; the counts and hours that changed.
     ``floor``: the time storage was pruned to (``lib.market.retention``): events before it are left as they are
@@ -259,24 +288,27 @@ def rederive(ip_id: int, source_ids: Sequence[str], baseline_at: float, floor: f
     for start in range(0, len(source_ids), CHUNK):
         chunk = list(source_ids[start:start + CHUNK])
         sightings = listing_sightings(ip_id, chunk)
-        stored: dict[tuple[str, str, int], ListingEvent] = {
-            (row.source_id, row.kind, row.occurrence): row
-            for row in ListingEvent.select().where((ListingEvent.ip_id == ip_id)
-                                                   & ListingEvent.source_id.in_(ParameterList(chunk)))}
+        stored: dict[tuple[str, str, int], Event] = {
+            (sid, kind, occurrence): Event(kind, occurrence, event_at, price, listed_price, created_at)
+            for sid, kind, occurrence, event_at, price, listed_price, created_at in tuples(
+                ListingEvent.select(ListingEvent.source_id, ListingEvent.kind, ListingEvent.occurrence,
+                                    ListingEvent.event_at, ListingEvent.price, ListingEvent.listed_price,
+                                    ListingEvent.created_at)
+                .where((ListingEvent.ip_id == ip_id) & ListingEvent.source_id.in_(ParameterList(chunk))))}
         wanted = {(sid, e.kind, e.occurrence): e for sid in chunk for e in derive_events(sightings[sid], baseline_at)}
         if floor is not None:
             wanted = {key: e for key, e in wanted.items() if e.event_at >= floor}
-            stored = {key: row for key, row in stored.items() if row.event_at >= floor or key in wanted}
-        stale = [row for key, row in stored.items() if key not in wanted or _row_event(row) != wanted[key]]
-        fresh = [(key, e) for key, e in wanted.items() if key not in stored or _row_event(stored[key]) != e]
-        for row in stale:
-            outcome.hours.add(hour_bucket(row.event_at))
-            outcome.inflow -= row.kind == CREATED
-            outcome.outflow -= row.kind == SOLD_EVENT
-        for row in stale:  # by its key (the table's primary key): few, when a late or changed sighting moves one
-            ListingEvent.delete().where((ListingEvent.ip_id == ip_id) & (ListingEvent.source_id == row.source_id)
-                                        & (ListingEvent.kind == row.kind)
-                                        & (ListingEvent.occurrence == row.occurrence)).execute()
+            stored = {key: e for key, e in stored.items() if e.event_at >= floor or key in wanted}
+        stale = [(key, e) for key, e in stored.items() if key not in wanted or e != wanted[key]]
+        fresh = [(key, e) for key, e in wanted.items() if key not in stored or stored[key] != e]
+        for _, e in stale:
+            outcome.hours.add(hour_bucket(e.event_at))
+            outcome.inflow -= e.kind == CREATED
+            outcome.outflow -= e.kind == SOLD_EVENT
+        for (sid, kind, occurrence), _ in stale:  # by its primary key: few, when a late or changed sighting moves one
+            ListingEvent.delete().where((ListingEvent.ip_id == ip_id) & (ListingEvent.source_id == sid)
+                                        & (ListingEvent.kind == kind)
+                                        & (ListingEvent.occurrence == occurrence)).execute()
         new_rows = [_event_row(ip_id, key[0], e) for key, e in fresh]
         for _, e in fresh:
             outcome.hours.add(hour_bucket(e.event_at))

@@ -32,8 +32,8 @@ from lib.core.execution_state import ExecutionState
 from lib.core.settings import Settings
 from lib.market import listing_urls, window_rows
 from lib.market.facts import (
+    CrawlTimes,
     FactsOutcome,
-    baseline_of,
     event_hours,
     needs_derivation,
     rebuild_ip_events,
@@ -190,7 +190,7 @@ class ResultProcessor:
                 if change.transition is not None:
                     key = change.transition.value
                     outcome.transitions[key] = outcome.transitions.get(key, 0) + 1
-            previous_crawl, previous_baseline = self._latest_crawl(result.ip_id), baseline_of(result.ip_id)
+            times = CrawlTimes.read(result.ip_id, result.crawled_at)
             AppliedResult.create(task_id=result.task_id, ip_id=result.ip_id, crawled_at=result.crawled_at,
                                  applied_at=self.clock.now(), items=len(result.items), inflow=0, outflow=0)
             self._insert_search_totals(result)
@@ -198,15 +198,15 @@ class ResultProcessor:
             self._upsert_snapshots(result.ip_id, changes)
             segment_applied(result.ip_id, {c.item.source_id: c.item.title for c in changes}, previous_titles,
                             lambda: Segmenter.for_ip(self.settings, result.ip_id))
-            facts = self._apply_facts(result, changes, previous_crawl, previous_baseline)
+            facts = self._apply_facts(result, changes, times)
             window_rows.mark_pending(result.ip_id, facts.hours, result.crawled_at, self.clock.now(),
                                      window_rows.precomputed_windows(self.settings.leaderboard_precompute))
             outcome.inflow, outcome.outflow = max(facts.inflow, 0), max(facts.outflow, 0)
             AppliedResult.update(inflow=outcome.inflow, outflow=outcome.outflow) \
                 .where(AppliedResult.task_id == result.task_id).execute()
-            baseline_at = baseline_of(result.ip_id) or result.crawled_at
+            baseline_at = times.baseline_with(result.crawled_at)
             alerts = []
-            settled = settled_hours(previous_crawl, result.crawled_at, baseline_at)
+            settled = settled_hours(times.latest, result.crawled_at, baseline_at)
             for bucket, findings in sorted(evaluate_alerts_many(result.ip_id, settled, baseline_at,
                                                                 self.settings).items()):
                 alerts += record_alerts(result.ip_id, bucket, findings, self.clock.utcnow())
@@ -222,19 +222,13 @@ class ResultProcessor:
                 .where(IpMetadata.id == ip.id).execute()
         return outcome
 
-    @staticmethod
-    def _latest_crawl(ip_id: int) -> float | None:
-        value = (AppliedResult.select(peewee.fn.MAX(AppliedResult.crawled_at))
-                 .where(AppliedResult.ip_id == ip_id).scalar())
-        return None if value is None else float(value)
-
-    def _apply_facts(self, result: CrawlResult, changes: list[Change], previous_crawl: float | None,
-                     previous_baseline: float | None) -> FactsOutcome:
-        """Store the sightings, derive the events they change, and recompute the hours those touch."""
+    def _apply_facts(self, result: CrawlResult, changes: list[Change], times: CrawlTimes) -> FactsOutcome:
+        """Store the sightings, derive the events they change, and recompute the hours those touch. ``times``: the
+        ledger as the transaction found it before writing this result's row."""
         ip_id = result.ip_id
-        store_sightings(ip_id, result.crawled_at, result.items)
-        baseline_at = baseline_of(ip_id)
-        assert baseline_at is not None  # this result's ledger row is written
+        previous_crawl, previous_baseline = times.latest, times.earliest
+        store_sightings(ip_id, result.crawled_at, result.items, times.neighbours())
+        baseline_at = times.baseline_with(result.crawled_at)
         latest = max(previous_crawl or result.crawled_at, result.crawled_at)
         tracked = (hour_bucket(baseline_at), hour_bucket(latest))
         if previous_baseline is not None and result.crawled_at < previous_baseline:

@@ -36,6 +36,9 @@ def test_urls_read_back_exactly(url):
         forms, item, image = listing_urls.encode(source_id, url, url)
         assert listing_urls.item_url(source_id, forms, item) == url
         assert listing_urls.image_url(source_id, forms, image) == url
+    if url.endswith(("/m1-0", "/m1-0_1.jpg")):  # a canonical URL of the id: only its form is stored
+        forms, item, image = listing_urls.encode("m1-0", url, url)
+        assert forms > 0 and "" in (item, image)
 
 
 #: Listing ids of every shape: Mercari items (the compact form, its bounds), Mercari Shops products, and ids the
