@@ -8,7 +8,7 @@ from the events of the hours touched. Definitions 1–3 in docs/concepts/measure
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -196,6 +196,28 @@ class _Writes:
         self.firsts: list[tuple[tuple[str, float], float]] = []
         self.deletes: list[tuple[str, float]] = []
 
+    def applied_to(self, runs: dict[str, list[Run]]) -> dict[str, list[Run]]:
+        """These listings' runs (all of each one's) as the writes will leave them, in time order."""
+        moved_last = {key: last for last, keys in self.lasts.items() for key in keys}
+        moved_first = dict(self.firsts)
+        deleted = set(self.deletes)
+        result: dict[str, list[Run]] = {}
+        for sid, found in runs.items():
+            kept = []
+            for run in found:
+                key = (sid, run.first)
+                if key in deleted:
+                    continue
+                kept.append(Run(sid, moved_first.get(key, run.first), moved_last.get(key, run.last), run.key))
+            result[sid] = kept
+        for row in self.inserts:
+            if row["source_id"] in result:
+                result[row["source_id"]].append(Run(row["source_id"], row["crawled_at"], row["last_seen"],
+                                                    (row["status"], row["price"], row["created"], row["updated"])))
+        for found in result.values():
+            found.sort(key=lambda r: r.first)
+        return result
+
     def flush(self) -> None:
         for last, keys in self.lasts.items():
             for start in range(0, len(keys), CHUNK):
@@ -210,21 +232,35 @@ class _Writes:
 
 
 def store_sightings(ip_id: int, crawled_at: float, items: Sequence[CrawlItem],
-                    neighbours: tuple[float | None, float | None, bool] | None = None) -> None:
+                    neighbours: tuple[float | None, float | None, bool] | None = None,
+                    derive: Collection[str] = ()) -> dict[str, list[Run]] | None:
     """Add one crawl's sightings to the listings' runs. Called once the crawl's ledger row is written: the runs
     are the maximal sets of the IP's consecutive applied crawls that saw a listing unchanged, so they depend on the
     set of crawls applied, never on their order. A crawl after every other extends the runs its previous crawl
     ended; a late one may also cut a run in two (it saw the listing changed, or did not see it). ``neighbours``:
-    ``crawl_neighbours`` of the crawl, when the caller has read them already."""
+    ``crawl_neighbours`` of the crawl, when the caller has read them already.
+
+    Returns the runs of the ``derive`` listings (whose events the caller derives next) as these writes leave them,
+    read in the same query as the runs the crawl extends, for a crawl after every other; None for a late or
+    repeated one (``rederive`` reads them)."""
     at = crawled_at
     before, after, repeated = neighbours if neighbours is not None else crawl_neighbours(ip_id, at)
+    newest = after is None and not repeated
     writes = _Writes(ip_id)
     seen = {i.source_id: sighting_key(i.status, i.price, i.created, i.updated) for i in items}
     ids = list(seen)
+    whole: dict[str, list[Run]] = {}
     for start in range(0, len(ids), CHUNK):
         chunk = ids[start:start + CHUNK]
         if after is None:  # the newest crawl: only a run its previous crawl ended can go on (or one it is in)
-            runs = _runs(ip_id, chunk, before) if before is not None else {}
+            keep = [sid for sid in chunk if sid in derive] if newest else []
+            rest = [sid for sid in chunk if sid not in derive] if keep else chunk
+            runs = _runs(ip_id, rest, before) if before is not None and rest else {}
+            if keep:  # all their runs: two reads, each row read once (one read with an OR took longer than both)
+                runs.update(_runs(ip_id, keep))
+            whole.update((sid, runs.get(sid, [])) for sid in keep)
+            runs = {sid: [r for r in found if before is not None and r.last >= before]
+                    for sid, found in runs.items()}
         else:
             runs = _runs(ip_id, chunk)
         for sid in chunk:
@@ -240,7 +276,9 @@ def store_sightings(ip_id: int, crawled_at: float, items: Sequence[CrawlItem],
             if sid not in seen:
                 writes.lasts[before].append((sid, first))  # type: ignore[index]  # a crawl before it: ``before`` is set
                 writes.inserts.append(_run_row(ip_id, sid, after, last, sighting_key(status, price, created, updated)))
+    written = writes.applied_to(whole) if newest else None
     writes.flush()
+    return written
 
 
 def _add_sighting(writes: _Writes, sid: str, at: float, key: tuple, runs: list[Run], before: float | None,
@@ -279,7 +317,8 @@ def _event_row(ip_id: int, source_id: str, e: Event) -> dict:
             "event_at": e.event_at, "price": e.price, "listed_price": e.listed_price, "created_at": e.created_at}
 
 
-def rederive(ip_id: int, source_ids: Sequence[str], baseline_at: float, floor: float | None = None) -> FactsOutcome:
+def rederive(ip_id: int, source_ids: Sequence[str], baseline_at: float, floor: float | None = None,
+             runs: dict[str, list[Run]] | None = None) -> FactsOutcome:
     """Bring the events of these listings in line with their sightings; the counts and hours that changed.
     ``floor``: the time storage was pruned to (``lib.market.retention``): events before it are left as they are
     and never derived again (a listing pruned as dormant that shows up again is not counted twice)."""
@@ -287,7 +326,8 @@ def rederive(ip_id: int, source_ids: Sequence[str], baseline_at: float, floor: f
     assert outcome.hours is not None
     for start in range(0, len(source_ids), CHUNK):
         chunk = list(source_ids[start:start + CHUNK])
-        sightings = listing_sightings(ip_id, chunk)
+        sightings = (listing_sightings(ip_id, chunk) if runs is None
+                     else _sightings_of({sid: runs[sid] for sid in chunk}))
         stored: dict[tuple[str, str, int], Event] = {
             (sid, kind, occurrence): Event(kind, occurrence, event_at, price, listed_price, created_at)
             for sid, kind, occurrence, event_at, price, listed_price, created_at in tuples(
@@ -322,9 +362,13 @@ def listing_sightings(ip_id: int, source_ids: Sequence[str]) -> dict[str, list[S
     """The sightings of these listings that their events depend on: the first and last of each run. The ones
     inside a run repeat its first but for their time, and an event reads only the first sighting, the first
     carrying a created time and the two around each change (``derive_events``), so they change nothing."""
+    return _sightings_of(_runs(ip_id, source_ids))
+
+
+def _sightings_of(runs: dict[str, list[Run]]) -> dict[str, list[Sighting]]:
     sightings: dict[str, list[Sighting]] = defaultdict(list)
-    for sid, runs in _runs(ip_id, source_ids).items():
-        for run in runs:
+    for sid, found in runs.items():
+        for run in found:
             status, price, created, updated = run.key
             sightings[sid].append(Sighting(run.first, status, price, created, updated))
             if run.last != run.first:

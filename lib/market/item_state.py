@@ -1,14 +1,16 @@
 """The per-listing state machine (seed 000 §4.2): what changed since an item was last seen.
 
 States live in Redis hashes ``animetop:item:{<ip_id>}:<source_id>`` (status,
-price, first_seen, last_seen) with a TTL by status. Reading and writing a
-1,000-item result takes a handful of round trips: pipelines of at most
+price, first_seen, last_seen, and ``t``: the fingerprint of the title the
+listing's snapshot got, ``title_key``) with a TTL by status. Reading and writing
+a 1,000-item result takes a handful of round trips: pipelines of at most
 ``CHUNK`` commands and one Lua call per chunk.
 """
 
 from __future__ import annotations
 
 import enum
+import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -93,6 +95,14 @@ class ItemState:
     price: int | None
     first_seen: float
     last_seen: float
+    #: ``title_key`` of the title the result that wrote this state stored (and segmented) with the listing; None
+    #: when unknown (a state read back from a snapshot, or written before states kept it).
+    title_key: str | None = None
+
+
+def title_key(title: str) -> str:
+    """A title's fingerprint in an item state: equal fingerprints, the same title (64 bits)."""
+    return hashlib.blake2b(title.encode(), digest_size=8).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -121,7 +131,8 @@ def decide(before: ItemState | None, item: CrawlItem, seen_at: float, *, baselin
     if before is not None and seen_at < before.last_seen:
         return None
     after = ItemState(status=item.status, price=item.price,
-                      first_seen=before.first_seen if before else seen_at, last_seen=seen_at)
+                      first_seen=before.first_seen if before else seen_at, last_seen=seen_at,
+                      title_key=title_key(item.title))
     transition = None
     if before is None:
         if baseline:
@@ -153,6 +164,11 @@ for i = 1, n do
   if (not last) or tonumber(last) <= tonumber(ARGV[a + 4]) then
     redis.call('HSET', KEYS[i], 'status', ARGV[a + 1], 'price', ARGV[a + 2], 'first_seen', ARGV[a + 3],
                'last_seen', ARGV[a + 4])
+    if ARGV[a + 6] == '' then
+      redis.call('HDEL', KEYS[i], 't')
+    else
+      redis.call('HSET', KEYS[i], 't', ARGV[a + 6])
+    end
     redis.call('PEXPIRE', KEYS[i], ARGV[a + 5])
   end
 end
@@ -189,11 +205,13 @@ class ItemStateStore:
             args: list = []
             for _, s in chunk:
                 args += [s.status, "" if s.price is None else s.price, s.first_seen, s.last_seen,
-                         int(self.ttl[s.status] * 1000), 0]
+                         int(self.ttl[s.status] * 1000), s.title_key or ""]
             self._apply(keys=[keys.item_state(ip_id, sid) for sid, _ in chunk], args=args)
 
 
 def _state_of(fields: dict) -> ItemState:
     price = fields.get(b"price", b"")
+    key = fields.get(b"t")
     return ItemState(status=fields[b"status"].decode(), price=int(price) if price else None,
-                     first_seen=float(fields[b"first_seen"]), last_seen=float(fields[b"last_seen"]))
+                     first_seen=float(fields[b"first_seen"]), last_seen=float(fields[b"last_seen"]),
+                     title_key=key.decode() if key else None)

@@ -17,6 +17,7 @@ Steps 3–4 are idempotent, so they simply run again on redelivery.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass, field
@@ -149,6 +150,9 @@ class ResultProcessor:
             for source_id, snapshot in self._snapshot_states(result, doubtful).items():
                 if source_id not in known or snapshot.last_seen > known[source_id].last_seen:
                     known[source_id] = snapshot
+            for source_id in doubtful:  # its title is read from the database (its snapshot may be gone)
+                if source_id in known and known[source_id].title_key is not None:
+                    known[source_id] = dataclasses.replace(known[source_id], title_key=None)
         baseline = not AppliedResult.select().where(AppliedResult.ip_id == result.ip_id).exists()
         changes = []
         for item in result.items:
@@ -194,9 +198,12 @@ class ResultProcessor:
             AppliedResult.create(task_id=result.task_id, ip_id=result.ip_id, crawled_at=result.crawled_at,
                                  applied_at=self.clock.now(), items=len(result.items), inflow=0, outflow=0)
             self._insert_search_totals(result)
-            previous_titles = stored_titles(result.ip_id, [c.item.source_id for c in changes])
+            # a listing whose state says its stored title is this one was stored and segmented with it: only the
+            # others' titles are read (new listings, retitled ones, states that do not know)
+            unsure = [c for c in changes if c.before is None or c.before.title_key != c.after.title_key]
+            previous_titles = stored_titles(result.ip_id, [c.item.source_id for c in unsure])
             self._upsert_snapshots(result.ip_id, changes)
-            segment_applied(result.ip_id, {c.item.source_id: c.item.title for c in changes}, previous_titles,
+            segment_applied(result.ip_id, {c.item.source_id: c.item.title for c in unsure}, previous_titles,
                             lambda: Segmenter.for_ip(self.settings, result.ip_id))
             facts = self._apply_facts(result, changes, times)
             window_rows.mark_pending(result.ip_id, facts.hours, result.crawled_at, self.clock.now(),
@@ -227,7 +234,10 @@ class ResultProcessor:
         ledger as the transaction found it before writing this result's row."""
         ip_id = result.ip_id
         previous_crawl, previous_baseline = times.latest, times.earliest
-        store_sightings(ip_id, result.crawled_at, result.items, times.neighbours())
+        before = {c.item.source_id: c.before for c in changes}
+        candidates = [item.source_id for item in result.items
+                      if needs_derivation(item, result.crawled_at, before.get(item.source_id))]
+        runs = store_sightings(ip_id, result.crawled_at, result.items, times.neighbours(), derive=set(candidates))
         baseline_at = times.baseline_with(result.crawled_at)
         latest = max(previous_crawl or result.crawled_at, result.crawled_at)
         tracked = (hour_bucket(baseline_at), hour_bucket(latest))
@@ -239,10 +249,7 @@ class ResultProcessor:
             ensure_hours(ip_id, *tracked)
             refresh_hours(ip_id, hours | event_hours(ip_id), tracked)
             return FactsOutcome(hours=hours)
-        before = {c.item.source_id: c.before for c in changes}
-        candidates = [item.source_id for item in result.items
-                      if needs_derivation(item, result.crawled_at, before.get(item.source_id))]
-        facts = rederive(ip_id, candidates, baseline_at, self.floor)
+        facts = rederive(ip_id, candidates, baseline_at, self.floor, runs)
         if previous_crawl is None or result.crawled_at > previous_crawl:
             first = hour_bucket(previous_crawl) if previous_crawl is not None else tracked[0]
             if self.floor is not None:  # no hourly rows come back before the pruned horizon

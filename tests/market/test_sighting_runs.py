@@ -6,12 +6,14 @@ from the crawls themselves (tests/market/scripted.py's scripts)."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections import defaultdict
 
 import pytest
 from playhouse.migrate import SchemaMigrator, migrate
 
+from lib.core import keys
 from lib.core.clock import FrozenClock
 from lib.core.db import database
 from lib.core.redis_client import state_redis
@@ -133,6 +135,42 @@ def test_runs_and_events_are_the_same_in_any_order(db, settings, seed):
     assert all(events == got["in_order"] for events in got.values())
     sightings = sum(len(items) for _, items in script.crawls)
     assert len(expected) < sightings  # a busy little market: its listings drop off the pages, sell and come back
+
+
+def test_the_runs_a_newest_crawl_hands_to_its_derivation_are_the_stored_ones(db, settings, monkeypatch):
+    """A crawl after every other reads the runs of the listings whose events it derives with the runs it extends,
+    and hands them over as its writes leave them: each time, they equal the stored runs read afterwards."""
+    from lib.market import facts, processing
+
+    compared = []
+
+    def checked(ip_id, crawled_at, items, neighbours=None, derive=()):
+        handed = facts.store_sightings(ip_id, crawled_at, items, neighbours, derive)
+        if handed is not None:
+            assert set(handed) == set(derive)
+            assert handed == {sid: runs for sid, runs in facts._runs(ip_id, sorted(derive)).items()} | \
+                {sid: [] for sid in derive if not handed[sid]}
+            compared.append(len(handed))
+        return handed
+
+    monkeypatch.setattr(processing, "store_sightings", checked)
+    script = make_script(3, n_crawls=12, on_sale_page=25, sold_page=20)
+    ip_id = new_ip(settings, "handed")
+    apply_all(settings, ip_id, deliveries(script, "in_order", random.Random(3)))
+    assert stored_runs(ip_id) == runs_by_definition(script)
+    assert len(compared) == 12 and sum(compared) > 100  # every crawl, and listings with runs of their own
+    # item states lost before every crawl (and too old to read back from the snapshots): every listing's events are
+    # derived again, so the runs handed over include the ones the crawl extends
+    forgetful = ResultProcessor(dataclasses.replace(settings, analyzer_item_ttl_available=1.0,
+                                                    analyzer_item_ttl_sold=1.0), state_redis(settings),
+                                FrozenClock(T0))
+    ip_id = new_ip(settings, "forgetful")
+    for task, at, items in deliveries(script, "in_order", random.Random(3)):
+        for key in state_redis(settings).scan_iter(match=keys.item_state(ip_id, "*")):
+            state_redis(settings).delete(key)
+        forgetful.apply(CrawlResult.parse(ip_id, f"{ip_id}-{task}", at, items))
+    assert stored_runs(ip_id) == runs_by_definition(script)
+    assert len(compared) == 24 and sum(compared[12:]) > sum(len(items) for _, items in script.crawls) // 2
 
 
 def measures(ip_id: int, now: float) -> dict[int, dict]:

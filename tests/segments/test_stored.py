@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from lib.core import keys
 from lib.core.clock import FrozenClock
 from lib.core.redis_client import state_redis
 from lib.market.processing import CrawlResult, ResultProcessor
@@ -46,8 +47,10 @@ def test_listings_are_segmented_by_the_title_their_snapshot_gets(db, settings, t
     assert segments(ip.id)["a"] == {(GOODS, "plush")}
     snapshot = ItemSnapshot.get((ItemSnapshot.ip_id == ip.id) & (ItemSnapshot.source_id == "a"))
     assert snapshot.title == "五条悟 ぬいぐるみ"
-    # a listing stored before segments existed (no rows) is segmented the next time a result sees it
+    # a listing stored before segments existed (no rows, and an item state that does not know its title) is
+    # segmented the next time a result sees it
     ListingSegment.delete().where(ListingSegment.source_id == "b").execute()
+    state_redis(settings).hdel(keys.item_state(ip.id, "b"), "t")
     apply("3", T0 + 7200, [item("b", "缶バッジ アクスタ セット", "sold"), item("c", "")])
     assert segments(ip.id)["b"] == {(GOODS, "acrylic_stand"), (GOODS, "can_badge")}
 
@@ -60,3 +63,11 @@ def test_listings_are_segmented_by_the_title_their_snapshot_gets(db, settings, t
                                                                                    "sold")]))
     assert segments(ip.id)["d"] == {(GOODS, "badge")}
     assert segments(ip.id)["b"] == {(GOODS, "acrylic_stand"), (GOODS, "can_badge")}  # unchanged title: kept
+
+    # an item state older than the IP's previous crawl does not vouch for the listing's stored title and segments
+    # (pruning may have taken them meanwhile, as here): its title is read, and it is segmented again
+    apply("5", T0 + 10800, [item("b", "缶バッジ アクスタ セット", "sold")])
+    ItemSnapshot.delete().where(ItemSnapshot.source_id == "c").execute()
+    ListingSegment.delete().where(ListingSegment.source_id == "c").execute()
+    apply("6", T0 + 14400, [item("c", "")])
+    assert segments(ip.id)["c"] == {(GOODS, "other")}
