@@ -144,3 +144,24 @@ def test_a_taxonomy_from_data_drives_the_classifier():
     assert classifier.classify("ちいかわ マグカップ スリーブ") == ["other"]
     assert classifier.classify("ちいかわ タオル 検索用 マグカップ") == ["other"]
     assert classifier.classify("Chiikawa mugs") == ["mug"]
+
+
+def test_skipping_the_types_whose_first_characters_are_absent_changes_no_answer():
+    """The classifier skips a type none of whose terms' first characters is in the title: every labelled title
+    (both parts) gets the answer of a classifier that searches every type, and the skip does happen."""
+    from pathlib import Path
+
+    from lib.segments.classify import Classifier
+
+    here = Path(__file__).parent
+    titles = [line.split("\t")[0] for name in ("titles_tuning.tsv", "titles_held_out.tsv")
+              for line in (here / name).read_text(encoding="utf-8").splitlines()[1:]]
+    skipping, searching = Classifier(), Classifier()
+    searching._first_chars = {t: None for t in searching._first_chars}
+    assert [skipping.classify(t) for t in titles] == [searching.classify(t) for t in titles]
+    assert len(titles) > 800
+    from lib.segments.normalize import compact, normalize
+
+    skipped = sum(first is not None and first.isdisjoint(compact(skipping.without_stuffing(normalize(t))))
+                  for t in titles for first in skipping._first_chars.values())
+    assert skipped > len(titles) * len(skipping._first_chars) / 3
