@@ -241,8 +241,8 @@ def store_sightings(ip_id: int, crawled_at: float, items: Sequence[CrawlItem],
     ``crawl_neighbours`` of the crawl, when the caller has read them already.
 
     Returns the runs of the ``derive`` listings (whose events the caller derives next) as these writes leave them,
-    read in the same query as the runs the crawl extends, for a crawl after every other; None for a late or
-    repeated one (``rederive`` reads them)."""
+    all of each one's, read here with the runs the crawl extends, for a crawl after every other; None for a late
+    or repeated one (``rederive`` reads them)."""
     at = crawled_at
     before, after, repeated = neighbours if neighbours is not None else crawl_neighbours(ip_id, at)
     newest = after is None and not repeated

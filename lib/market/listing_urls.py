@@ -15,7 +15,7 @@ IMAGE_BASE = len(ITEM_FORMS) + 1
 
 
 def _split(forms: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
-    return tuple((form.split("{id}")[0], form.split("{id}")[1]) for form in forms)
+    return tuple((head, tail) for head, _, tail in (form.partition("{id}") for form in forms))
 
 
 #: The forms as (before the id, after it): matched without formatting a URL per form (a result has a thousand).
