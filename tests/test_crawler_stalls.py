@@ -398,6 +398,20 @@ with open(os.path.join(profile, "DevToolsActivePort"), "w") as f:
 open(os.path.join(os.path.dirname(sys.argv[0]), "listening"), "w").close()
 held = [server.accept() for _ in range(8)]
 time.sleep(600)""",
+    # a renderer that outlives the browser process for a second, writing into the profile all the while
+    "lingering": """if os.fork() == 0:
+    os.setsid()
+    end = time.monotonic() + 1.0
+    n = 0
+    while time.monotonic() < end:
+        try:
+            open(os.path.join(profile, f"renderer-{n}"), "w").close()
+        except OSError:
+            pass
+        n += 1
+        time.sleep(0.001)
+    os._exit(0)
+time.sleep(600)""",
 }
 
 
@@ -436,6 +450,14 @@ def test_a_chromium_that_does_not_start_is_given_up_within_the_launch_timeout(tm
     assert took <= 2.0 + SLACK
     assert gone(int((tmp_path / "pid").read_text()))  # killed and reaped
     assert (tmp_path / "listening").exists() == (how == "deaf")  # the deaf one was given up in the connect
+    assert not os.path.exists((tmp_path / "profile").read_text())
+
+
+def test_a_renderer_writing_into_the_profile_after_the_browser_died_leaves_no_profile(tmp_path):
+    """A removal of the profile that meets a file being written in it is done again until the profile is gone."""
+    chromium = fake_chromium(tmp_path, "lingering")
+    with pytest.raises(DriverError):
+        asyncio.run(Browser.launch(chromium, no_sandbox=True, timeout=1.0))
     assert not os.path.exists((tmp_path / "profile").read_text())
 
 

@@ -506,7 +506,7 @@ class Browser:
         except BaseException as e:  # a cancelled start (the crawl's time limit) leaves no Chromium either
             if process is not None:
                 _kill(process)
-            shutil.rmtree(profile, ignore_errors=True)
+            _remove_profile(profile)
             if not isinstance(e, Exception):
                 raise
             reason = f"no answer within {timeout:g} s" if isinstance(e, asyncio.TimeoutError) else str(e)
@@ -562,7 +562,7 @@ class Browser:
             except Exception:
                 pass
         await asyncio.get_running_loop().run_in_executor(None, _kill, self._process)
-        shutil.rmtree(self._profile, ignore_errors=True)
+        await asyncio.get_running_loop().run_in_executor(None, _remove_profile, self._profile)
 
 
 async def _devtools_endpoint(process: subprocess.Popen, profile: str, log_path: str, deadline: float) -> str:
@@ -609,6 +609,21 @@ def _kill(process: subprocess.Popen) -> None:
         process.wait(CLOSE_TIMEOUT)
     except subprocess.TimeoutExpired:
         logger.warning("Chromium (pid %s) not reaped %g s after SIGKILL", process.pid, CLOSE_TIMEOUT)
+
+
+def _remove_profile(profile: str, timeout: float = CLOSE_TIMEOUT) -> None:
+    """Remove a browser's profile directory, again while it is still there, for ``timeout`` at most: Chromium's
+    zygote and renderers exit a moment after the browser process, and one writing a file into the profile during
+    the removal leaves the directory behind."""
+    deadline = time.monotonic() + timeout
+    while True:
+        shutil.rmtree(profile, ignore_errors=True)
+        if not os.path.exists(profile):
+            return
+        if time.monotonic() > deadline:
+            logger.warning("Chromium's profile %s still there %g s after the browser closed", profile, timeout)
+            return
+        time.sleep(0.05)
 
 
 def _blocked(event) -> bool:
