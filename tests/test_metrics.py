@@ -85,8 +85,9 @@ def test_metrics_count_what_this_deployment_did(env, settings):
 
     from .chaos.crawl_results import baseline_and_second, send_results, setup_ips
 
-    directory = metrics_dir(settings, "worker")
-    assert directory == Path(env["DATA_DIR"]).resolve() / "metrics" / "worker"
+    port = free_port()
+    directory = metrics_dir(settings, "worker", port)
+    assert directory == Path(env["DATA_DIR"]).resolve() / "metrics" / f"worker-{port}"
     directory.mkdir(parents=True)
     # what a previous run on this DATA_DIR left: 656 results, 369,251 items, 6 messages "in progress"
     _write_metrics_and_exit(directory, """
@@ -96,7 +97,6 @@ p.Counter("animetop_items_processed_total", "x").inc(369251)
 p.Gauge("dramatiq_messages_inprogress", "x", ["queue_name", "actor_name"], multiprocess_mode="livesum").labels(
     "pipeline", "process_result").inc(6)
 """)
-    port = free_port()
     full_env = {**os.environ, **env, "METRICS_PORT": str(port), "WORKER_PROCESSES": "1", "WORKER_THREADS": "2"}
     bind_database(settings.database_url_resolved)
     create_tables()
@@ -127,3 +127,18 @@ p.Gauge("dramatiq_messages_inprogress", "x", ["queue_name", "actor_name"], multi
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=60)
         broker.close()
+
+
+def test_two_runners_of_a_process_type_on_one_data_dir_keep_their_own_files(settings, monkeypatch):
+    """Two crawler pools on a host share DATA_DIR, each with its METRICS_PORT: a runner starting empties its own
+    directory only, and two starting at once do not trip over each other (the second one's start used to fail on
+    the directory the first had just made)."""
+    from lib.operations.metrics import DIR_ENV, TYPE_ENV, use_metrics_dir
+
+    for name in (DIR_ENV, "PROMETHEUS_MULTIPROC_DIR", TYPE_ENV):  # restored after the test
+        monkeypatch.setenv(name, "")
+    first = use_metrics_dir(settings, "crawler", 9302)
+    (first / "counter_1.db").write_bytes(b"counts of the first pool")
+    second = use_metrics_dir(settings, "crawler", 9402)
+    assert first != second and (first / "counter_1.db").exists()
+    assert use_metrics_dir(settings, "crawler", 9402) == second  # made again where it exists: no error

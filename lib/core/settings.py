@@ -215,8 +215,8 @@ class Settings:
     metrics_port: int = setting("9191", parsers.positive_int,
             "Prometheus /metrics of the worker process type on 127.0.0.1 (the crawler's on the next port).")
     metrics_dir: str | None = setting(None, parsers.path,
-            "Directory of the process types' Prometheus files (a subdirectory each, emptied when it starts). "
-            "Unset: DATA_DIR/metrics.")
+            "Directory of the process types' Prometheus files (a subdirectory per process type and /metrics "
+            "port, emptied when its runner starts). Unset: DATA_DIR/metrics.")
     # time
     clock_speed: float = setting("1", parsers.positive_float,
             "How many times faster than real time the app's clock runs (the demo's accelerated market).")

@@ -45,18 +45,20 @@ TYPE_ENV = "ANIMETOP_METRICS_PROCESS_TYPE"
 DIR_ENV = "dramatiq_prom_db"
 
 
-def metrics_dir(settings: Settings, process_type: str) -> Path:
-    """The multiprocess directory of one process type of this deployment."""
+def metrics_dir(settings: Settings, process_type: str, port: int) -> Path:
+    """The multiprocess directory of the runner of ``process_type`` that serves /metrics on ``port``: one per
+    runner, so that two runners of a process type on one DATA_DIR (two crawler pools on a host, each with its
+    METRICS_PORT) neither empty nor add up each other's files."""
     base = Path(settings.metrics_dir).resolve() if settings.metrics_dir else settings.data_path / "metrics"
-    return base / process_type
+    return base / f"{process_type}-{port}"
 
 
-def use_metrics_dir(settings: Settings, process_type: str) -> Path:
-    """Empty the process type's directory (its counts start with this run) and point this process and the
-    Dramatiq command it starts at it."""
-    path = metrics_dir(settings, process_type)
+def use_metrics_dir(settings: Settings, process_type: str, port: int) -> Path:
+    """Empty the runner's directory (its counts start with this run) and point this process and the Dramatiq
+    command it starts at it."""
+    path = metrics_dir(settings, process_type, port)
     shutil.rmtree(path, ignore_errors=True)
-    path.mkdir(parents=True)
+    path.mkdir(parents=True, exist_ok=True)
     os.environ[DIR_ENV] = os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(path)
     os.environ[TYPE_ENV] = process_type
     return path

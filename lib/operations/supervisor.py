@@ -163,6 +163,6 @@ def run_process_type(process_type: str, settings: Settings, actors: str = "actor
     ports = {"worker": settings.metrics_port, "crawler": settings.metrics_port + 1}
     if process_type in ports:
         os.environ[PORT_ENV] = str(ports[process_type])
-        use_metrics_dir(settings, process_type)
+        use_metrics_dir(settings, process_type, ports[process_type])
     # Dramatiq's own shutdown timeout, plus time for the process to exit.
     return Supervisor(command, grace=settings.worker_shutdown_timeout + 15).run()
