@@ -17,6 +17,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from contextlib import ExitStack
 from datetime import datetime, timezone
@@ -124,6 +125,7 @@ def run_demo(minutes: float, speed: float, ips: int, keep: bool = False, record:
     # One clean-up for every way out (the end, Ctrl-C or SIGTERM at any step, an error), in reverse order of
     # what was started: the dashboard, the broker's connections, the simulator and the embedded Redis.
     with ExitStack() as cleanup:
+        _stop_requested.clear()
         previous_term = signal.signal(signal.SIGTERM, _interrupt)  # a SIGTERM stops the demo as Ctrl-C does
         cleanup.callback(signal.signal, signal.SIGTERM, previous_term if previous_term is not None else signal.SIG_DFL)
         clock = DemoClock(speed)  # the history ends now; the live phase goes on from where it ended
@@ -168,22 +170,24 @@ def run_demo(minutes: float, speed: float, ips: int, keep: bool = False, record:
 
         logs = data_dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
-        procs = {}
-        for kind in ("scheduler", "crawler", "worker"):
-            log = open(logs / f"{kind}.log", "w")
-            # a demo killed outright (SIGKILL, a test's timeout) still stops its process types: their runners get
-            # the SIGTERM of a normal stop from the kernel
-            procs[kind] = subprocess.Popen([sys.executable, "-m", "lib.cli", "run", kind],
-                                           env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT,
-                                           start_new_session=True, preexec_fn=die_with(os.getpid(), signal.SIGTERM))
-        print(f"• started scheduler, crawler and worker (logs in {logs}); running {minutes:g} min "
-              f"≈ {minutes * speed / 60:.1f} simulated hours", flush=True)
+        procs: dict[str, subprocess.Popen] = {}
         started = clock.now()
         interrupted = False
-        try:
+        try:  # a SIGTERM or Ctrl-C while the process types start stops the ones started, as in the live phase
+            for kind in ("scheduler", "crawler", "worker"):
+                log = open(logs / f"{kind}.log", "w")
+                # a demo killed outright (SIGKILL, a test's timeout) still stops its process types: their runners
+                # get the SIGTERM of a normal stop from the kernel
+                procs[kind] = subprocess.Popen([sys.executable, "-m", "lib.cli", "run", kind],
+                                               env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT,
+                                               start_new_session=True,
+                                               preexec_fn=die_with(os.getpid(), signal.SIGTERM))
+            print(f"• started scheduler, crawler and worker (logs in {logs}); running {minutes:g} min "
+                  f"≈ {minutes * speed / 60:.1f} simulated hours", flush=True)
             deadline = time.monotonic() + minutes * 60
             while time.monotonic() < deadline:
-                time.sleep(min(10, max(0.5, deadline - time.monotonic())))
+                if _stop_requested.wait(min(10, max(0.5, deadline - time.monotonic()))):
+                    raise KeyboardInterrupt  # a SIGTERM whose own KeyboardInterrupt was lost (see _interrupt)
                 print("  " + progress(broker, clock, started), flush=True)
                 dead = [k for k, p in procs.items() if p.poll() is not None]
                 if dead:
@@ -195,14 +199,14 @@ def run_demo(minutes: float, speed: float, ips: int, keep: bool = False, record:
         finally:
             print("• stopping: the scheduler first, then the crawler and the worker once the work in flight "
                   "is done …", flush=True)
-            stop(procs["scheduler"])
+            _stop_started(procs, "scheduler")
             # the worker runs ticks too (a tick asks for the next one as a delayed message): pausing ends that chain
             schedule = ScheduleStore(state_redis(settings))
             schedule.pause()
             drained = drain(broker, settings, ("crawl", "pipeline"), timeout=90)
-            stop(procs["crawler"])  # finishes the crawl it is in and sends its result
+            _stop_started(procs, "crawler")  # finishes the crawl it is in and sends its result
             drained = drain(broker, settings, ("pipeline",), timeout=90) and drained
-            stop(procs["worker"])
+            _stop_started(procs, "worker")
             schedule.resume()  # what is left in Redis is a normal (stopped) deployment's state
             sim.stop()
             clock.stop()
@@ -227,7 +231,20 @@ def run_demo(minutes: float, speed: float, ips: int, keep: bool = False, record:
     return 0
 
 
+def _stop_started(procs: dict[str, subprocess.Popen], kind: str) -> None:
+    """Stop the process type ``kind`` if the demo got as far as starting it."""
+    if kind in procs:
+        stop(procs[kind])
+
+
+#: Set by a SIGTERM. Its handler also raises KeyboardInterrupt, as Ctrl-C does, but Python drops an exception a
+#: handler raises while the main thread runs a hook whose exceptions are ignored (logging's after-fork hook, as
+#: the demo starts its process types): the loops that wait check this too.
+_stop_requested = threading.Event()
+
+
 def _interrupt(signum, frame) -> None:
+    _stop_requested.set()
     raise KeyboardInterrupt
 
 
@@ -264,10 +281,11 @@ def serve_until_interrupted(url: str) -> None:
     """Keep the dashboard serving until Ctrl-C (or SIGTERM, which ``run_demo`` turns into the same)."""
     print(f"\nDashboard over the demo's data: {url} (Ctrl-C stops it)", flush=True)
     try:
-        while True:
-            time.sleep(3600)
+        while not _stop_requested.wait(3600):
+            pass
     except KeyboardInterrupt:
-        print("\n• dashboard stopped", flush=True)
+        pass
+    print("\n• dashboard stopped", flush=True)
 
 
 def where_next(services: dict[str, str], data_dir: Path, logs: Path, by: str, window: int) -> None:
