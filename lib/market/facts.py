@@ -158,23 +158,13 @@ class CrawlTimes:
         return cls(earliest, latest, before, after, int(same or 0))
 
     def neighbours(self) -> tuple[float | None, float | None, bool]:
-        """``crawl_neighbours`` once the result's own ledger row is written."""
+        """The applied crawls just before and just after the result's crawl time, and whether another result of
+        the same crawl time was applied already (``store_sightings``'s ``neighbours``)."""
         return self.before, self.after, self.same >= 1
 
     def baseline_with(self, crawled_at: float) -> float:
         """The IP's baseline once the result's ledger row is written (``baseline_of``)."""
         return crawled_at if self.earliest is None else min(self.earliest, crawled_at)
-
-
-def crawl_neighbours(ip_id: int, crawled_at: float) -> tuple[float | None, float | None, bool]:
-    """The IP's applied crawls just before and just after ``crawled_at`` (the ledger), and whether another result
-    of the same crawl time was applied already."""
-    at = AppliedResult.crawled_at
-    mine = AppliedResult.ip_id == ip_id
-    before = AppliedResult.select(peewee.fn.MAX(at)).where(mine & (at < crawled_at)).scalar()
-    after = AppliedResult.select(peewee.fn.MIN(at)).where(mine & (at > crawled_at)).scalar()
-    same = AppliedResult.select().where(mine & (at == crawled_at)).count()
-    return (None if before is None else float(before), None if after is None else float(after), same > 1)
 
 
 def runs_keyed(ip_id: int, keys: Sequence[tuple[str, float]]) -> Any:
@@ -232,19 +222,19 @@ class _Writes:
 
 
 def store_sightings(ip_id: int, crawled_at: float, items: Sequence[CrawlItem],
-                    neighbours: tuple[float | None, float | None, bool] | None = None,
+                    neighbours: tuple[float | None, float | None, bool],
                     derive: Collection[str] = ()) -> dict[str, list[Run]] | None:
     """Add one crawl's sightings to the listings' runs. Called once the crawl's ledger row is written: the runs
     are the maximal sets of the IP's consecutive applied crawls that saw a listing unchanged, so they depend on the
     set of crawls applied, never on their order. A crawl after every other extends the runs its previous crawl
     ended; a late one may also cut a run in two (it saw the listing changed, or did not see it). ``neighbours``:
-    ``crawl_neighbours`` of the crawl, when the caller has read them already.
+    the crawl's place in the ledger, ``CrawlTimes.neighbours``.
 
     Returns the runs of the ``derive`` listings (whose events the caller derives next) as these writes leave them,
     all of each one's, read here with the runs the crawl extends, for a crawl after every other; None for a late
     or repeated one (``rederive`` reads them)."""
     at = crawled_at
-    before, after, repeated = neighbours if neighbours is not None else crawl_neighbours(ip_id, at)
+    before, after, repeated = neighbours
     newest = after is None and not repeated
     writes = _Writes(ip_id)
     seen = {i.source_id: sighting_key(i.status, i.price, i.created, i.updated) for i in items}

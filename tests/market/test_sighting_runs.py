@@ -144,7 +144,7 @@ def test_the_runs_a_newest_crawl_hands_to_its_derivation_are_the_stored_ones(db,
 
     compared = []
 
-    def checked(ip_id, crawled_at, items, neighbours=None, derive=()):
+    def checked(ip_id, crawled_at, items, neighbours, derive=()):
         handed = facts.store_sightings(ip_id, crawled_at, items, neighbours, derive)
         if handed is not None:
             assert set(handed) == set(derive)
