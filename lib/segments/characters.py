@@ -9,7 +9,6 @@ from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from lib.segments.classify import Classifier, default_classifier
-from lib.segments.normalize import compact, normalize
 from lib.segments.taxonomy import WordSet
 
 
@@ -34,7 +33,10 @@ class CharacterMatcher:
         self._classifier = classifier or default_classifier()
 
     def match(self, title: str) -> list[str]:
-        folded = compact(self._classifier.without_stuffing(normalize(title)))
+        return self.match_in(self._classifier.searched_text(title))
+
+    def match_in(self, folded: str) -> list[str]:
+        """The characters named in a title's ``Classifier.searched_text``."""
         goods = self._classifier.term_spans(folded)
         found: list[str] = []
         for name, words in self._names:

@@ -96,9 +96,10 @@ class Segmenter:
         return cls(configured_classifier(settings), ip_characters(ip_id))
 
     def of(self, title: str) -> Segments:
-        found = {(GOODS, t) for t in self.classifier.classify(title)}
+        folded = self.classifier.searched_text(title)  # once for both
+        found = {(GOODS, t) for t in self.classifier.types_in(folded)}
         if self.matcher is not None:
-            found |= {(CHARACTER, name[:SEGMENT_KEY_MAX_LENGTH]) for name in self.matcher.match(title)}
+            found |= {(CHARACTER, name[:SEGMENT_KEY_MAX_LENGTH]) for name in self.matcher.match_in(folded)}
         return frozenset(found)
 
 

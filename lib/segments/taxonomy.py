@@ -49,10 +49,9 @@ class WordSet:
         alternatives = [self._alternative(w) for w in folded] + list(patterns or [])
         self.words = folded
         self.regex = re.compile("|".join(f"(?:{a})" for a in alternatives)) if alternatives else None
-        #: The characters a match starts with (a word's first, which no pattern or optional space hides): a text
-        #: holding none of them has no match. None when patterns make it unknown.
-        self.first_chars: frozenset[str] | None = (
-            None if patterns or any(w[0] == " " for w in folded) else frozenset(w[0] for w in folded))
+        #: What every match starts with: each word up to its first space (which a match may drop). A text that
+        #: holds none of them has no match. None when patterns make it unknown.
+        self.heads: tuple[str, ...] | None = None if patterns else tuple(w.split(" ")[0] for w in folded)
 
     @staticmethod
     def _alternative(word: str) -> str:
