@@ -28,9 +28,11 @@ BENCHMARKS = {"encoding": encoding.main, "schedule_tick": schedule_tick.main, "p
               "storage": storage.main, "long_windows": long_windows.main, "segments": segments.main,
               "segments_board": segments_board.main}
 
-#: Benchmarks that take options (``load``, ``storage``: their scales; ``leaderboard``, ``dashboard``, ``days``,
-#: ``long_windows``, ``segments_board``: ``--db PATH``, ``--ips N``; the first three ``--days N`` too).
-WITH_OPTIONS = {"load": load.main, "storage": storage.main, "leaderboard": leaderboard.main,
+#: Benchmarks that take options (``process_result``: ``--db mysql://…``; ``load``, ``storage``: their scales;
+#: ``leaderboard``, ``dashboard``, ``days``, ``long_windows``, ``segments_board``: ``--db PATH``, ``--ips N``; the first
+#: three ``--days N`` too).
+WITH_OPTIONS = {"process_result": process_result.main, "load": load.main, "storage": storage.main,
+                "leaderboard": leaderboard.main,
                 "dashboard": dashboard.main, "days": days.main, "long_windows": long_windows.main,
                 "segments_board": segments_board.main}
 

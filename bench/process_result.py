@@ -7,7 +7,11 @@ result path uses too). For contrast, a naive version with one round trip per ite
 Each round a tenth of the listings sell and a tenth are new, and every price moves: the events of the 200 that
 change are derived again, the 800 that only extend their spell are not. A listing keeps its title, so only the new
 ones' titles are segmented. The titles are the labelled sample's (tests/segments/titles_tuning.tsv), so classifying
-one costs what a real one does (a made-up title naming no goods costs a quarter of it)."""
+one costs what a real one does (a made-up title naming no goods costs a quarter of it).
+
+On a SQLite file by default; ``--db mysql://…`` runs on that MySQL/MariaDB database, every table of which is dropped
+first. What grows with what: a result's cost and its floor's with the result's listings; the result's part beyond
+the floor with the listings that changed (new titles classified, changed listings' events derived)."""
 
 from __future__ import annotations
 
@@ -25,7 +29,7 @@ from lib.scheduling.catalogue import Catalogue
 from lib.scheduling.schedule import ScheduleStore
 from models import ItemSnapshot, ListingSighting
 
-from .common import bench_settings, report
+from .common import bench_settings, empty_database, load_average, report
 
 T0 = 1_800_000_000.0
 #: Real listings' titles, the classifier's labelled sample: one per listing, in turn.
@@ -75,10 +79,12 @@ def naive_once(r, ip_id: int, rows: list[dict], at: float) -> None:
             UNIQUE, preserve=PRESERVE).execute()
 
 
-def run(n: int = 1000, rounds: int = 5) -> None:
-    print(f"process_result: {n:,}-item results (floor: raw pipelined Redis + one bulk upsert)")
-    with tempfile.TemporaryDirectory() as tmp, bench_settings(Path(tmp)) as settings:
+def run(n: int = 1000, rounds: int = 5, url: str | None = None) -> None:
+    with tempfile.TemporaryDirectory() as tmp, bench_settings(Path(tmp), url) as settings:
         bind_database(settings.database_url_resolved)
+        print(f"process_result: {n:,}-item results on {url.split('://')[0] if url else 'sqlite'} "
+              f"(floor: raw pipelined Redis + one bulk upsert), load {load_average()}")
+        empty_database(url)
         create_tables()
         r = state_redis(settings)
         r.flushdb()
@@ -108,9 +114,15 @@ def run(n: int = 1000, rounds: int = 5) -> None:
         database.close()
 
 
-def main() -> None:
-    run()
+def main(argv: list[str] | None = None) -> int:
+    argv = argv or []
+    if argv and (len(argv) != 2 or argv[0] != "--db" or not argv[1].startswith("mysql://")):
+        raise SystemExit("usage: python -m bench process_result [--db mysql://…]  (its tables are dropped first)")
+    run(url=argv[1] if argv else None)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,34 @@
+"""``python -m bench process_result`` on SQLite and, with ``--db mysql://…``, on MariaDB: it runs to its end and
+prints each time against its floor. Speeds are printed, never asserted."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from .conftest import BROKER_DB, STATE_DB
+
+ROOT = Path(__file__).resolve().parent.parent
+RATIO = r"\s+[\d.]+ s\s+floor\s+[\d.]+\s+ratio\s+[\d.]+x$"
+
+
+def test_process_result_bench_times_a_result_against_its_floor_on_both_databases(database_url, redis_server):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "BENCH_REDIS_URL": redis_server,
+           "BENCH_REDIS_DBS": f"{STATE_DB},{BROKER_DB}"}
+    for variable in ("BROKER_URL", "REDIS_URL", "DATABASE_URL"):
+        env.pop(variable, None)
+    mysql = database_url.startswith("mysql")
+    done = subprocess.run([sys.executable, "-m", "bench", "process_result", *(["--db", database_url] if mysql else [])],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert f"1,000-item results on {'mysql' if mysql else 'sqlite'}" in out, out
+    assert re.search(rf"^  process_result end to end \(s\){RATIO}", out, re.M), out
+    assert re.search(rf"^  naive, one round trip per item \(s\){RATIO}", out, re.M), out
+
+
+def test_process_result_bench_refuses_what_it_does_not_take():
+    done = subprocess.run([sys.executable, "-m", "bench", "process_result", "--db", "/tmp/x.sqlite3"], cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "usage: python -m bench process_result [--db mysql://" in done.stderr
