@@ -170,6 +170,38 @@ def test_values_of_another_type_are_converted_as_insert_many_converts_them(stock
     assert mine[(1, "b")][2] == 40 and mine[(1, "b")][3] == 2.5
 
 
+def test_rows_giving_every_column_are_written_as_insert_many_writes_them(stock):
+    """Rows naming every column with a default take the one-step path (no column defaulted per row): values of
+    their own type, of another type and None, and a row that leaves a nullable column out, as insert_many writes
+    them."""
+    at = datetime(2026, 11, 24, 23, 0)
+    full = {"title": "t", "count": 2, "price": 5, "hour": at, "mean": Decimal("1.25"), "listing": "m123456789"}
+    rows = [row(1, "a", **full), row(1, "b", **{**full, "price": "40", "seen": 3, "count": True, "hour": None}),
+            row(1, "c", **{k: v for k, v in full.items() if k != "mean"}), row(1, "d", **{**full, "listing": None})]
+    insert_rows(Stock, rows)
+    mine = stored(), list(Stock.select(Stock.sku, Stock.listing).order_by(Stock.sku).tuples())
+    database.execute_sql(f"DELETE FROM {Stock._meta.table_name}")
+    Stock.insert_many(rows).execute()
+    assert (stored(), list(Stock.select(Stock.sku, Stock.listing).order_by(Stock.sku).tuples())) == mine
+    assert mine[0][(1, "b")] == ("on_sale", "t", 40, 3.0, None, Decimal("1.25"), 1)
+    assert mine[0][(1, "c")][5] is None and mine[1][0] == ("a", "m123456789") and mine[1][3] == ("d", None)
+
+
+def test_a_single_column_row_is_written(db):
+    class Word(BaseModel):
+        word = ExactCharField(max_length=16, primary_key=True)
+
+        class Meta:
+            table_name = "bulk_word"
+
+    database.create_tables([Word])
+    try:
+        insert_rows(Word, [{"word": "五条"}, {"word": "Gojo"}])
+        assert sorted(w for (w,) in Word.select(Word.word).tuples()) == ["Gojo", "五条"]
+    finally:
+        database.drop_tables([Word])
+
+
 def test_select_tuples_reads_what_peewee_reads(stock):
     at = datetime(2026, 11, 24, 23, 0)
     insert_rows(Stock, [row(1, "鬼滅 '%s; --", price=1200, title="呪術廻戦", hour=at, mean=Decimal("12.50"),

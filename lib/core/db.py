@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import operator
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -133,7 +134,7 @@ def insert_rows(model: type[peewee.Model], rows: Sequence[Mapping[str, Any]], *,
     db = database.obj
     sql, fields = _insert_statement(db.__class__, model, names, conflict, tuple(f.name for f in target),
                                     tuple(f.name for f in preserve))
-    params = [_row_values(model, fields, row) for row in rows]
+    params = _rows_values(model, names, fields, rows)
     if db.in_transaction():
         _executemany(db, sql, params)
     else:  # one executemany may be several statements (PyMySQL): a transaction keeps them all or none
@@ -178,6 +179,32 @@ def _insert_statement(dialect: type[peewee.Database], model: type[peewee.Model],
     if len(params) != len(fields):  # every value a parameter, nothing else: the statement takes any row
         raise AssertionError(f"insert_rows: {len(params)} parameters for {len(fields)} columns in {sql!r}")
     return sql, tuple((f, meta.defaults.get(f), f.null) for f in fields)
+
+
+def _rows_values(model: type[peewee.Model], names: tuple[str, ...],
+                 fields: tuple[tuple[peewee.Field, Any, bool], ...],
+                 rows: Sequence[Mapping[str, Any]]) -> list[tuple[Any, ...]]:
+    """The rows' values in the statement's order, as ``_row_values`` makes them: each row's columns taken in one
+    step and only the values that are not of their plain column's own type converted (a 1,000-row result's
+    writes spent about 2 ms a thousand rows value by value). A row that leaves a column out, and statements with
+    defaulted columns, go value by value."""
+    if len(fields) != len(names):
+        return [_row_values(model, fields, row) for row in rows]
+    take = operator.itemgetter(*names)
+    checks = [(i, _PLAIN.get(type(field)), field.db_value) for i, (field, _, _) in enumerate(fields)]
+    out = []
+    for row in rows:
+        try:
+            taken = take(row)
+        except KeyError:
+            out.append(_row_values(model, fields, row))
+            continue
+        values = list(taken) if len(names) > 1 else [taken]
+        for i, plain, db_value in checks:
+            if type(values[i]) is not plain:  # None too: its field's db_value says what NULL is
+                values[i] = db_value(values[i])
+        out.append(tuple(values))
+    return out
 
 
 def _row_values(model: type[peewee.Model], fields: tuple[tuple[peewee.Field, Any, bool], ...],
