@@ -27,7 +27,7 @@ import peewee
 import redis
 
 from lib.core.clock import Clock, get_clock, naive_utc, to_timestamp
-from lib.core.db import ParameterList, insert_rows, write_transaction
+from lib.core.db import ParameterList, insert_rows, select_tuples, write_transaction
 from lib.core.errors import BadMessage
 from lib.core.execution_state import ExecutionState
 from lib.core.settings import Settings
@@ -177,10 +177,13 @@ class ResultProcessor:
         found = {}
         for start in range(0, len(source_ids), 500):
             chunk = source_ids[start:start + 500]
-            for snap in ItemSnapshot.select().where((ItemSnapshot.ip_id == result.ip_id)
-                                                    & (ItemSnapshot.source_id.in_(ParameterList(chunk)))):
-                if snap.last_seen + ttl[snap.status] > result.crawled_at:
-                    found[snap.source_id] = ItemState(snap.status, snap.price, snap.first_seen, snap.last_seen)
+            for source_id, status, price, first_seen, last_seen in select_tuples(
+                    ItemSnapshot.select(ItemSnapshot.source_id, ItemSnapshot.status, ItemSnapshot.price,
+                                        ItemSnapshot.first_seen, ItemSnapshot.last_seen)
+                    .where((ItemSnapshot.ip_id == result.ip_id)
+                           & (ItemSnapshot.source_id.in_(ParameterList(chunk))))):
+                if last_seen + ttl[status] > result.crawled_at:
+                    found[source_id] = ItemState(status, price, first_seen, last_seen)
         return found
 
     # -- step 2 ----------------------------------------------------------------
