@@ -26,6 +26,7 @@ def test_process_result_bench_times_a_result_against_its_floor_on_both_databases
     assert f"1,000-item results on {'mysql' if mysql else 'sqlite'}" in out, out
     assert re.search(rf"^  process_result end to end \(s\){RATIO}", out, re.M), out
     assert re.search(rf"^    against a floor with its Redis scripts \(s\){RATIO}", out, re.M), out
+    assert re.search(rf"^  a quiet market: one price in 20 moves \(s\){RATIO}", out, re.M), out
     assert re.search(rf"^  naive, one round trip per item \(s\){RATIO}", out, re.M), out
 
 
