@@ -43,21 +43,37 @@ def cmd_characters(args) -> int:
             print(f"IP {ip_id}: {verb} {args.operand!r}" + ("" if changes.added else
                                                           " (already listed; its new aliases added)" if changes.any
                                                           else " (already listed with these aliases)"))
+            if changes.any:
+                _resegment(ip_id)
         elif operation == "remove":
             removed = store.remove_character(ip_id, args.operand)
             if removed is None:
                 print(f"{label}: IP {ip_id} lists no character named {args.operand!r}", file=sys.stderr)
                 return 1
             print(f"IP {ip_id}: removed {removed.name!r}")
+            _resegment(ip_id)
         elif operation == "import":
             changes = store.replace_characters(ip_id, load_characters_file(Path(args.operand)))
             total = changes.added + changes.changed + changes.moved + changes.unchanged
             print(f"IP {ip_id}: {total} character(s) listed ({changes.added} added, {changes.changed} with other "
                   f"aliases, {changes.removed} removed, {changes.moved} moved, {changes.unchanged} unchanged)")
+            if changes.any:
+                _resegment(ip_id)
     except (CatalogueError, store.UnknownIp, CharactersUnavailable, CharacterListError) as e:
         print(f"{label}: {e}", file=sys.stderr)
         return 1
     return 0
+
+
+def _resegment(ip_id: int) -> None:
+    """The IP's stored listings segmented again by its changed list (``lib.segments.stored.resegment_ip``)."""
+    from lib.cli.common import app_read_side
+    from lib.segments.stored import resegment_ip
+
+    side = app_read_side()
+    report = resegment_ip(side.settings, side, ip_id)
+    print(f"IP {ip_id}: {report.listings:,} stored listing(s) segmented again: {report.added:,} segment row(s) "
+          f"added, {report.removed:,} removed")
 
 
 def _print(ip_id: int, fmt: str) -> None:

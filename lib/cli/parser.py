@@ -41,7 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog="characters: `ip characters ID` lists IP ID's characters; `ip characters ID add NAME "
                               "[--alias A …]` adds one (or adds aliases to it); `… remove NAME`; `… import FILE` "
                               'replaces the list with a JSON file [{"name": …, "aliases": […]}]; `… export` prints '
-                              "the list as such a file")
+                              "the list as such a file. A change segments the IP's stored listings again by the new "
+                              "list")
     p.add_argument("action", choices=["add", "list", "show", "disable", "enable", "import", "characters"])
     p.add_argument("value", nargs="?", help="add: KEYWORD; show/disable/enable/characters: ID; import: FILE")
     p.add_argument("operation", nargs="?", choices=["list", "add", "remove", "import", "export"],
@@ -133,8 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=["classify", "reapply", "board"],
                    help="classify: read titles on standard input, one a line; write one JSON object a line "
                         '({"title": …, "goods": [ids], "characters": [names]}); reapply: derive the stored '
-                        "listings' segments again from their titles, after SEGMENTS_TAXONOMY or a character list "
-                        "changed; board: what sells across franchises, each goods type (or character) over every "
+                        "listings' segments again from their titles, after SEGMENTS_TAXONOMY changed (a change of "
+                        "a character list does it for its IP); board: what sells across franchises, each goods type "
+                        "(or character) over every "
                         "IP's listings")
     p.add_argument("--by", choices=["goods", "character"], default="goods", help="board: the kind of segment")
     p.add_argument("--hours", type=int, default=168, help="board: the window, at most RETENTION_WINDOW")

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache, partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import peewee
 
@@ -196,6 +196,20 @@ def reapply(settings: Settings, ip_id: int | None = None, *, batch: int = BATCH)
             assert report.changed_ips is not None
             report.changed_ips.append(ip)
     logger.info("segments reapplied: %s", report)
+    return report
+
+
+class CacheDropper(Protocol):
+    """What drops an IP's cached answers (``lib.market.read_side.ReadSide``)."""
+
+    def drop_ip_caches(self, ip_ids: list[int]) -> None: ...
+
+
+def resegment_ip(settings: Settings, side: CacheDropper, ip_id: int) -> ReapplyReport:
+    """Segment an IP's stored listings again after its character list changed (``reapply`` of the one IP), and
+    drop its cached answers that the new segments change (``side``: the read side)."""
+    report = reapply(settings, ip_id)
+    side.drop_ip_caches(report.changed_ips or [])
     return report
 
 

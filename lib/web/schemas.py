@@ -314,5 +314,14 @@ class CharacterList(BaseModel):
     characters: list[CharacterOut] = Field(description="in the operator's order, which matches are answered in")
 
 
+class Resegmented(BaseModel):
+    listings: int = Field(description="the IP's stored listings whose titles were matched again")
+    added: int = Field(description="segment rows written (a listing that now names a character)")
+    removed: int = Field(description="segment rows deleted (a listing that no longer names one)")
+
+
 class CharacterChange(CharacterList):
     changed: bool = Field(description="whether the request changed the list (false: it was so already)")
+    resegmented: Resegmented | None = Field(
+        None, description="when the list changed: the IP's stored listings segmented again by it before this "
+                          "answer, as `animetop segments reapply --ip ID` does (null when nothing changed)")

@@ -38,6 +38,12 @@ def new_ip(keyword: str) -> int:
     return int(out.split()[2].rstrip(":"))  # "added IP 3: '…' …"
 
 
+def resegmented(ip: int, listings: int = 0, added: int = 0, removed: int = 0) -> str:
+    """The line a change of the list prints: the IP's stored listings segmented again by it."""
+    return (f"IP {ip}: {listings:,} stored listing(s) segmented again: {added:,} segment row(s) added, "
+            f"{removed:,} removed\n")
+
+
 def exported(ip: int) -> list[dict]:
     code, out, err = animetop("ip", "characters", str(ip), "export")
     assert code == 0, err
@@ -49,10 +55,10 @@ def test_a_list_kept_by_hand(cli_env, tmp_path):
     code, out, err = animetop("ip", "characters", str(ip))
     assert (code, out, err) == (0, f"NAME  ALIASES\n0 character(s) of IP {ip}\n", "")
     assert animetop("ip", "characters", str(ip), "add", "五条悟", "--alias", "五条", "--alias=gojo")[:2] == (
-        0, f"IP {ip}: added '五条悟'\n")
+        0, f"IP {ip}: added '五条悟'\n" + resegmented(ip))
     assert animetop("ip", "characters", str(ip), "add", "虎杖悠仁", "--alias", "虎杖")[0] == 0
     code, out, _ = animetop("ip", "characters", str(ip), "add", "五条悟", "--alias", "悟", "--alias", "GOJO")
-    assert (code, out) == (0, f"IP {ip}: updated '五条悟' (already listed; its new aliases added)\n")
+    assert (code, out) == (0, f"IP {ip}: updated '五条悟' (already listed; its new aliases added)\n" + resegmented(ip))
     code, out, _ = animetop("ip", "characters", str(ip), "add", "五条悟", "--alias", "悟")
     assert (code, out) == (0, f"IP {ip}: unchanged: '五条悟' (already listed with these aliases)\n")
 
@@ -74,7 +80,7 @@ def test_a_list_kept_by_hand(cli_env, tmp_path):
     code, out, err = animetop("ip", "characters", str(other), "import", str(file))
     assert (code, err) == (0, "")
     assert out == (f"IP {other}: 2 character(s) listed (2 added, 0 with other aliases, 0 removed, 0 moved, "
-                   f"0 unchanged)\n")
+                   f"0 unchanged)\n" + resegmented(other))
     assert exported(other) == listed
 
     # an import replaces the list whole: what the file does not name is removed
@@ -82,13 +88,14 @@ def test_a_list_kept_by_hand(cli_env, tmp_path):
                                ensure_ascii=False), encoding="utf-8")
     code, out, _ = animetop("ip", "characters", str(other), "import", str(file))
     assert out == (f"IP {other}: 2 character(s) listed (1 added, 1 with other aliases, 1 removed, 0 moved, "
-                   f"0 unchanged)\n")
+                   f"0 unchanged)\n" + resegmented(other))
     assert exported(other) == [{"name": "虎杖悠仁", "aliases": ["itadori"]}, {"name": "七海建人", "aliases": []}]
     assert exported(ip) == listed                         # the first IP's list is its own
 
     code, out, err = animetop("ip", "characters", str(ip), "remove", "ＧＯＪＯ")   # an alias, not a name
     assert (code, out) == (1, "") and f"IP {ip} lists no character named 'ＧＯＪＯ'" in err
-    assert animetop("ip", "characters", str(ip), "remove", "五条悟")[:2] == (0, f"IP {ip}: removed '五条悟'\n")
+    assert animetop("ip", "characters", str(ip), "remove", "五条悟")[:2] == (
+        0, f"IP {ip}: removed '五条悟'\n" + resegmented(ip))
     assert exported(ip) == [{"name": "虎杖悠仁", "aliases": ["虎杖"]}]
 
 
@@ -140,6 +147,39 @@ def test_mistakes_are_told_with_the_ip_commands_exit_codes(cli_env, tmp_path):
     code, _, err = animetop("ip", "show", str(ip), "add")
     assert code == 2 and "go with `ip characters ID`" in err
     assert exported(ip) == []
+
+
+def test_a_change_segments_the_ip_s_stored_listings_again(cli_env):
+    """Listings stored before a character is listed name it as soon as it is (no ``segments reapply``), and stop
+    when it is removed; a command that changes nothing segments nothing."""
+    from lib.core.clock import FrozenClock
+    from lib.core.redis_client import state_redis
+    from lib.core.settings import get_settings
+    from lib.market.processing import CrawlResult, ResultProcessor
+    from lib.segments.stored import CHARACTER
+    from models import ListingSegment
+
+    ip = new_ip("呪術廻戦")
+    titles = {"t1": "五条悟 アクスタ", "t2": "ゴジョウ サトル 缶バッジ", "t3": "虎杖 ぬいぐるみ", "t4": "ぬいぐるみ"}
+    settings = get_settings()
+    ResultProcessor(settings, state_redis(settings), FrozenClock(1_800_000_000.0)).apply(CrawlResult.parse(
+        ip, "titled", 1_800_000_000.0,
+        [{"source_id": sid, "title": t, "status": "on_sale", "price": 500} for sid, t in titles.items()]))
+
+    def rows() -> set[tuple[str, str]]:
+        return set(ListingSegment.select(ListingSegment.source_id, ListingSegment.key)
+                   .where((ListingSegment.ip_id == ip) & (ListingSegment.kind == CHARACTER)).tuples())
+
+    code, out, _ = animetop("ip", "characters", str(ip), "add", "五条悟")
+    assert (code, out) == (0, f"IP {ip}: added '五条悟'\n" + resegmented(ip, 4, 1)) and rows() == {("t1", "五条悟")}
+    code, out, _ = animetop("ip", "characters", str(ip), "add", "五条悟", "--alias", "ゴジョウサトル")
+    assert out.endswith(resegmented(ip, 4, 1)) and rows() == {("t1", "五条悟"), ("t2", "五条悟")}
+    code, out, _ = animetop("ip", "characters", str(ip), "add", "五条悟", "--alias", "ゴジョウサトル")
+    assert "segmented again" not in out  # unchanged
+    code, out, _ = animetop("ip", "characters", str(ip), "add", "虎杖悠仁", "--alias", "虎杖")
+    assert out.endswith(resegmented(ip, 4, 1)) and ("t3", "虎杖悠仁") in rows()
+    code, out, _ = animetop("ip", "characters", str(ip), "remove", "五条悟")
+    assert out.endswith(resegmented(ip, 4, 0, 2)) and rows() == {("t3", "虎杖悠仁")}
 
 
 def test_a_real_process_round_trips_the_list(cli_env, tmp_path):

@@ -7,8 +7,13 @@ import time
 import urllib.request
 from urllib.parse import quote
 
+from lib.core.redis_client import state_redis
+from lib.market.processing import CrawlResult, ResultProcessor
 from lib.segments.character_store import replace_characters
+from lib.segments.stored import CHARACTER
+from models import ItemSnapshot, ListingSegment
 
+from ..test_alerts_and_read_side import T0
 from .conftest import TOKEN, call, call_request
 from .test_api import check_against_openapi, openapi, signed_in
 
@@ -157,3 +162,40 @@ def test_hostile_names_round_trip_and_are_removed_by_their_path(dashboard):
         reply = call(f"{url}/{quote(name, safe='')}", "DELETE", None, BEARER)
         assert reply.status == 200 and reply.json()["changed"] is True, (name, reply.body)
         assert [c["name"] for c in listed(reply)] == names[i + 1:]
+
+
+def character_rows(ip: int) -> set[tuple[str, str]]:
+    return set(ListingSegment.select(ListingSegment.source_id, ListingSegment.key)
+               .where((ListingSegment.ip_id == ip) & (ListingSegment.kind == CHARACTER)).tuples())
+
+
+def test_a_change_segments_the_ip_s_stored_listings_again(dashboard, settings):
+    """A changed list applies to the listings already stored, at once (no ``segments reapply``): the answer says
+    how many rows it wrote and deleted, and the IP's cached segments answer follows."""
+    if dashboard.token is None:
+        return
+    ip = dashboard.ips[0].id
+    titled = [{"source_id": "t1", "title": "五条悟 アクスタ", "status": "on_sale", "price": 800},
+              {"source_id": "t2", "title": "虎杖 缶バッジ", "status": "on_sale", "price": 500},
+              {"source_id": "t3", "title": "ぬいぐるみ", "status": "on_sale", "price": 900}]
+    ResultProcessor(settings, state_redis(settings), dashboard.clock).apply(
+        CrawlResult.parse(ip, "titled", T0 + 90, titled))
+    stored = ItemSnapshot.select().where(ItemSnapshot.ip_id == ip).count()
+    url = f"{dashboard.url}/api/v1/ips/{ip}/characters"
+    segments = f"{dashboard.url}/api/v1/ips/{ip}/segments?by=character"
+    assert character_rows(ip) == set() and call(segments).json()["segments"] == []  # and now cached
+
+    reply = call(url, "PUT", {"characters": JUJUTSU}, BEARER)
+    check_against_openapi(openapi(dashboard), PATH, "put", reply)
+    assert reply.json()["resegmented"] == {"listings": stored, "added": 2, "removed": 0}
+    assert character_rows(ip) == {("t1", "五条悟"), ("t2", "虎杖悠仁")}
+    assert {s["key"] for s in call(segments).json()["segments"]} == {"五条悟", "虎杖悠仁"}
+
+    reply = call(f"{url}/{quote('五条悟')}", "DELETE", None, BEARER)
+    assert reply.json()["resegmented"] == {"listings": stored, "added": 0, "removed": 1}
+    assert character_rows(ip) == {("t2", "虎杖悠仁")}
+    reply = call(url, "POST", {"name": "五条悟", "aliases": ["悟"]}, BEARER)
+    assert reply.json()["resegmented"] == {"listings": stored, "added": 1, "removed": 0}
+    reply = call(url, "POST", {"name": "五条悟", "aliases": ["悟"]}, BEARER)  # no change: nothing segmented
+    assert reply.json()["changed"] is False and reply.json()["resegmented"] is None
+    assert {s["key"] for s in call(segments).json()["segments"]} == {"五条悟", "虎杖悠仁"}
