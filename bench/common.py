@@ -36,9 +36,9 @@ def report(name: str, value: float, floor: float, unit: str = "s") -> None:
 @contextmanager
 def bench_settings(tmp: Path, database: Path | str | None = None):
     """Settings on BENCH_REDIS_URL (default local Redis) with the databases BENCH_REDIS_DBS names (state, broker:
-    default 2,3, below the pairs a test run's workers flush, 14,15 down to 8,9; a test run gives its own), or the
-    embedded Redis; the database ``database`` (a SQLite file, kept, or a ``mysql://`` URL), else a SQLite file in
-    ``tmp``."""
+    default 2,3, below the pairs a test run's workers flush, 14,15 down to 8,9; a test run gives its own), flushed
+    first unless they hold keys no benchmark left (``claim_redis_database``), or the embedded Redis; the database
+    ``database`` (a SQLite file, kept, or a ``mysql://`` URL), else a SQLite file in ``tmp``."""
     base = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379")
     state_db, broker_db = (int(n) for n in os.environ.get("BENCH_REDIS_DBS", "2,3").split(","))
     url = database if isinstance(database, str) else f"sqlite:///{database or tmp / 'bench.sqlite3'}"
@@ -51,14 +51,41 @@ def bench_settings(tmp: Path, database: Path | str | None = None):
     except redis.ConnectionError:
         pass  # embedded Redis under tmp
     settings = load_settings(env)
-    if "REDIS_URL" in env:  # start from empty databases, whatever an earlier run left
+    if "REDIS_URL" in env:  # start from empty databases, whatever an earlier benchmark left
         for url in (env["REDIS_URL"], env["BROKER_URL"]):
-            redis.Redis.from_url(url).flushdb()
+            claim_redis_database(url)
     use_settings(settings)
     try:
         yield settings
     finally:
         use_settings(None)
+        if "REDIS_URL" in env:  # a benchmark flushes its databases as it goes (cold caches): mark them again
+            for url in (env["REDIS_URL"], env["BROKER_URL"]):
+                try:
+                    redis.Redis.from_url(url, socket_connect_timeout=1).set(BENCH_OWNED, "1")
+                except redis.RedisError:
+                    pass  # gone with the run: the next one finds what it finds
+
+
+#: The key a benchmark leaves in each Redis database it flushed: the next run may flush that database again.
+#: Outside the application's namespace (``lib.core.keys``), which the broker's maintenance scans.
+BENCH_OWNED = "animetop-bench:owned"
+
+
+def claim_redis_database(url: str) -> None:
+    """Flush the Redis database ``url`` names for a benchmark, unless it holds keys a benchmark did not leave:
+    a database of some other use (BENCH_REDIS_DBS is a number anyone may get wrong) stops the run instead,
+    naming the setting and leaving the keys alone."""
+    import redis
+
+    client = redis.Redis.from_url(url)
+    held = client.dbsize()
+    if held and not client.exists(BENCH_OWNED):
+        raise SystemExit(f"BENCH_REDIS_DBS: the Redis database {url} holds {held:,} key(s) that no benchmark left; "
+                         "name empty databases (BENCH_REDIS_DBS=STATE,BROKER, and BENCH_REDIS_URL), or empty that "
+                         "one yourself if it is yours to lose")
+    client.flushdb()
+    client.set(BENCH_OWNED, "1")
 
 
 def market_options(argv: list[str], usage: str, ips: int, days: int = 0) -> tuple[Path | str | None, int, int]:

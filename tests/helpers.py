@@ -501,3 +501,16 @@ def simulator_crawl_env(env: dict[str, str], sim, chromium: str, **extra: str) -
     as root), a 15 s page timeout, and ``extra`` settings."""
     return {**env, "MERCARI_BASE_URL": sim.url, "CHROMIUM_PATH": chromium, "CHROMIUM_NO_SANDBOX": "true",
             "CRAWL_PAGE_TIMEOUT": "15s", **extra}
+
+
+def empty_redis_databases(redis_server: str) -> None:
+    """Flush this test worker's two Redis databases (``conftest.STATE_DB``, ``BROKER_DB``), for a benchmark run on
+    them: it refuses databases that hold keys it did not leave."""
+    import redis
+
+    from .conftest import BROKER_DB, STATE_DB
+
+    for db in (STATE_DB, BROKER_DB):
+        client = redis.Redis.from_url(redis_server, db=db)
+        client.flushdb()
+        client.close()

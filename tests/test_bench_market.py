@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import BROKER_DB, STATE_DB
+from .helpers import empty_redis_databases
 
 pytestmark = pytest.mark.slow  # each fills a market: its template IPs' results processed for real
 
@@ -28,6 +29,7 @@ def bench(name: str, database: Path, redis_server: str, *extra: str, days: bool 
            "BENCH_REDIS_DBS": f"{STATE_DB},{BROKER_DB}"}
     for variable in ("BROKER_URL", "REDIS_URL", "DATABASE_URL"):
         env.pop(variable, None)
+    empty_redis_databases(redis_server)  # the worker's own: a bench refuses databases holding others' keys
     done = subprocess.run([sys.executable, "-m", "bench", name, "--ips", str(IPS),
                            *(["--days", str(DAYS)] if days else []), "--db", str(database), *extra],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)

@@ -7,7 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .conftest import BROKER_DB, STATE_DB
+import pytest
+
+from .conftest import BROKER_DB, STATE_DB, _with_db
+from .helpers import empty_redis_databases
 
 ROOT = Path(__file__).resolve().parent.parent
 RATIO = r"\s+[\d.]+ s\s+floor\s+[\d.]+\s+ratio\s+[\d.]+x$"
@@ -18,6 +21,7 @@ def test_process_result_bench_times_a_result_against_its_floor_on_both_databases
            "BENCH_REDIS_DBS": f"{STATE_DB},{BROKER_DB}"}
     for variable in ("BROKER_URL", "REDIS_URL", "DATABASE_URL"):
         env.pop(variable, None)
+    empty_redis_databases(redis_server)  # the worker's own: a bench refuses databases holding others' keys
     mysql = database_url.startswith("mysql")
     done = subprocess.run([sys.executable, "-m", "bench", "process_result", *(["--db", database_url] if mysql else [])],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
@@ -34,3 +38,36 @@ def test_process_result_bench_refuses_what_it_does_not_take():
     done = subprocess.run([sys.executable, "-m", "bench", "process_result", "--db", "/tmp/x.sqlite3"], cwd=ROOT,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=60)
     assert done.returncode != 0 and "usage: python -m bench process_result [--db mysql://" in done.stderr
+
+
+def test_a_bench_refuses_a_redis_database_that_holds_keys_it_did_not_leave(redis_server):
+    """BENCH_REDIS_DBS is a number anyone may get wrong: a database holding keys no benchmark left stops the run,
+    naming the setting, and keeps its keys; an empty one is flushed and marked, and a database a benchmark left
+    may be flushed again whatever it holds."""
+    import redis
+
+    from bench.common import BENCH_OWNED, claim_redis_database
+
+    empty_redis_databases(redis_server)
+    url = _with_db(redis_server, STATE_DB)
+    client = redis.Redis.from_url(url)
+    client.set("someone:else", "theirs")
+    refusal = r"BENCH_REDIS_DBS: the Redis database \S+ holds 1 key\(s\) that no benchmark left"
+    with pytest.raises(SystemExit, match=refusal):
+        claim_redis_database(url)
+    assert client.get("someone:else") == b"theirs"
+    client.delete("someone:else")
+    claim_redis_database(url)
+    assert client.keys("*") == [BENCH_OWNED.encode()]
+    client.set("left:by:the:bench", "1")
+    claim_redis_database(url)
+    assert client.keys("*") == [BENCH_OWNED.encode()]
+
+    client.set("someone:else", "theirs")
+    client.delete(BENCH_OWNED)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "BENCH_REDIS_URL": redis_server,
+           "BENCH_REDIS_DBS": f"{STATE_DB},{BROKER_DB}"}
+    done = subprocess.run([sys.executable, "-m", "bench", "process_result"], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode != 0 and "BENCH_REDIS_DBS: the Redis database" in done.stderr, done.stderr
+    assert client.get("someone:else") == b"theirs"
