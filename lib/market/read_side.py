@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -15,7 +14,7 @@ from zoneinfo import ZoneInfo
 import redis
 from redis.lock import Lock
 
-from lib.core import keys
+from lib.core import fast_json, keys
 from lib.core.clock import Clock, get_clock, naive_utc
 from lib.core.settings import Settings
 from lib.market import window_rows
@@ -96,7 +95,7 @@ def _cached(client: redis.Redis | None, key: str, ttl: float, compute: Callable[
         try:
             hit = client.get(key)
             if hit is not None:
-                return json.loads(hit)
+                return fast_json.loads(hit)
         except redis.RedisError as e:
             failed(e)
             client = None
@@ -110,7 +109,7 @@ def _fill(client: redis.Redis, key: str, value: Any, ttl: float, index: str) -> 
     """Cache ``value`` under ``key`` for ``ttl`` seconds, listed in the set ``index`` (a failure is logged)."""
     try:
         pipe = client.pipeline(transaction=True)  # key and index share a slot (keys.py), so also on a cluster
-        pipe.set(key, json.dumps(value, ensure_ascii=False, default=str), px=int(ttl * 1000))
+        pipe.set(key, fast_json.dumps(value), px=int(ttl * 1000))
         pipe.sadd(index, key)
         pipe.pexpire(index, int(ttl * 1000))  # outlives every member: each was set with ttl, none later
         pipe.execute()
@@ -268,7 +267,7 @@ class ReadSide:
         try:
             hit = client.get(key)
             if hit is not None:
-                return json.loads(hit)
+                return fast_json.loads(hit)
             deadline = time.monotonic() + COMPUTE_WAIT
             while time.monotonic() < deadline:
                 computed = self._compute_under_lock(key, lock_name, compute, store, only_if_missing=True)
@@ -277,7 +276,7 @@ class ReadSide:
                 time.sleep(COMPUTE_POLL)  # another process computes it: its result lands under key
                 hit = client.get(key)
                 if hit is not None:
-                    return json.loads(hit)
+                    return fast_json.loads(hit)
             logger.warning("%s: still being computed elsewhere after %.0f s; computing it here", lock_name,
                            COMPUTE_WAIT)
         except redis.RedisError as e:
@@ -328,7 +327,7 @@ class ReadSide:
         """Seconds since the cached board of this window was computed (None: not cached)."""
         assert self.client is not None
         hit = self.client.get(keys.leaderboard(hours))
-        return None if hit is None else self.clock.now() - float(json.loads(hit)["computed_at"])
+        return None if hit is None else self.clock.now() - float(fast_json.loads(hit)["computed_at"])
 
     def _compute_under_lock(self, key: str, lock_name: str, compute: Callable[[], dict[str, Any]],
                             store: Callable[[dict[str, Any]], None], *,
@@ -344,7 +343,7 @@ class ReadSide:
             if only_if_missing:  # the holder before us may have just stored it
                 hit = self.client.get(key)
                 if hit is not None:
-                    return json.loads(hit)
+                    return fast_json.loads(hit)
             with _kept(lock, COMPUTE_LOCK_TTL / 3):
                 value = compute()
             store(value)
@@ -362,7 +361,7 @@ class ReadSide:
         if ttl <= 0:
             return
         try:
-            self.client.set(key, json.dumps(board, ensure_ascii=False, default=str), px=int(ttl * 1000))
+            self.client.set(key, fast_json.dumps(board), px=int(ttl * 1000))
         except redis.RedisError as e:
             logger.warning("could not fill cache %s: %s", key, e)
 

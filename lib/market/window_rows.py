@@ -26,6 +26,7 @@ from typing import Any
 
 import peewee
 
+from lib.core import fast_json
 from lib.core.clock import naive_utc, to_timestamp
 from lib.core.db import is_mysql, on_conflict_update, write_transaction
 from lib.core.settings import get_settings
@@ -279,8 +280,8 @@ def board_rows(hours: int, now: float) -> tuple[list[dict[str, Any]], dict[int, 
                                     IpWindowMeasures.row, IpWindowMeasures.sparkline))
             .where(IpWindowMeasures.hours == hours).order_by(IpWindowMeasures.ip_id)):
         if ip_id not in stale:
-            rows.append({"ip_id": ip_id, "keyword": keyword, "name": name, **json.loads(row)})
-            lines[ip_id] = _line(json.loads(line), hours, since, start)
+            rows.append({"ip_id": ip_id, "keyword": keyword, "name": name, **fast_json.loads(row)})
+            lines[ip_id] = _line(fast_json.loads(line), hours, since, start)
     fresh, names = _fresh(stale, hours, now)
     for ip_id, (m, line) in fresh.items():
         rows.append(names[ip_id] | row_measures(m))
@@ -314,7 +315,7 @@ def top(by: str, hours: int, now: float, limit: int | None, ascending: bool) -> 
         query = query.where(IpWindowMeasures.ip_id.not_in(sorted(stale)))
     if limit is not None:
         query = query.limit(limit)
-    rows = [{"ip_id": i, "keyword": k, "name": n, **json.loads(row)} for i, k, n, row in tuples(query)]
+    rows = [{"ip_id": i, "keyword": k, "name": n, **fast_json.loads(row)} for i, k, n, row in tuples(query)]
     if stale:
         fresh, names = _fresh(stale, hours, now)
         rows += [r for r in (names[i] | row_measures(m) for i, (m, _) in fresh.items()) if r[by] is not None]
@@ -336,4 +337,4 @@ def ip_measures(ip_id: int, hours: int, now: float) -> dict[str, Any] | None:
         return window_measures([ip_id], hours, now, detail_from=_detail(now)).get(ip_id, {})
     row = (IpWindowMeasures.select(IpWindowMeasures.measures)
            .where((IpWindowMeasures.hours == hours) & (IpWindowMeasures.ip_id == ip_id)).first())
-    return {} if row is None else json.loads(row.measures)
+    return {} if row is None else fast_json.loads(row.measures)
