@@ -66,12 +66,12 @@ def cmd_characters(args) -> int:
 
 
 def _resegment(ip_id: int) -> None:
-    """The IP's stored listings segmented again by its changed list (``lib.segments.stored.resegment_ip``)."""
+    """The IP's stored listings segmented again by its changed list (``lib.segments.stored.resegment``)."""
     from lib.cli.common import app_read_side
-    from lib.segments.stored import resegment_ip
+    from lib.segments.stored import resegment
 
     side = app_read_side()
-    report = resegment_ip(side.settings, side, ip_id)
+    report = resegment(side.settings, side, ip_id)
     print(f"IP {ip_id}: {report.listings:,} stored listing(s) segmented again: {report.added:,} segment row(s) "
           f"added, {report.removed:,} removed")
 

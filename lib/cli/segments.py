@@ -73,7 +73,7 @@ def _classify(args) -> int:
 
 def _reapply(args) -> int:
     from lib.cli.common import app_read_side
-    from lib.segments.stored import configured_classifier, reapply
+    from lib.segments.stored import configured_classifier, resegment
     from lib.segments.taxonomy import TaxonomyError
     from models import IpMetadata
 
@@ -90,8 +90,7 @@ def _reapply(args) -> int:
     if args.ip is not None and IpMetadata.get_or_none(IpMetadata.id == args.ip) is None:
         print(f"animetop segments reapply: no IP with id {args.ip}", file=sys.stderr)
         return 1
-    report = reapply(side.settings, args.ip)
-    side.drop_ip_caches(report.changed_ips or [])
+    report = resegment(side.settings, side, args.ip)
     print(f"{report.ips} IP(s), {report.listings:,} listing(s): {report.added:,} segment row(s) added, "
           f"{report.removed:,} removed")
     return 0

@@ -205,9 +205,9 @@ class CacheDropper(Protocol):
     def drop_ip_caches(self, ip_ids: list[int]) -> None: ...
 
 
-def resegment_ip(settings: Settings, side: CacheDropper, ip_id: int) -> ReapplyReport:
-    """Segment an IP's stored listings again after its character list changed (``reapply`` of the one IP), and
-    drop its cached answers that the new segments change (``side``: the read side)."""
+def resegment(settings: Settings, side: CacheDropper, ip_id: int | None = None) -> ReapplyReport:
+    """``reapply`` (of ``ip_id``, or of every IP), then drop the cached answers of the IPs whose segments changed
+    (``side``: the read side): after the taxonomy or an IP's character list changed."""
     report = reapply(settings, ip_id)
     side.drop_ip_caches(report.changed_ips or [])
     return report

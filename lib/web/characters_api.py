@@ -11,7 +11,7 @@ from fastapi.exceptions import RequestValidationError
 from lib.core.clock import to_timestamp
 from lib.segments import character_store as store
 from lib.segments.character_rules import NAME_MAX_LENGTH, CharacterListError, MatcherConflict
-from lib.segments.stored import resegment_ip
+from lib.segments.stored import resegment
 from lib.web import schemas
 from lib.web.api import IpId, WebContext, context, db_session, operator, problems
 
@@ -48,7 +48,7 @@ def _changing(ctx: WebContext, ip_id: int, change, where: tuple[str | int, ...])
                                        "input": None}]) from None
     resegmented = None
     if changed:
-        report = resegment_ip(ctx.settings, ctx.read_side, ip_id)
+        report = resegment(ctx.settings, ctx.read_side, ip_id)
         resegmented = {"listings": report.listings, "added": report.added, "removed": report.removed}
     return {**_listing(ip_id), "changed": changed, "resegmented": resegmented}
 
