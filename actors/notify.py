@@ -8,7 +8,7 @@ from lib.core.settings import get_settings
 from lib.messaging.routes import DELIVER_ALERT, NOTIFY_ALERT
 
 
-# Layer 1 of seed 003's dedup: one handler per alert at a time.
+# Layer 1 of the alerts' dedup (docs/operating/alerts.md): one handler per alert at a time.
 @NOTIFY_ALERT.declare(lock_key=lambda alert_id: f"alert:{alert_id}", max_retries=5)
 def notify_alert(alert_id: int) -> None:
     handle_alert(Notifier(get_settings(), state_redis()), alert_id, deliver_alert.send)

@@ -4,7 +4,7 @@ from .base import BaseModel, ExactCharField
 
 
 class CollectionTask(BaseModel):
-    """A source task collected incrementally, newest first (seed 004), with its saved progress."""
+    """A source task collected incrementally, newest first (docs/operating/collection.md), with its saved progress."""
 
     id = peewee.AutoField()  # peewee's implicit key, declared for the type checker
 

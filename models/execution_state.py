@@ -4,9 +4,9 @@ from .base import BaseModel
 
 
 class JobExecutionState(BaseModel):
-    """Last execution time per (job, parameter); seed 001. Times are Unix seconds.
+    """Last execution time per (job, parameter) (docs/concepts/scheduling.md). Times are Unix seconds.
 
-    Seed 001 calls a scheduled job a "collector", hence the table and column names it fixes
+    Other consumers of the table call a scheduled job a "collector", hence its table and column names
     (``collector_execution_state.collector_name``); here that is a *job* (a crawl of an IP, a pool fill, a
     collection run), not the export-API ``Collector`` of ``lib.collection`` nor a Prometheus collector.
     """

@@ -7,7 +7,7 @@ KEYWORD_MAX_LENGTH = 200
 
 
 class IpMetadata(BaseModel):
-    """An IP whose market heat is tracked; seed 000 §1.1 ``ip_metadata``.
+    """An IP whose market heat is tracked (``ip_metadata``).
 
     "IP" throughout animetop means intellectual property in the franchise sense: an anime/manga title such as
     鬼滅の刃, tracked through the search keyword its listings on Mercari are found by (never an IP address).

@@ -4,7 +4,7 @@ from .base import BaseModel, CodeField, ExactCharField, ListingIdField, NaturalK
 
 
 class ItemSnapshot(BaseModel):
-    """Latest known state of one listing of one IP (seed 000 ``item_snapshots``). Times are Unix seconds."""
+    """Latest known state of one listing of one IP. Times are Unix seconds."""
 
     id = peewee.AutoField()  # peewee's implicit key, declared for the type checker
 
@@ -28,7 +28,7 @@ class ItemSnapshot(BaseModel):
 
 
 class IpStatsHourly(BaseModel):
-    """Market flow of one IP in one UTC hour (seed 000 §4.3)."""
+    """Market flow of one IP in one UTC hour (docs/concepts/measures.md, definition 4)."""
 
     id = peewee.AutoField()  # peewee's implicit key, declared for the type checker
 

@@ -6,9 +6,9 @@ AVAILABLE, QUEUED, USED = 1, 2, 0
 
 
 class PoolRow(BaseModel):
-    """A title or content handed out once (seed 002). status: 1 available, 2 queued in the Redis pool, 0 used.
+    """A title or content handed out once (docs/operating/pools.md). status: 1 available, 2 queued, 0 used.
 
-    Status 2 is ours: seed 002 left queued rows at 1, so a refill could queue them again and hand them out
+    Status 2 is its own: a queued row left at 1 could be queued again by a refill and handed out
     twice.
     """
 

@@ -7,7 +7,7 @@ from lib.core.redaction import redact_url
 from lib.core.settings import SPECS, SettingsError, load_settings
 
 
-def test_defaults_follow_seed_000_appendix_a(tmp_path):
+def test_defaults_follow_the_documented_schedule(tmp_path):
     s = load_settings({"DATA_DIR": str(tmp_path)})
     assert s.scheduler_base_interval == 7200
     assert s.scheduler_min_interval == 3600

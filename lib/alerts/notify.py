@@ -1,4 +1,4 @@
-"""Alert notifications that reach people once (seed 003): webhook delivery behind three layers of dedup.
+"""Alert notifications that reach people once (docs/operating/alerts.md): webhook delivery behind three layers of dedup.
 
 1. a lock per alert id while it is being handled (the lock middleware);
 2. a state hash per (IP, rule): the same state within NOTIFY_DEDUP_WINDOW is
@@ -9,7 +9,7 @@
 Each channel is delivered by its own message, so a failing channel is
 retried (timeout, 5xx) without holding up the others; a 4xx is not
 retried. With Redis unavailable for the checks, delivery goes ahead:
-rather a duplicate than a lost alert (seed 003 §7).
+rather a duplicate than a lost alert.
 """
 
 from __future__ import annotations

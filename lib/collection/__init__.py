@@ -1,1 +1,1 @@
-"""Incremental collection from an export API (seed 004)."""
+"""Incremental collection from an export API (docs/operating/collection.md)."""

@@ -1,4 +1,4 @@
-"""Incremental collection newest-first by offset (seed 004), resumable from saved progress.
+"""Incremental collection newest-first by offset (docs/operating/collection.md), resumable from saved progress.
 
 A run reads the total, then walks windows ``[offset, offset + size)`` from
 the newest (``total - batch``) down to the previous run's start offset (0 on
@@ -8,7 +8,7 @@ Stop rules: the window reached the end; on a first run, ``max_expired_batches``
 windows in a row with only expired rows; the task was disabled. At the end
 ``last_start_offset`` becomes this run's start.
 
-Unlike seed 004, a total below one batch clamps at 0, and a total that shrank
+A total below one batch clamps at 0 (read whole), and a total that shrank
 below the saved start offset (rows deleted at the source) is logged and the
 run ends at the newest window instead of crashing.
 """

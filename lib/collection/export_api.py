@@ -1,4 +1,4 @@
-"""Client of a data-export API shaped like Octoparse's OpenAPI (seed 004).
+"""Client of a data-export API shaped like Octoparse's OpenAPI (docs/operating/collection.md).
 
 ``POST {base}/token`` (password or refresh_token grant) gives a bearer
 token; ``GET {base}/data/all?taskId&offset&size`` pages rows as

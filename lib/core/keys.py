@@ -7,8 +7,8 @@ On a Redis Cluster (``REDIS_URL=redis+cluster://…``) a Lua script or a
 transaction may only touch keys of one hash slot, so keys used together
 share a hash tag, the part in braces that Redis hashes instead of the whole
 name: one IP's item states (``animetop:item:{42}:…``), one cache group and
-its index (an IP's detail caches). Where a key's name is known to others (the in-flight set of seed
-000, the pool lists of seed 002), its companions are named ``{key}:suffix``
+its index (an IP's detail caches). Where a key's name is known to others (the in-flight set of
+docs/concepts/scheduling.md, the pool lists of docs/operating/pools.md), its companions are named ``{key}:suffix``
 (``companion``): Redis hashes a name without braces whole, so the companion
 lands in the key's own slot and the key keeps its name. Every other key has
 no tag and spreads over the cluster by its own name.
@@ -25,7 +25,7 @@ def companion(key: str, suffix: str) -> str:
 #: Namespace of the Redis broker's own keys (in the broker's database, BROKER_URL, not this one).
 BROKER_NAMESPACE = PREFIX
 
-# scheduler (seed 000 §5.1)
+# scheduler (docs/concepts/scheduling.md)
 SCHEDULE_PENDING = f"{PREFIX}:schedule:pending"
 TASKS_PENDING = f"{PREFIX}:queue:tasks:pending"
 #: Claimed together with TASKS_PENDING in one script, so in its slot.
@@ -39,7 +39,7 @@ JANITOR_LAST_SWEEP = f"{PREFIX}:schedule:janitor_last_sweep"
 
 
 def in_flight_member(ip_id: int) -> str:
-    """Member of TASKS_PENDING for an IP with a crawl on its way (seed 000 §5.5)."""
+    """Member of TASKS_PENDING for an IP with a crawl on its way (docs/concepts/scheduling.md)."""
     return f"ip:{ip_id}"
 
 
@@ -95,7 +95,7 @@ def dead_letter_reason(message_id: str) -> str:
     return f"{PREFIX}:deadletter:reason:{message_id}"
 
 
-# title/content pools (seed 002's names, kept so other consumers of the pools find them)
+# title/content pools (docs/operating/pools.md's names, kept so other consumers of the pools find them)
 def pool(kind: str, group_id: int) -> str:
     return f"{kind}:pool:{group_id}"
 
@@ -130,7 +130,7 @@ def crawl_rate_waiting(waiter: str) -> str:
 CRAWL_RATE_WAITING_PATTERN = crawl_rate_waiting("*")
 
 
-# alert notifications (seed 003 §4's three layers)
+# alert notifications (the three layers of dedup of docs/operating/alerts.md)
 def notify_state(ip_id: int, rule: str) -> str:
     """Hash of the last state notified for an IP and rule; expires after NOTIFY_DEDUP_WINDOW."""
     return f"{PREFIX}:notify:state:{ip_id}:{rule}"

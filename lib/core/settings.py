@@ -78,7 +78,7 @@ class Settings:
             "sqlite:///path or mysql://user:pass@host:port/db. Unset: SQLite at DATA_DIR/animetop.sqlite3 (WAL).")
     log_level: str = setting("INFO", parsers.log_level,
             "Log level of every process.")
-    # scheduler (seed 000 appendix A)
+    # scheduler (docs/concepts/scheduling.md)
     scheduler_base_interval: float = setting("2h", parsers.parse_duration,
             "Crawl interval of an IP of weight 1.0.")
     scheduler_min_interval: float = setting("1h", parsers.parse_duration,
@@ -132,7 +132,7 @@ class Settings:
     segments_taxonomy: str | None = setting(None, parsers.path,
             "The goods types listing titles are classified by (a TOML file like lib/segments/goods_types.toml); "
             "unset: that packaged file. After changing it, restart the workers and run `animetop segments reapply`.")
-    # crawler (seed 000 §3)
+    # crawler (docs/concepts/crawling.md)
     mercari_base_url: str = setting("https://jp.mercari.com", parsers.url("http", "https",
                                     no_credentials="pages and logs show it; an authenticated proxy goes in PROXY_URLS"),
             "Site the crawler searches (the simulator's URL in tests and the demo).")
@@ -161,14 +161,14 @@ class Settings:
             "Page loads per minute to the site, fleet-wide: however many crawler processes and machines run, at "
             "most this many begin in any minute (per proxy where PROXY_URLS are set), shared through Redis. "
             "0: no limit.")
-    # title/content pools (seed 002)
+    # title/content pools (docs/operating/pools.md)
     pool_size: int = setting("5000", parsers.positive_int,
             "Rows a title/content pool is filled up to.")
     pool_threshold: int = setting("1000", parsers.positive_int,
             "A pool shorter than this is refilled.")
     pool_mark_used_interval: float = setting("500ms", parsers.parse_duration,
             "How often a consumer sends the ids it handed out to be marked used (one batched message).")
-    # collection from an export API (seed 004)
+    # collection from an export API (docs/operating/collection.md)
     collect_api_url: str = setting("http://127.0.0.1:8765", parsers.url("http", "https",
                                    no_credentials="set COLLECT_API_USERNAME and COLLECT_API_PASSWORD instead"),
             "Base URL of the export API (Octoparse OpenAPI or `animetop fake-export-api`), without credentials.")
@@ -194,7 +194,7 @@ class Settings:
             "No alert for an IP's hour until this many full hours of tracking precede it (the warm-up).")
     alert_price_min_samples: int = setting("10", parsers.positive_int,
             "…with at least this many sold prices on both sides.")
-    # alert notifications (seed 003)
+    # alert notifications (docs/operating/alerts.md)
     notify_webhook_urls: tuple[str, ...] = setting("", parsers.webhook_list,
             "Comma-separated alert channels: https://… (generic JSON), slack+https://…, dingtalk+https://…")
     notify_dedup_window: float = setting("5m", parsers.parse_duration,

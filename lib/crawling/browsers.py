@@ -1,4 +1,4 @@
-"""One browser per crawler process, reused across crawls, restarted by draining (seed 000 §3.6).
+"""One browser per crawler process, reused across crawls, restarted by draining (docs/concepts/crawling.md).
 
 A draining restart stops handing out the old browser, starts the new one
 and switches to it at once, lets the old one's open pages finish (up to

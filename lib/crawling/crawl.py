@@ -1,4 +1,4 @@
-"""One crawl of one IP (seed 000 §3.3): on-sale pages 1..N, then sold pages 1..M, items deduplicated.
+"""One crawl of one IP (docs/concepts/crawling.md): on-sale pages 1..N, then sold pages 1..M, items deduplicated.
 
 The result message for ``process_result`` carries, besides the items, each search's totals (``search``: the
 site's ``numFound`` when the API said it, pages and items read) and, for the crawler process only (popped

@@ -1,4 +1,4 @@
-"""Fetching one search page (seed 000 §3.4–3.5): navigate, detect blocks, read the items.
+"""Fetching one search page (docs/concepts/crawling.md): navigate, detect blocks, read the items.
 
 Two sources, raced from the moment the page starts loading:
 - the search API's JSON, captured over CDP as soon as it arrives (the most robust source): it also tells a
@@ -338,7 +338,7 @@ async def _fetch_page(tab: Tab, url: str, base_url: str, timeout: float, first_p
     blocked = _detect_block(nav.status, nav.title, nav.text)
     if blocked:
         raise PageError(ErrorKind.BLOCKED, blocked, retry_after_seconds(nav.headers.get("retry-after")))
-    # a person scrolls a little while the page loads (seed 000 §3.4: first page only); the API's answer does not
+    # a person scrolls a little while the page loads (first page only); the API's answer does not
     # wait for the scrolling to end: once the page is read from it, the scrolling stops there (between two steps,
     # before the tab moves on); the DOM is read only after the scrolling ended, back at the top
     scrolling = asyncio.ensure_future(_human_scroll(tab)) if first_page else None

@@ -1,4 +1,4 @@
-"""Proxy switching (seed 000 §3.7): after N consecutive timeout/blocked/network failures, move to the next
+"""Proxy switching (docs/concepts/crawling.md): after N consecutive timeout/blocked/network failures, move to the next
 healthy proxy, at most once per cooldown; with no proxies, back off instead."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The per-listing state machine (seed 000 §4.2): what changed since an item was last seen.
+"""The per-listing state machine (docs/concepts/measures.md): what changed since an item was last seen.
 
 States live in Redis hashes ``animetop:item:{<ip_id>}:<source_id>`` (status,
 price, first_seen, last_seen, and ``t``: the fingerprint of the title the

@@ -1,4 +1,4 @@
-"""Applies one crawl result (seed 000 §4.1), with an exactly-once effect on the statistics.
+"""Applies one crawl result (docs/concepts/measures.md), with an exactly-once effect on the statistics.
 
 Order, chosen so that a crash at any point followed by redelivery ends as
 one clean run:

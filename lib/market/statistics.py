@@ -1,5 +1,5 @@
 """Hourly rows derived from the event-time facts, alert rules on settled hours, and the weight adjustment
-(seed 000 §4.3–4.5; docs/concepts/measures.md)."""
+(docs/concepts/measures.md)."""
 
 from __future__ import annotations
 
@@ -138,7 +138,7 @@ def refresh_hours(ip_id: int, buckets: set[datetime], tracked: tuple[datetime, d
 
 
 def adjusted_weight(weight: float, inflow: int, outflow: int, settings: Settings) -> float:
-    """Seed 000 §4.5: speed up busy IPs, slow down quiet ones, otherwise drift back toward 1.0."""
+    """Speed up busy IPs, slow down quiet ones, else drift back toward 1.0 (docs/concepts/measures.md)."""
     if inflow > 500 or outflow > 500:
         weight += 0.25
     elif inflow < 250 and outflow < 15:

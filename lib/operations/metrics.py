@@ -1,4 +1,4 @@
-"""Prometheus metrics: Dramatiq's own message metrics plus the ones seed 000 §7.5 names.
+"""Prometheus metrics: Dramatiq's own message metrics plus our own (docs/operating/metrics.md).
 
 Counters and histograms are recorded in each worker process (prometheus_client's multiprocess mode). Each
 process type of a deployment has a directory of its own for those files, ``METRICS_DIR/{process type}``
@@ -11,7 +11,7 @@ Gauges that describe shared state (queue depths, scheduled IPs, dead letters, cr
 from Redis when scraped, by the ``worker`` process type only (one series each). The ``worker`` serves
 ``/metrics`` on METRICS_PORT, the ``crawler`` on METRICS_PORT + 1, each its own process type's metrics.
 
-Alert thresholds (seed 000 §7.5):
+Alert thresholds (docs/operating/metrics.md):
   animetop_scheduler_tasks_pending_in_queue > 100
   animetop_pipeline_processing_duration_seconds (p95) > 30
   animetop_crawler_request_duration_seconds (p95) > 60

@@ -1,4 +1,4 @@
-"""The crawl schedule (seed 000 §2, §5.2): when each IP is due, and which IPs have a crawl in flight."""
+"""The crawl schedule (docs/concepts/scheduling.md): when each IP is due, and which IPs have a crawl in flight."""
 
 from __future__ import annotations
 
@@ -147,7 +147,7 @@ class IpDue:
 
 def planned_times(ips: Iterable[IpDue], last_runs: dict[str, float], settings: Settings,
                   clock: Clock) -> dict[int, float]:
-    """Next crawl time of each active IP when the schedule is rebuilt from the database (seed 000 §2.6, seed 001):
+    """Next crawl time of each active IP when the schedule is rebuilt from the database (docs/concepts/scheduling.md):
     never run or overdue → now, spread over SCHEDULER_STARTUP_SPREAD; otherwise last run + interval."""
     now = clock.now()
     window = settings.scheduler_startup_spread

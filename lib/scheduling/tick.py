@@ -1,8 +1,8 @@
-"""One scheduler tick (seed 000 §2.3–2.6): turn due IPs into crawl tasks, once each, with backpressure.
+"""One scheduler tick (docs/concepts/scheduling.md): turn due IPs into crawl tasks, once each, with backpressure.
 
 periodiq fires a tick every minute; a tick that sees the next IP due sooner
-than that asks for one delayed tick at that moment (seed 000 §2.3's precise
-sleep, done with a delayed message instead of a sleeping thread). A Redis
+than that asks for one delayed tick at that moment (the precise wake-up a
+sleeping loop would give, done with a delayed message instead of a sleeping thread). A Redis
 key remembers the delayed tick already on its way, so chains never multiply.
 """
 

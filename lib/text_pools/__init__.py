@@ -1,1 +1,1 @@
-"""Title and content pools (seed 002): texts handed out to applications once each (not pools of workers)."""
+"""Title and content pools (docs/operating/pools.md): texts handed out once each (not pools of workers)."""

@@ -1,7 +1,7 @@
-"""Title and content pools (seed 002): Redis lists topped up from the database, popped by applications.
+"""Title and content pools (docs/operating/pools.md): Redis lists topped up from the database, popped by applications.
 
-Each row is handed out once. Seed 002 left queued rows "available", so a
-refill could queue them again; here a fill *claims* rows first (status 2,
+Each row is handed out once. A queued row left "available" could be queued
+again by a refill, so a fill *claims* rows first (status 2,
 "queued") and pushes only what it claimed. Popping moves the id atomically
 from the list to a "handed" set until the row is marked used (status 0),
 which a batched ``mark_used`` message does. A queued row that is neither in
@@ -36,7 +36,7 @@ logger = logging.getLogger(__name__)
 #: The only tables a pool can be made of: kinds come from this whitelist, never from input strings.
 KINDS: dict[str, type[PoolRow]] = {"titles": Title, "contents": Content}
 FILL_JOB = "fill_pool"
-#: The fill lock is a lease renewed at every step (the seed's lock is a plain 60 s one): a filler killed
+#: The fill lock is a lease renewed at every step (not a plain 60 s lock): a filler killed
 #: mid-fill blocks fills for this long at most, while a slow live one keeps its lock.
 FILL_LOCK_SECONDS = 15
 #: How long a consumer waits for rows a filler has claimed but not yet pushed before it says PoolEmpty.

@@ -25,7 +25,8 @@ def test_keys_used_together_share_a_slot(settings, redis_cluster, group):
 
 
 def test_named_keys_keep_their_names():
-    """Others find the in-flight set (seed 000) and the pool lists (seed 002) under their documented names."""
+    """Others find the in-flight set and the pool lists under the names docs/concepts/scheduling.md and
+    docs/operating/pools.md give them."""
     assert keys.TASKS_PENDING == "animetop:queue:tasks:pending"
     assert keys.pool("titles", 1) == "titles:pool:1"
 

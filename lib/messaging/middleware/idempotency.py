@@ -3,7 +3,7 @@
 A message's key (the ``idempotency_key`` actor option, else the periodiq
 ``scheduled_at`` of a periodic message, else the message id) is marked done
 only after the actor succeeded, as its own Redis key with its own expiry
-(seed 000 §5.5's single SET, re-expired on every add, never shrinks).
+(not one shared SET: re-expired on every add, it would never shrink).
 
 Two copies delivered at the same moment race for a claim lock on the key;
 the loser is run again shortly and then finds the key done. The claim is a

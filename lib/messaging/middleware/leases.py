@@ -1,6 +1,6 @@
 """Keeps Redis locks alive while their holders still run.
 
-A fixed TTL (seed 003's 30 s) lets a long task lose its lock to a second
+A fixed TTL (say 30 s) lets a long task lose its lock to a second
 worker mid-run. Instead every held lock is registered here and one daemon
 thread per process re-arms it to its full timeout every third of it; a
 worker that dies stops extending, so its locks lapse within one TTL.

@@ -1,4 +1,4 @@
-"""Distributed locks around actor runs (seed 003 §2.1, without its fixed TTL)."""
+"""Distributed locks around actor runs, kept alive while they run (docs/concepts/architecture.md, Locks)."""
 
 from __future__ import annotations
 
