@@ -135,7 +135,7 @@ async def soft_block(sim: MarketSimulator, chromium: str, timeout: float) -> flo
 
 #: The DOM-only path: a search API name that no longer matches (as when the site renames it).
 RENAMED_API = r"/v9/renamed:search"
-#: Issue 25: no round of a quiet machine's ten runs above this many times its floor.
+#: The goal: no round of a quiet machine's ten runs above this many times its floor.
 WORST_RATIO_GOAL = 20.0
 #: Rounds per size: a 1+1 crawl takes about a second, and one disturbed round moves its ratio far, so it gets
 #: more rounds (the median settles).

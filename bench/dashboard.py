@@ -1,4 +1,4 @@
-"""The dashboard with ``--ips`` IPs (1,000 by default; ``--ips 10000`` is issue 26's scale) × 90 days (``--days``)
+"""The dashboard with ``--ips`` IPs (1,000 by default; ``--ips 10000``: docs/scaling.md) × 90 days (``--days``)
 of market (the leaderboard benchmark's market, ``bench.replicate``): API response times from a cold and a warm
 cache against the floor of the hourly rows read with raw SQL in the same run, and the leaderboard page's first
 useful paint in headless Chromium against the floor of the page fetching the same JSON without drawing it.

@@ -1,5 +1,5 @@
-"""The IP page's per-day series over 90 days (``--days``), with ``--ips`` IPs (1,000 by default; ``--ips 10000`` is
-issue 26's scale) × 90 days of market (the leaderboard benchmark's market, ``bench.replicate``): read from the daily
+"""The IP page's per-day series over 90 days (``--days``), with ``--ips`` IPs (1,000 by default; ``--ips 10000`` in
+docs/scaling.md) × 90 days of market (the leaderboard benchmark's market, ``bench.replicate``): read from the daily
 rows (``ReadSide.ip_days``) against computed from the hourly rows (what the series costs without daily rows), each
 against the floor of the IP's daily rows read with raw SQL in the same run. Also a rollup pass after every day of
 the sampled IPs changed (the fill rolled up the rest).

@@ -1,4 +1,4 @@
-"""The leaderboard over ``--ips`` IPs (1,000 by default; ``--ips 10000`` is issue 26's scale) × 30 days
+"""The leaderboard over ``--ips`` IPs (1,000 by default; ``--ips 10000``: docs/scaling.md) × 30 days
 (``--days``) from a cold cache (docs/concepts/measures.md): each precomputed window's (24 h, 168 h, 720 h) ranking
 read from its rows of one row per IP, then the whole board, against the floor of the window's rows fetched raw by
 the same queries' plain equivalents (no aggregation or statistics in Python); the 720 h board computed from the

@@ -15,7 +15,7 @@ from .common import best_of, load_average, report
 SAMPLE = Path(__file__).resolve().parent.parent / "tests" / "segments"
 #: The parts of the labelled sample, by file.
 PARTS = {"tuning": SAMPLE / "titles_tuning.tsv", "held-out": SAMPLE / "titles_held_out.tsv"}
-#: The goal (issue 27): micro-averaged over the types other than ``other``, on each part.
+#: The goal: micro-averaged over the types other than ``other``, on each part.
 GOAL_PRECISION, GOAL_RECALL = 0.95, 0.90
 
 

@@ -1,4 +1,4 @@
-"""The characters of an IP, as its operator lists them (issue 27: segments by character)."""
+"""The characters of an IP, as its operator lists them (docs/concepts/measures.md, segments by character)."""
 
 import peewee
 

@@ -1,4 +1,4 @@
-"""95 % intervals of the market measures (issue 27 point 5): each function returns (low, high), or None where
+"""95 % intervals of the measures (docs/concepts/measures.md, definition 8): each gives (low, high), or None where
 no interval of its kind exists for the data (too few values; the minimums of docs/concepts/measures.md are separate).
 
 * sold-price median and quartiles: distribution-free order-statistic intervals (``order_statistics``);

@@ -1,4 +1,4 @@
-"""Listing titles of the simulated market, with their truth (issue 27 point 6): the goods types and characters
+"""Listing titles of the simulated market, with their truth: the goods types and characters
 a title really carries, in proportions of real anime-goods listings.
 
 The mix is an estimate from how second-hand anime goods are listed (badges, stands, cards and figures lead;
