@@ -1,6 +1,6 @@
 """The JSON of the read side's cached answers and of the window rows it reads, through orjson: a cold board of
 1,000 IPs spent more than half its time in the standard library's ``json``, parsing every IP's stored row and
-encoding the board for Redis; orjson does both in C, several times faster (docs/benchmarks.md).
+encoding the board for Redis; orjson does both in C, several times faster (docs/scaling.md).
 
 ``dumps`` writes what ``json.dumps(value, ensure_ascii=False, default=str)`` wrote, as UTF-8 bytes: integer keys
 as strings, dates, times, Decimals and dataclasses through ``str``. Two values no answer holds are written
