@@ -8,7 +8,7 @@ AVAILABLE, QUEUED, USED = 1, 2, 0
 class PoolRow(BaseModel):
     """A title or content handed out once (docs/operating/pools.md). status: 1 available, 2 queued, 0 used.
 
-    Status 2 is its own: a queued row left at 1 could be queued again by a refill and handed out
+    Status 2 exists because a queued row left at 1 could be queued again by a refill and handed out
     twice.
     """
 
