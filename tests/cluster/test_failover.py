@@ -85,9 +85,12 @@ def test_a_master_failover_costs_no_dead_letter_and_no_error(db, settings, broke
     finally:
         for port in killed:  # back as a replica, for the session's other tests
             redis_cluster.rejoin(port)
-    warnings = sorted(f"{r.name}: {r.getMessage()[:160]}" for r in caplog.records if r.levelno == logging.WARNING)
-    print(f"{len(warnings)} WARNING line(s):", *warnings, sep="\n  ")
     run.check()
+    # the WARNING lines a failover costs are the state's (docs/operating/redis-cluster.md): a periodic actor's tick
+    # left to its next one, a lock or claim whose release met the outage, a cache left to expire; none the broker's
+    broker_side = [f"{r.name}: {r.getMessage()}" for r in caplog.records if r.levelno >= logging.WARNING
+                   and (r.name.split(".")[0] in ("pika", "dramatiq") or r.name == "lib.messaging.queue_stats")]
+    assert broker_side == []
     if rabbitmq_log is not None:
         assert rabbitmq_log.connections(), "RabbitMQ's log shows none of the run's connections: nothing was checked"
         assert rabbitmq_log.missed_heartbeats() == []
