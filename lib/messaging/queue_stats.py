@@ -95,7 +95,10 @@ def rabbitmq_counts(broker: RabbitmqBroker, queue: str) -> tuple[int, int, int]:
     try:
         return _counts(broker, queue)
     except LOST_CONNECTION as e:
-        if isinstance(e, NOT_LOST) or isinstance(e, BrokerConnectionError):
+        if isinstance(e, NOT_LOST):
+            raise
+        del broker.connection  # so that the next count starts on a new one
+        if isinstance(e, BrokerConnectionError):
             raise
         raise ConnectionClosed(e) from e
 

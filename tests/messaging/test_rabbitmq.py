@@ -50,7 +50,6 @@ def test_a_publishing_connection_idle_past_the_heartbeat_timeout_stays_open(capl
         assert compat.thread_connection(ours) is connection and connection.is_open
         assert caplog.records == []  # counted on the same connection, no loss met
     finally:
-        del ours.channel
         for name in (queue, compat.delay_queue_name(queue), compat.dead_queue_name(queue)):
             ours.channel.queue_delete(name)
         ours.close()
