@@ -2,8 +2,9 @@
 
 Dramatiq's ``RabbitmqBroker`` publishes (``enqueue``, queue declarations, queue counts) on a pika
 ``BlockingConnection`` per thread, kept open for the thread's next use. pika services a ``BlockingConnection``'s
-heartbeats only while its own thread calls into pika (a publish, ``process_data_events``, ``sleep``): a worker thread
-that waits on the state store through a Redis failover, or idles between messages, a scheduler that publishes once a
+heartbeats only while its own thread calls into pika (a publish, ``process_data_events``, ``sleep``): a consumer
+thread, which opens one to declare its queue and then only uses it for a delayed message come due, a worker thread
+that idles between messages or waits on the state store through a Redis failover, a scheduler that publishes once a
 minute, a dashboard thread, leave theirs silent. RabbitMQ then closes it ("missed heartbeats from client", an error in
 its log), and the thread's next use meets ``StreamLostError``. Consumers are another matter: each consumer thread
 reads its own connection every ``worker_timeout`` (a second), so those keep their heartbeats.
