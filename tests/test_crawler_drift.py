@@ -2,17 +2,21 @@
 and the "crawler drift" alert when the API path disappears, pages fall short or cells lose their price."""
 
 import asyncio
+import logging
 
 import pytest
+import redis
 
-from lib.core.redis_client import state_redis
+from lib.core import keys
+from lib.core.redis_client import connect, state_redis
 from lib.core.settings import load_settings
 from lib.crawling import drift
 from lib.crawling.crawl import Crawler
 from lib.crawling.drift import DriftLog, assess, metric_families, render_status, status_section
 from lib.crawling.listings import api_anomalies
 
-from .helpers import simulator_crawl_env
+from .conftest import STATE_DB
+from .helpers import RedisServer, simulator_crawl_env
 
 KEYWORD = "呪術廻戦"
 
@@ -129,3 +133,42 @@ def test_cells_losing_their_price_raise_the_drift_alert(crawl_env, sim, settings
         assert all(item["price"] is not None or item["price_flag"] for item in result["items"])
         reasons = log.record(result["drift"])
     assert "cells_without_price" in reasons
+
+
+def test_a_record_the_state_cannot_take_is_written_with_the_next_crawls(tmp_path, caplog):
+    """Redis down during a crawl (a restart, a failover): the crawl's drift record is kept in the process with one
+    WARNING, and written with the next crawl's once Redis is back, in crawl order; none lost."""
+    server = RedisServer(tmp_path / "state").start()
+    try:
+        client = connect(server.url)
+        log = DriftLog(client)
+        first, during, after = ({"pages": [page(items=n)]} for n in (117, 118, 119))
+        assert log.record(first) == []
+        server.kill()
+        caplog.set_level(logging.WARNING)
+        assert log.record(during) == []  # no error: kept for the next crawl
+        [warning] = [r for r in caplog.records if r.levelno >= logging.WARNING]
+        assert warning.levelno == logging.WARNING and "1 crawl drift record(s) kept" in warning.getMessage()
+        server.start()  # its append-only file brings the first record back
+        assert log.record(after) == []
+        assert log.recent() == [after, during, first]
+        assert log.record(first) == [] and len(log.recent()) == 4  # and nothing is written twice
+        assert [r for r in caplog.records if r.levelno >= logging.WARNING] == [warning]
+    finally:
+        server.stop()
+
+
+def test_an_error_no_retry_cures_is_the_callers_and_keeps_nothing(redis_server, caplog):
+    """A non-transient error (here the drift key holding another type) is raised as before, for crawl_ip's
+    WARNING, and the record is not kept to be written again."""
+    client = connect(f"{redis_server}/{STATE_DB}")
+    client.delete(keys.CRAWLER_DRIFT)
+    client.set(keys.CRAWLER_DRIFT, "not a list")
+    try:
+        with pytest.raises(redis.ResponseError):
+            DriftLog(client).record({"pages": [page()]})
+        client.delete(keys.CRAWLER_DRIFT)
+        assert DriftLog(client).record({"pages": [page(items=119)]}) == []
+        assert DriftLog(client).recent() == [{"pages": [page(items=119)]}]
+    finally:
+        client.delete(keys.CRAWLER_DRIFT)

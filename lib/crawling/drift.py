@@ -14,16 +14,26 @@ items, whether it had a next page, and its anomalies) is kept in a short Redis l
 
 The signals show as Prometheus gauges (``animetop_crawler_*``, read from Redis at scrape time), in
 ``animetop status``, and as an ERROR log line when the alert turns on.
+
+A record the state cannot take (Redis restarting, a Redis Cluster failing over: a transient state error, see
+``lib.core.state_errors``) is kept in the process and written with the next crawl's, oldest first, with one WARNING;
+a crawl never waits on the state for longer than the client's own patience (its actor runs on the crawler's event
+loop). State outages: ``docs/concepts/architecture.md`` (Messages and reliability).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections import Counter
+import threading
+import weakref
+from collections import Counter, deque
 from typing import Any
 
+from redis.cluster import RedisCluster
+
 from lib.core import keys
+from lib.core.state_errors import is_transient, ride_out
 from lib.crawling.selectors import FULL_PAGE_MIN, PAGE_SIZE
 
 logger = logging.getLogger(__name__)
@@ -32,6 +42,11 @@ logger = logging.getLogger(__name__)
 KEEP, CRAWLS = 50, 3
 MIN_FILL = FULL_PAGE_MIN / PAGE_SIZE
 MAX_PRICELESS = 0.1
+
+
+#: Records a state outage kept from Redis, oldest first, per state client (so per state database): at most KEEP.
+_unwritten: weakref.WeakKeyDictionary[Any, deque[str]] = weakref.WeakKeyDictionary()
+_unwritten_lock = threading.Lock()
 
 
 class DriftLog:
@@ -45,12 +60,44 @@ class DriftLog:
         self.client = client
 
     def record(self, drift: dict) -> list[str]:
-        """Keep one crawl's record; returns the alert's reasons now (logged when they newly appear)."""
+        """Keep one crawl's record, with any that a state outage kept back before; returns the alert's reasons
+        now (logged when they newly appear). While the state is unavailable the record is kept for the next crawl
+        (see the module's docstring) and the answer is []."""
+        with _unwritten_lock:
+            unwritten = _unwritten.setdefault(self.client, deque(maxlen=KEEP))
+            unwritten.append(json.dumps(drift, ensure_ascii=False))
+            try:
+                return self._write(unwritten)
+            except Exception as e:
+                if not is_transient(e):
+                    if unwritten:
+                        unwritten.pop()  # as before: the caller says it could not record it
+                    raise
+                if unwritten:
+                    logger.warning("the state is unavailable, %d crawl drift record(s) kept for the next crawl "
+                                   "(%s: %s)", len(unwritten), type(e).__name__, str(e)[:200])
+                else:  # written: only the alert's assessment after it met the outage
+                    logger.warning("the state became unavailable once the crawl's drift record was written; the "
+                                   "drift alert is assessed with the next crawl (%s: %s)", type(e).__name__,
+                                   str(e)[:200])
+                return []
+
+    def _write(self, unwritten: deque[str]) -> list[str]:
         before = assess(self.recent(CRAWLS))
-        pipe = self.client.pipeline()
-        pipe.lpush(keys.CRAWLER_DRIFT, json.dumps(drift, ensure_ascii=False))
-        pipe.ltrim(keys.CRAWLER_DRIFT, 0, KEEP - 1)
-        pipe.execute()
+
+        def push() -> None:
+            pipe = self.client.pipeline()  # built anew on each attempt: a failed execute empties a pipeline
+            pipe.lpush(keys.CRAWLER_DRIFT, *unwritten)  # the oldest first: the newest ends at the head
+            pipe.ltrim(keys.CRAWLER_DRIFT, 0, KEEP - 1)
+            pipe.execute()
+
+        if isinstance(self.client, RedisCluster):
+            # a cluster's pipeline has only redis-py's immediate retries (lib.core.redis_client): it waits here as
+            # the cluster client's commands do; a single server's client already waits in its own retries
+            ride_out(push)
+        else:
+            push()
+        unwritten.clear()
         now = assess(self.recent(CRAWLS))
         for reason in now:
             if reason not in before:

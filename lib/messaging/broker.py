@@ -12,7 +12,6 @@ from urllib.parse import urlsplit
 import dramatiq
 import redis
 from dramatiq import Broker
-from dramatiq.brokers.rabbitmq import RabbitmqBroker
 from dramatiq.brokers.redis import RedisBroker
 from dramatiq.brokers.stub import StubBroker
 from dramatiq.errors import ConnectionClosed, DecodeError
@@ -41,6 +40,7 @@ from lib.messaging.middleware.browser import BrowserShutdown
 from lib.messaging.middleware.dead_letters import describe
 from lib.messaging.middleware.event_log import EventLog
 from lib.messaging.middleware.event_loop import AsyncIO
+from lib.messaging.rabbitmq import AppRabbitmqBroker
 from lib.operations.metrics import Metrics
 
 logger = logging.getLogger(__name__)
@@ -277,7 +277,8 @@ def build_broker(settings: Settings, *, namespace: str = NAMESPACE) -> Broker:
     scheme = urlsplit(url).scheme
     broker: Broker
     if scheme in ("amqp", "amqps"):
-        broker = RabbitmqBroker(url=url, middleware=middleware, confirm_delivery=True)
+        # its publishing connections cannot miss heartbeats (see lib.messaging.rabbitmq)
+        broker = AppRabbitmqBroker(url=url, middleware=middleware, confirm_delivery=True)
     elif scheme == "stub":  # Dramatiq's testing guidance: tests choose the in-memory broker at start-up
         broker = StubBroker(middleware=middleware)
     else:

@@ -14,6 +14,9 @@ What is used, and why:
   read by the status screen, the dead-letter tool and the consumer above.
 * The broker's ``dispatch`` Lua script and its ``do_<command>`` methods (``heartbeat``, ``requeue``,
   ``nack``), and its ``enqueue`` command's arguments: many messages enqueued in one pipelined round trip.
+* The RabbitMQ broker's per-thread publishing connection: its ``state`` (a ``threading.local`` holding the
+  thread's ``connection``) and its ``connections`` set (what ``close`` closes), so that ``AppRabbitmqBroker`` opens
+  that connection with parameters of its own (``lib.messaging.rabbitmq``).
 * periodiq's ``Scheduler.send_actors``, wrapped so that a broker outage at a tick does not end the
   ``periodiq`` process.
 """
@@ -26,8 +29,10 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import pika
 import redis
 from dramatiq import Message
+from dramatiq.brokers.rabbitmq import RabbitmqBroker
 from dramatiq.brokers.redis import RedisBroker, _RedisConsumer
 from dramatiq.common import current_millis, dq_name, q_name, xq_name
 from dramatiq.errors import BrokerConnectionError
@@ -144,6 +149,19 @@ def enqueue_pipelined(broker: RedisBroker, messages: Iterable[Message[Any]]) -> 
     for message in sent:
         broker.emit_after("enqueue", message, None)
     return sent
+
+
+# -- the RabbitMQ broker's per-thread connection ------------------------------------------------------------
+
+def thread_connection(broker: RabbitmqBroker) -> pika.BlockingConnection | None:
+    """The calling thread's publishing connection, or None before its first use (or after ``del broker.connection``)."""
+    return getattr(broker.state, "connection", None)
+
+
+def set_thread_connection(broker: RabbitmqBroker, connection: pika.BlockingConnection) -> None:
+    """Make ``connection`` the calling thread's publishing connection, closed with the broker."""
+    broker.state.connection = connection
+    broker.connections.add(connection)
 
 
 # -- periodiq ----------------------------------------------------------------------------------------------

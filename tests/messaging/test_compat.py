@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 
 import dramatiq
 import periodiq
+import pika
 import pytest
 import redis as redis_lib
 
@@ -162,3 +163,33 @@ def test_periodiq_send_actors_is_wrapped_and_rides_out_an_outage(settings, redis
         cut_broker.client.delete(f"compat-periodiq:{QUEUE}", f"compat-periodiq:{QUEUE}.msgs")
     finally:
         proxy.close()
+
+
+@pytest.mark.rabbitmq
+def test_the_rabbitmq_brokers_thread_connection_is_in_its_state_and_connections():
+    from dramatiq.brokers.rabbitmq import RabbitmqBroker
+
+    from ..conftest import RABBITMQ_URL, need_rabbitmq
+
+    need_rabbitmq()
+    broker = RabbitmqBroker(url=RABBITMQ_URL, middleware=[])
+    try:
+        assert compat.thread_connection(broker) is None, internal("RabbitmqBroker.state")
+        connection = broker.connection
+        assert compat.thread_connection(broker) is connection, internal("RabbitmqBroker.state.connection")
+        assert connection in broker.connections, internal("RabbitmqBroker.connections")
+        elsewhere: list = []
+        thread = threading.Thread(target=lambda: elsewhere.append(compat.thread_connection(broker)))
+        thread.start()
+        thread.join(timeout=10)
+        assert elsewhere == [None], internal("RabbitmqBroker.state (one connection per thread)")
+        del broker.connection
+        assert compat.thread_connection(broker) is None and connection not in broker.connections
+        assert not connection.is_open
+
+        own = pika.BlockingConnection(broker.parameters)
+        compat.set_thread_connection(broker, own)
+        assert broker.connection is own and broker.channel.is_open, internal("RabbitmqBroker.connection")
+    finally:
+        broker.close()
+    assert not own.is_open, internal("RabbitmqBroker.close (closes every connection in connections)")
