@@ -4,7 +4,7 @@ through redis-py's cluster client (``redis+cluster://``)."""
 from __future__ import annotations
 
 import threading
-from typing import cast
+from typing import Any, cast
 
 import redis
 from redis.backoff import ExponentialBackoff, NoBackoff
@@ -49,7 +49,7 @@ class PatientRedisCluster(RedisCluster):
     (``ClusterPipeline``) keep redis-py's own retries; their callers' messages retry them.
     """
 
-    def execute_command(self, *args, **kwargs):
+    def execute_command(self, *args: Any, **kwargs: Any) -> Any:
         return ride_out(lambda: super(PatientRedisCluster, self).execute_command(*args, **kwargs))
 
 
