@@ -36,7 +36,7 @@ database = peewee.DatabaseProxy()
 MYSQL_TIMEOUTS = {"connect_timeout": 10.0, "read_timeout": 300.0, "write_timeout": 60.0}
 
 
-class ReconnectingMySQLDatabase(ReconnectMixin, peewee.MySQLDatabase):
+class ReconnectingMySQLDatabase(ReconnectMixin, peewee.MySQLDatabase):  # type: ignore[misc]  # playhouse: no types
     """Reconnects once when MySQL dropped the connection (restart, wait_timeout)."""
 
 

@@ -34,7 +34,7 @@ def _retry() -> Retry:
     return Retry(ExponentialBackoff(cap=1.0, base=0.05), retries=5)
 
 
-class PatientRedisCluster(RedisCluster):
+class PatientRedisCluster(RedisCluster):  # type: ignore[misc]  # redis-py is read untyped (pyproject.toml)
     """redis-py's cluster client, waiting between its retries.
 
     redis-py 8's cluster client retries a command that met a connection error, a time-out, ``CLUSTERDOWN`` or an

@@ -37,7 +37,7 @@ def gather(settings: Settings, broker: Broker, client) -> dict:
         locks.append({"lock": key.decode()[len(keys.lock("")):], "expires_in_ms": client.pttl(key)})
     recent = (IpMetadata.select().where(IpMetadata.last_crawled_at.is_null(False))
               .order_by(IpMetadata.last_crawled_at.desc()).limit(10))
-    letters = DeadLetters.for_broker(broker, broker.reasons).list()  # type: ignore[attr-defined]  # build_broker's
+    letters = DeadLetters.for_broker(broker, broker.reasons).list()  # type: ignore[attr-defined]  # set by build_broker
     letters.sort(key=lambda d: d.dead_at or 0, reverse=True)
     return {
         "at": now,
