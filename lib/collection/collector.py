@@ -284,7 +284,7 @@ class Collector:
 def due_tasks(clock: Clock | None = None) -> list[CollectionTask]:
     """Enabled tasks without a run in progress whose interval has passed since their last run."""
     state = ExecutionState(clock)
-    query = CollectionTask.select().where((CollectionTask.enabled == True)  # noqa: E712
+    query = CollectionTask.select().where((CollectionTask.enabled == True)  # noqa: E712  # SQL: Peewee overloads ==
                                          & (CollectionTask.run_id.is_null()))
     return [t for t in query if state.should_run_now(COLLECT_JOB, t.id, t.interval)]
 

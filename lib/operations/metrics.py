@@ -251,7 +251,7 @@ def serve_metrics() -> int:
         def log_message(self, *args):
             pass
 
-        def do_GET(self):  # noqa: N802
+        def do_GET(self):
             try:
                 body, status = exposition(), 200
             except Exception as e:  # a scrape must say what is wrong, not hang
