@@ -17,13 +17,13 @@ from lib.app import setup
 
 broker = setup()
 
-from .collect import collect_batch, start_due_collections  # noqa: E402
-from .crawl import crawl_ip  # noqa: E402
-from .maintenance import ping, prune_storage, refresh_leaderboards, roll_up_days  # noqa: E402
-from .notify import deliver_alert, notify_alert  # noqa: E402
-from .pipeline import process_result  # noqa: E402
-from .pool import fill_all_pools, fill_pool, mark_used, pool_consumer  # noqa: E402
-from .schedule import schedule_tick  # noqa: E402
+from .collect import collect_batch, start_due_collections
+from .crawl import crawl_ip
+from .maintenance import ping, prune_storage, refresh_leaderboards, roll_up_days
+from .notify import deliver_alert, notify_alert
+from .pipeline import process_result
+from .pool import fill_all_pools, fill_pool, mark_used, pool_consumer
+from .schedule import schedule_tick
 
 #: Every production actor.
 ACTORS: tuple[Actor[..., Any], ...] = (schedule_tick, crawl_ip, process_result, notify_alert, deliver_alert, fill_pool,

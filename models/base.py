@@ -1,3 +1,5 @@
+from typing import Any
+
 import peewee
 
 from lib.core import listing_ids
@@ -33,7 +35,7 @@ class ExactCharField(peewee.CharField):
     collation (``animetop db init`` converts existing columns); SQLite compares code points already.
     """
 
-    def ddl_datatype(self, ctx):
+    def ddl_datatype(self, ctx: peewee.Context) -> peewee.Node:  # type: ignore[override]  # Peewee takes any node
         data_type = super().ddl_datatype(ctx)
         if not is_mysql():
             return data_type
@@ -70,12 +72,12 @@ class CodeField(peewee.Field):
 
     field_type = "TINYINT"
 
-    def __init__(self, names: tuple[str, ...], *args, **kwargs) -> None:
+    def __init__(self, names: tuple[str, ...], *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.names = names
         self.codes = {name: code for code, name in enumerate(names)}
 
-    def db_value(self, value):
+    def db_value(self, value: str | int | None) -> int | None:
         if value is None or isinstance(value, int):
             return value
         try:
@@ -83,7 +85,7 @@ class CodeField(peewee.Field):
         except KeyError:
             raise ValueError(f"{self.name} must be one of {self.names}, got {value!r:.40}") from None
 
-    def python_value(self, value):
+    def python_value(self, value: int | None) -> str | None:
         return None if value is None else self.names[int(value)]
 
     def from_previous(self, column: peewee.Node) -> peewee.Node:
@@ -101,18 +103,18 @@ class ListingIdField(peewee.Field):
 
     field_type = "BLOB"
 
-    def ddl_datatype(self, ctx):
+    def ddl_datatype(self, ctx: peewee.Context) -> peewee.SQL:
         # MySQL/MariaDB index a BLOB only by a prefix: a key column is a VARBINARY of the longest value
         return peewee.SQL("VARBINARY(257)" if is_mysql() else "BLOB")  # listing_ids.MAX_BYTES
 
-    def db_value(self, value):
+    def db_value(self, value: object) -> bytes | None:
         if value is None:
             return None
         if not isinstance(value, str):
             raise ValueError(f"{self.name} must be a listing id (a string), got {type(value).__name__}")
         return listing_ids.encode(value)
 
-    def python_value(self, value):
+    def python_value(self, value: bytes | None) -> str | None:
         return None if value is None else listing_ids.decode(value)
 
     def startswith(self, prefix: str) -> peewee.Expression:

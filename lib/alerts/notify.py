@@ -15,12 +15,15 @@ rather a duplicate than a lost alert.
 from __future__ import annotations
 
 import base64
+import datetime
 import hashlib
 import json
 import logging
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import redis
@@ -77,7 +80,7 @@ def state_hash(alert: IpAlert) -> str:
     return hashlib.md5(f"{alert.rule}|{alert.hour_bucket.isoformat()}|{alert.value:.4f}".encode()).hexdigest()
 
 
-def alert_document(alert: IpAlert, ip: IpMetadata | None, settings: Settings) -> dict:
+def alert_document(alert: IpAlert, ip: IpMetadata | None, settings: Settings) -> dict[str, Any]:
     link = f"{settings.dashboard_url.rstrip('/')}/ip/{alert.ip_id}"
     name = ip.display_name if ip else f"IP {alert.ip_id}"
     text = f"[animetop] {name}: {alert.rule.replace('_', ' ')} — {alert.message}\n{link}"
@@ -90,7 +93,7 @@ def alert_document(alert: IpAlert, ip: IpMetadata | None, settings: Settings) ->
     }
 
 
-def body_for(channel: Channel, document: dict) -> dict:
+def body_for(channel: Channel, document: dict[str, Any]) -> dict[str, Any]:
     """The request body a channel understands."""
     if channel.format == "slack":
         return {"text": document["text"]}
@@ -99,7 +102,7 @@ def body_for(channel: Channel, document: dict) -> dict:
     return document
 
 
-def post(channel: Channel, body: dict, timeout: float) -> int:
+def post(channel: Channel, body: dict[str, Any], timeout: float) -> int:
     url, headers = channel.url, {"Content-Type": "application/json"}
     parts = urlsplit(url)
     if "@" in parts.netloc:  # https://user:pass@host/…: HTTP Basic auth. Left in the URL, urllib would look the
@@ -111,7 +114,8 @@ def post(channel: Channel, body: dict, timeout: float) -> int:
                                      headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
-            return response.status
+            status: int = response.status
+            return status
     except urllib.error.HTTPError as e:
         detail = e.read()[:300].decode(errors="replace")
         if 400 <= e.code < 500:
@@ -196,7 +200,7 @@ class Notifier:
         return SENT
 
 
-def pending_alerts(ip_id: int, since) -> list[int]:
+def pending_alerts(ip_id: int, since: datetime.datetime) -> list[int]:
     """Alerts of an IP raised since ``since`` that no channel has heard of yet (sent again after a crash;
     the dedup layers keep that from reaching anyone twice)."""
     handled = AlertDelivery.select(AlertDelivery.alert_id)
@@ -204,7 +208,7 @@ def pending_alerts(ip_id: int, since) -> list[int]:
                                                            & IpAlert.id.not_in(handled))]
 
 
-def handle_alert(notifier: Notifier, alert_id: int, send_delivery) -> int:
+def handle_alert(notifier: Notifier, alert_id: int, send_delivery: Callable[[int, int], object]) -> int:
     """What ``notify_alert`` does: the dedup layers, then one delivery message per channel. Returns how
     many deliveries were sent out."""
     alert = IpAlert.get_or_none(IpAlert.id == alert_id)

@@ -30,6 +30,7 @@ from lib.collection.export_api import ExportApiClient
 from lib.core.clock import Clock, get_clock
 from lib.core.db import on_conflict_update, write_transaction
 from lib.core.execution_state import ExecutionState
+from lib.core.settings import Settings
 from models import CollectedRow, CollectionTask
 
 logger = logging.getLogger(__name__)
@@ -55,7 +56,7 @@ class BatchMessage:
     expired_streak: int
     run_id: str
 
-    def as_kwargs(self) -> dict:
+    def as_kwargs(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
@@ -79,7 +80,7 @@ def parse_date(value: Any) -> datetime | None:
     return None
 
 
-def record_key(row: dict, key_field: str | None) -> str:
+def record_key(row: dict[str, Any], key_field: str | None) -> str:
     """A stable id field when the rows have one, else a hash of the row's content."""
     if key_field and row.get(key_field) is not None:
         return str(row[key_field])[:64]
@@ -98,7 +99,7 @@ def find_task(ident: str | int) -> CollectionTask:
     return task
 
 
-def add_task(task_id: str, source_name: str, clock: Clock | None = None, **options) -> CollectionTask:
+def add_task(task_id: str, source_name: str, clock: Clock | None = None, **options: Any) -> CollectionTask:
     if not task_id or len(task_id) > 100:
         raise CollectError("the task id must be 1 to 100 characters")
     if (options.get("batch_size") or 100) < 1:
@@ -114,7 +115,7 @@ def add_task(task_id: str, source_name: str, clock: Clock | None = None, **optio
 class Sink:
     """Where collected rows go. ``write`` must be idempotent per (task, record key)."""
 
-    def write(self, task: CollectionTask, rows: list[dict]) -> int:
+    def write(self, task: CollectionTask, rows: list[dict[str, Any]]) -> int:
         raise NotImplementedError
 
 
@@ -124,7 +125,7 @@ class DatabaseSink(Sink):
     def __init__(self, clock: Clock | None = None) -> None:
         self.clock = clock or get_clock()
 
-    def write(self, task: CollectionTask, rows: list[dict]) -> int:
+    def write(self, task: CollectionTask, rows: list[dict[str, Any]]) -> int:
         """Upsert the rows; returns how many distinct records were written (new or refreshed)."""
         if not rows:
             return 0
@@ -143,11 +144,11 @@ class ActorSink(Sink):
     """Sends each batch on as one message to a downstream actor (``COLLECT_SINK=actor:NAME``), which takes
     ``task_id`` and ``rows`` and must deduplicate by each row's ``_record_key``."""
 
-    def __init__(self, actor_name: str, send: Callable[[str, dict], None]) -> None:
+    def __init__(self, actor_name: str, send: Callable[[str, dict[str, Any]], None]) -> None:
         self.actor_name = actor_name
         self.send = send
 
-    def write(self, task: CollectionTask, rows: list[dict]) -> int:
+    def write(self, task: CollectionTask, rows: list[dict[str, Any]]) -> int:
         if rows:
             keyed = [{**r, "_record_key": record_key(r, task.key_field)} for r in rows]
             self.send(self.actor_name, {"task_id": task.task_id, "rows": keyed})
@@ -252,7 +253,7 @@ class Collector:
                                                 run_id=msg.run_id)
         return outcome
 
-    def _filter(self, task: CollectionTask, rows: list) -> tuple[list[dict], int, list]:
+    def _filter(self, task: CollectionTask, rows: list[Any]) -> tuple[list[dict[str, Any]], int, list[Any]]:
         cutoff = self.clock.utcnow() - timedelta(days=task.filter_days)
         valid, expired, skipped = [], 0, []
         for row in rows:
@@ -284,12 +285,12 @@ class Collector:
 def due_tasks(clock: Clock | None = None) -> list[CollectionTask]:
     """Enabled tasks without a run in progress whose interval has passed since their last run."""
     state = ExecutionState(clock)
-    query = CollectionTask.select().where((CollectionTask.enabled == True)  # noqa: E712
+    query = CollectionTask.select().where((CollectionTask.enabled == True)  # noqa: E712  # SQL: Peewee overloads ==
                                          & (CollectionTask.run_id.is_null()))
     return [t for t in query if state.should_run_now(COLLECT_JOB, t.id, t.interval)]
 
 
-def app_collector(settings) -> Collector:
+def app_collector(settings: Settings) -> Collector:
     """A collector on the configured API and sink."""
     import dramatiq
     from dramatiq import Message
@@ -300,7 +301,7 @@ def app_collector(settings) -> Collector:
     if settings.collect_sink == "database":
         sink: Sink = DatabaseSink()
     else:
-        def send(actor: str, kwargs: dict) -> None:
+        def send(actor: str, kwargs: dict[str, Any]) -> None:
             dramatiq.get_broker().enqueue(Message(queue_name=COLLECT, actor_name=actor, args=(), kwargs=kwargs,
                                                   options={}))
         sink = ActorSink(settings.collect_sink.split(":", 1)[1], send)

@@ -55,7 +55,7 @@ class ExportApiClient:
         self.throttled = 0
 
     # -- auth ----------------------------------------------------------------
-    def _authenticate(self, refresh: bool) -> None:
+    def _authenticate(self, refresh: bool) -> str:
         if refresh and self._refresh:
             body = {"refresh_token": self._refresh, "grant_type": "refresh_token"}
         else:
@@ -66,18 +66,20 @@ class ExportApiClient:
         if status != 200:
             raise ApiError(f"token request failed: HTTP {status}: {str(payload)[:200]}")
         data = _field(payload, "data", dict)
-        self._token = _field(data, "access_token", str)
+        token: str = _field(data, "access_token", str)
+        self._token = token
         self._refresh = data.get("refresh_token")
         self._expires_at = time.monotonic() + float(data.get("expires_in") or 3600) - 30
+        return token
 
     def _bearer(self) -> str:
         with self._lock:
             if self._token is None or time.monotonic() >= self._expires_at:
-                self._authenticate(refresh=self._token is not None)
-            return self._token  # type: ignore[return-value]
+                return self._authenticate(refresh=self._token is not None)
+            return self._token
 
     # -- requests --------------------------------------------------------------
-    def _raw(self, method: str, path: str, *, body: dict | None = None, query: dict | None = None,
+    def _raw(self, method: str, path: str, *, body: dict[str, Any] | None = None, query: dict[str, Any] | None = None,
              token: str | None = None) -> tuple[int, Any]:
         url = f"{self.base_url}{path}"
         if query:
@@ -103,7 +105,7 @@ class ExportApiClient:
         except json.JSONDecodeError:
             raise ApiShapeError(f"{method} {path}: HTTP {status} with a body that is not JSON: {raw[:120]!r}") from None
 
-    def _get(self, path: str, query: dict) -> tuple[int, Any]:
+    def _get(self, path: str, query: dict[str, Any]) -> tuple[int, Any]:
         delay = 0.25
         refreshed = False
         for attempt in range(1, THROTTLE_ATTEMPTS + 1):

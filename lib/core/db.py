@@ -7,9 +7,10 @@ import operator
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import peewee
@@ -18,6 +19,7 @@ from playhouse.shortcuts import ReconnectMixin
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+InsertQuery = TypeVar("InsertQuery", bound=peewee.Insert)
 
 #: MySQL/MariaDB's "Deadlock found when trying to get lock; try restarting transaction": InnoDB rolled the whole
 #: transaction back, and running it again is the documented answer.
@@ -34,7 +36,7 @@ database = peewee.DatabaseProxy()
 MYSQL_TIMEOUTS = {"connect_timeout": 10.0, "read_timeout": 300.0, "write_timeout": 60.0}
 
 
-class ReconnectingMySQLDatabase(ReconnectMixin, peewee.MySQLDatabase):
+class ReconnectingMySQLDatabase(ReconnectMixin, peewee.MySQLDatabase):  # type: ignore[misc]  # playhouse: no types
     """Reconnects once when MySQL dropped the connection (restart, wait_timeout)."""
 
 
@@ -61,6 +63,8 @@ def open_database(url: str) -> peewee.Database:
         )
     if parts.scheme == "mysql":
         query = {k: v[0] for k, v in parse_qs(parts.query).items()}
+        # PyMySQL's arguments, passed on through the untyped **kwargs of Peewee's signature
+        timeouts: dict[str, Any] = {name: _seconds(query, name, default) for name, default in MYSQL_TIMEOUTS.items()}
         return ReconnectingMySQLDatabase(
             unquote(parts.path.lstrip("/")),
             host=parts.hostname or "127.0.0.1",
@@ -68,8 +72,7 @@ def open_database(url: str) -> peewee.Database:
             user=unquote(parts.username or "root"),
             password=unquote(parts.password or ""),
             charset=query.get("charset", "utf8mb4"),
-            **{name: _seconds(query, name, default)  # type: ignore[arg-type]
-               for name, default in MYSQL_TIMEOUTS.items()},
+            **timeouts,
         )
     raise ValueError(f"unsupported database URL scheme {parts.scheme!r}")
 
@@ -98,7 +101,8 @@ def is_mysql() -> bool:
     return isinstance(database.obj, peewee.MySQLDatabase)
 
 
-def on_conflict_update(query, conflict_target: list, *, preserve: list | None = None, update: dict | None = None):
+def on_conflict_update(query: InsertQuery, conflict_target: Sequence[Any], *, preserve: Sequence[Any] | None = None,
+                       update: Mapping[Any, Any] | None = None) -> InsertQuery:
     """An insert that updates the existing row instead: ON CONFLICT (…) DO UPDATE on SQLite,
     ON DUPLICATE KEY UPDATE on MySQL (which takes no conflict target)."""
     if is_mysql():
@@ -191,7 +195,8 @@ def _rows_values(model: type[peewee.Model], names: tuple[str, ...],
     if len(fields) != len(names):
         return [_row_values(model, fields, row) for row in rows]
     take = operator.itemgetter(*names)
-    checks = [(i, _PLAIN.get(type(field)), field.db_value) for i, (field, _, _) in enumerate(fields)]
+    checks: list[tuple[int, type | None, Callable[[Any], Any]]] = [
+        (i, _PLAIN.get(type(field)), field.db_value) for i, (field, _, _) in enumerate(fields)]
     out = []
     for row in rows:
         try:
@@ -247,7 +252,7 @@ def select_tuples(query: Any) -> list[tuple[Any, ...]]:
     selected = getattr(query, "_returning", None)
     if not selected or not all(isinstance(node, peewee.Field) or _uncoerced(node) for node in selected):
         return list(query.tuples())
-    converters = [(i, node.python_value) for i, node in enumerate(selected)
+    converters: list[tuple[int, Callable[[Any], Any]]] = [(i, node.python_value) for i, node in enumerate(selected)
                   if isinstance(node, peewee.Field) and type(node) not in _PLAIN]
     rows = database.execute(query).fetchall()
     if not converters:
@@ -293,7 +298,15 @@ def _uncoerced(node: Any) -> bool:
     return isinstance(node, peewee.Function) and getattr(node, "_coerce", True) is False
 
 
-def write_transaction():
+class Transaction(Protocol):
+    """What a ``with`` of ``write_transaction`` (or of Peewee's ``atomic``) gives."""
+
+    def commit(self) -> None: ...
+
+    def rollback(self) -> None: ...
+
+
+def write_transaction() -> AbstractContextManager[Transaction]:
     """A transaction that will write. On SQLite it takes the write lock up front (BEGIN IMMEDIATE): a
     deferred transaction that reads first and then writes gets "database is locked" at once, without
     waiting, when another writer got there in between."""

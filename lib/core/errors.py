@@ -1,5 +1,6 @@
 """Exceptions that steer how the middleware treats a failed message."""
 
+from dramatiq import MessageProxy
 from dramatiq.errors import Retry
 from dramatiq.middleware import MiddlewareError
 
@@ -32,7 +33,7 @@ class StateUnavailable(MiddlewareError):
     """
 
 
-def key_of(option, message, what: str) -> str:
+def key_of(option: object, message: MessageProxy, what: str) -> str:
     """Evaluate a key option (a string, or a callable of the message's args/kwargs)."""
     if not callable(option):
         return str(option)

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Self
 
 
 class LocalHttpServer:
@@ -19,7 +23,7 @@ class LocalHttpServer:
         host, port = self.server.server_address[:2]
         return f"http://{host!s}:{port}"
 
-    def start(self):
+    def start(self) -> Self:
         threading.Thread(target=self.server.serve_forever, name=self.name, daemon=True).start()
         return self
 

@@ -4,7 +4,7 @@ through redis-py's cluster client (``redis+cluster://``)."""
 from __future__ import annotations
 
 import threading
-from typing import cast
+from typing import Any, cast
 
 import redis
 from redis.backoff import ExponentialBackoff, NoBackoff
@@ -34,7 +34,7 @@ def _retry() -> Retry:
     return Retry(ExponentialBackoff(cap=1.0, base=0.05), retries=5)
 
 
-class PatientRedisCluster(RedisCluster):
+class PatientRedisCluster(RedisCluster):  # type: ignore[misc]  # redis-py is read untyped (pyproject.toml)
     """redis-py's cluster client, waiting between its retries.
 
     redis-py 8's cluster client retries a command that met a connection error, a time-out, ``CLUSTERDOWN`` or an
@@ -49,7 +49,7 @@ class PatientRedisCluster(RedisCluster):
     (``ClusterPipeline``) keep redis-py's own retries; their callers' messages retry them.
     """
 
-    def execute_command(self, *args, **kwargs):
+    def execute_command(self, *args: Any, **kwargs: Any) -> Any:
         return ride_out(lambda: super(PatientRedisCluster, self).execute_command(*args, **kwargs))
 
 

@@ -6,6 +6,7 @@ Above ``models/`` (which bind to ``lib.core.db``'s proxy), so the database modul
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 
 import peewee
 
@@ -37,7 +38,7 @@ def create_tables() -> list[str]:
     return [model._meta.table_name for model in ALL_MODELS]
 
 
-def _natural_key(model) -> list[str] | None:
+def _natural_key(model: type[peewee.Model]) -> list[str] | None:
     key = model._meta.primary_key
     return [model._meta.fields[name].column_name for name in key.field_names] \
         if isinstance(key, peewee.CompositeKey) else None
@@ -49,7 +50,7 @@ def _text_columns(table: str) -> set[str]:
             if c.data_type.lower().startswith(("varchar", "char", "text", "nvarchar"))}
 
 
-def _stale_layout(model) -> bool:
+def _stale_layout(model: type[peewee.Model]) -> bool:
     """Whether the model's table is in an earlier layout that only a rebuild changes: keyed by a row id (an
     ``AutoField`` beside a unique index) where it is now keyed by its natural key
     (``models.base.NaturalKeyMetadata``), or its listing ids stored as text (``models.base.ListingIdField``)."""
@@ -61,7 +62,7 @@ def _stale_layout(model) -> bool:
     return bool(ids & _text_columns(table))
 
 
-def _rebuild_tables(models) -> None:
+def _rebuild_tables(models: Iterable[type[peewee.Model]]) -> None:
     """Rebuild the tables in an earlier layout (``_stale_layout``): neither SQLite nor InnoDB changes a table's
     clustering in place, and SQLite changes no column's type. The rows are copied into a new table (the columns
     both layouts have, names stored as text becoming codes and listing ids their bytes; retired columns stay
@@ -103,7 +104,7 @@ def _copied(field: peewee.Field, was_text: bool) -> peewee.Node:
     return column
 
 
-def _make_exact_columns_exact(models) -> None:
+def _make_exact_columns_exact(models: Iterable[type[peewee.Model]]) -> None:
     """Convert ``ExactCharField`` columns of tables created before they existed to their binary collation
     (MySQL); columns that have it already are left alone, so this costs nothing after the first time."""
     info = peewee.Table("COLUMNS", schema="information_schema")
@@ -126,7 +127,7 @@ def _make_exact_columns_exact(models) -> None:
                         exact_collation())
 
 
-def _drop_retired_indexes(models) -> None:
+def _drop_retired_indexes(models: Iterable[type[peewee.Model]]) -> None:
     """Drop the indexes a model's ``Meta.retired_indexes`` names (by their columns): replaced by slimmer ones."""
     for model in models:
         retired = set(getattr(model._meta, "retired_indexes", ()))
@@ -143,7 +144,7 @@ def _drop_retired_indexes(models) -> None:
                 logger.info("%s: index on %s dropped", table, ", ".join(index.columns))
 
 
-def _add_missing_indexes(models) -> None:
+def _add_missing_indexes(models: Iterable[type[peewee.Model]]) -> None:
     """Create the indexes a model gained since its table was created. SQLite's ``create_tables`` already does
     (``CREATE INDEX IF NOT EXISTS``); MySQL has no such clause, so Peewee skips every index of an existing table."""
     if not is_mysql():
@@ -157,7 +158,7 @@ def _add_missing_indexes(models) -> None:
                 logger.info("%s: index on %s added", model._meta.table_name, ", ".join(names))
 
 
-def _add_missing_columns(models) -> set[str]:
+def _add_missing_columns(models: Iterable[type[peewee.Model]]) -> set[str]:
     """Add the columns a model gained since its table was created (all nullable or with a default), so an
     existing database reaches the current schema. Returns the tables that gained one."""
     from playhouse.migrate import SchemaMigrator, migrate

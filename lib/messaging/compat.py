@@ -141,7 +141,7 @@ def enqueue_pipelined(broker: RedisBroker, messages: Iterable[Message[Any]]) -> 
         message = message.copy(options={"redis_message_id": str(uuid.uuid4())})
         broker.emit_before("enqueue", message, None)
         args = ["enqueue", current_millis(), message.queue_name, broker.broker_id, broker.heartbeat_timeout,
-                broker.dead_message_ttl, 0, broker._max_unpack_size(),  # type: ignore[no-untyped-call]
+                broker.dead_message_ttl, 0, broker._max_unpack_size(),
                 message.options["redis_message_id"], message.encode()]
         dispatch(keys=[broker.namespace], args=args, client=pipe)
         sent.append(message)

@@ -14,6 +14,7 @@ import datetime
 import hashlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import redis
 from dramatiq import Broker
@@ -57,7 +58,7 @@ class DeadLetter:
     queue: str
     raw: bytes = field(repr=False)
     dead_at: float | None = None
-    message: Message | None = None
+    message: Message[Any] | None = None
     reason: str | None = None
 
     @property
@@ -75,7 +76,7 @@ class DeadLetter:
     def matches(self, ident: str) -> bool:
         return ident in (self.id, self.message_id)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "message_id": self.message_id,
@@ -90,7 +91,7 @@ class DeadLetter:
         }
 
 
-def _redacted(value):
+def _redacted(value: Any) -> Any:
     """Arguments as shown to people: credentials in any URL in them redacted (requeue sends the stored payload)."""
     if isinstance(value, str):
         return redact_text(value)
@@ -101,14 +102,14 @@ def _redacted(value):
     return value
 
 
-def decode_or_none(raw: bytes) -> Message | None:
+def decode_or_none(raw: bytes) -> Message[Any] | None:
     try:
         return Message.decode(raw)
     except DecodeError:
         return None
 
 
-def fresh_copy(message: Message) -> Message:
+def fresh_copy(message: Message[Any]) -> Message[Any]:
     """The message as if never tried: same id and arguments, retry counters reset."""
     options = {k: v for k, v in message.options.items() if k not in FAILURE_OPTIONS}
     return Message(
@@ -186,7 +187,8 @@ class DeadLetters:
     def _entries(self, queue: str | None) -> Iterator[DeadLetter]:
         raise NotImplementedError
 
-    def _remove(self, queue, wanted, before) -> builtins.list[DeadLetter]:
+    def _remove(self, queue: str | None, wanted: Callable[[DeadLetter], bool],
+                before: Callable[[DeadLetter], None]) -> builtins.list[DeadLetter]:
         """Remove each wanted dead letter, calling ``before(letter)`` first (so a crash between the two repeats
         ``before``, never loses the letter)."""
         raise NotImplementedError
@@ -218,7 +220,8 @@ class RedisDeadLetters(DeadLetters):
                 if raw is not None:
                     yield DeadLetter(id=rid.decode(), queue=name, raw=raw, dead_at=score / 1000)
 
-    def _remove(self, queue, wanted, before) -> builtins.list[DeadLetter]:
+    def _remove(self, queue: str | None, wanted: Callable[[DeadLetter], bool],
+                before: Callable[[DeadLetter], None]) -> builtins.list[DeadLetter]:
         done = []
         for letter in self.list(queue):
             if not wanted(letter):
@@ -241,7 +244,7 @@ class RedisDeadLetters(DeadLetters):
         return count
 
 
-def _death_time(properties) -> float | None:
+def _death_time(properties: object) -> float | None:
     """When RabbitMQ dead-lettered the message: the newest ``time`` of its ``x-death`` header (RabbitMQ adds it
     when it moves a rejected message to the dead-letter queue; pika decodes it as a UTC datetime). Dramatiq
     publishes without a ``timestamp`` property, which is read only as a fallback."""
@@ -267,14 +270,14 @@ class RabbitmqDeadLetters(DeadLetters):
     def queues(self) -> builtins.list[str]:
         return sorted(q for q in self.broker.get_declared_queues())
 
-    def _channel(self):
+    def _channel(self) -> tuple[Any, Any]:
         import pika
 
         parameters = self.broker.parameters
         connection = pika.BlockingConnection(parameters[0] if isinstance(parameters, list) else parameters)
         return connection, connection.channel()
 
-    def _drain(self, queue: str) -> Iterator[tuple]:
+    def _drain(self, queue: str) -> Iterator[tuple[Any, int, DeadLetter]]:
         """Yield (channel, delivery_tag, DeadLetter) for every message; unacked ones return on close."""
         import pika
 
@@ -301,7 +304,8 @@ class RabbitmqDeadLetters(DeadLetters):
             letters = [letter for _, _, letter in self._drain(name)]
             yield from letters
 
-    def _remove(self, queue, wanted, before) -> builtins.list[DeadLetter]:
+    def _remove(self, queue: str | None, wanted: Callable[[DeadLetter], bool],
+                before: Callable[[DeadLetter], None]) -> builtins.list[DeadLetter]:
         done = []
         for name in [queue] if queue else self.queues():
             for channel, tag, letter in self._drain(name):

@@ -7,6 +7,8 @@ decodes messages installs it through ``lib.messaging.broker.build_broker``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgpack
 from dramatiq.encoder import Encoder, MessageData
 from dramatiq.errors import DecodeError
@@ -43,7 +45,7 @@ class MsgpackEncoder(Encoder):
         self.max_containers = max(1024, max_bytes // BYTES_PER_CONTAINER)
 
     def encode(self, data: MessageData) -> bytes:
-        encoded = msgpack.packb(data, use_bin_type=True, datetime=False)
+        encoded: bytes = msgpack.packb(data, use_bin_type=True, datetime=False)
         if len(encoded) > self.max_bytes:
             raise MessageTooLarge(
                 f"message for {data.get('actor_name')!r} is {len(encoded)} bytes, "
@@ -65,14 +67,14 @@ class MsgpackEncoder(Encoder):
                 raise DecodeError(f"not a message: {name} is a {type(fields[name]).__name__}", data[:64], None)
         return fields
 
-    def _unpack(self, data: bytes):
+    def _unpack(self, data: bytes) -> Any:
         """msgpack with every limit explicit: no string, binary, array or map may declare more than the message
         holds (a crafted header claiming 2**31 elements fails at once, before anything is allocated), no ext
         types (Dramatiq messages have none), at most ``max_containers`` arrays and maps, and msgpack's own
         nesting limit."""
         left = [self.max_containers]
 
-        def count(container):
+        def count(container: object) -> object:
             left[0] -= 1
             if left[0] < 0:
                 raise _TooManyContainers

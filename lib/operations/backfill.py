@@ -35,8 +35,8 @@ def past_crawl(sim: MarketSimulator, keyword: str, ip_id: int, task_id: str, at:
     from lib.crawling.driver import ApiResponse
     from lib.crawling.page_fetch import page_from_api
 
-    items: dict[str, dict] = {}
-    search: dict[str, dict] = {}
+    items: dict[str, dict[str, Any]] = {}
+    search: dict[str, dict[str, Any]] = {}
     pages = 0
     for status_param, label, page_count in search_plan(settings):
         total: dict[str, int | None] = {"num_found": None, "pages": 0, "items": 0}

@@ -22,9 +22,21 @@ import time
 from contextlib import ExitStack
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lib.cli.ips import print_leaderboard
 from lib.operations.demo_clock import DemoClock
+
+if TYPE_CHECKING:
+    from types import FrameType
+
+    from dramatiq import Broker
+
+    from lib.core.clock import Clock
+    from lib.core.settings import Settings
+    from lib.market.read_side import ReadSide
+    from lib.standins.simulator.server import MarketSimulator
+    from lib.web.server import BackgroundServer
 
 SAMPLE_IPS = ["鬼滅の刃", "呪術廻戦", "ONE PIECE", "推しの子", "チェンソーマン", "葬送のフリーレン", "SPY×FAMILY",
               "ブルーロック", "薬屋のひとりごと", "ダンジョン飯", "僕のヒーローアカデミア", "ハイキュー!!"]
@@ -57,7 +69,7 @@ def configured_services(environ: dict[str, str] | os._Environ[str]) -> dict[str,
     return {name: environ[name] for name in SERVICE_VARIABLES if environ.get(name)}
 
 
-def describe_services(settings) -> str:
+def describe_services(settings: Settings) -> str:
     """Which broker, Redis and database a demo runs on, credentials redacted."""
     from lib.core.redaction import redact_url
 
@@ -69,7 +81,7 @@ def describe_services(settings) -> str:
             f"{' (embedded SQLite)' if settings.database_url is None else ''}")
 
 
-def refuse_non_empty(settings, services: dict[str, str]) -> str | None:
+def refuse_non_empty(settings: Settings, services: dict[str, str]) -> str | None:
     """The demo loads its own sample market and counts from zero: a configured database or Redis that already
     holds data is refused (never wiped), naming the variable."""
     from lib.core.redaction import redact_url
@@ -170,7 +182,7 @@ def run_demo(minutes: float, speed: float, ips: int, keep: bool = False, record:
 
         logs = data_dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
-        procs: dict[str, subprocess.Popen] = {}
+        procs: dict[str, subprocess.Popen[bytes]] = {}
         started = clock.now()
         interrupted = False
         try:  # a SIGTERM or Ctrl-C while the process types start stops the ones started, as in the live phase
@@ -231,7 +243,7 @@ def run_demo(minutes: float, speed: float, ips: int, keep: bool = False, record:
     return 0
 
 
-def _stop_started(procs: dict[str, subprocess.Popen], kind: str) -> None:
+def _stop_started(procs: dict[str, subprocess.Popen[bytes]], kind: str) -> None:
     """Stop the process type ``kind`` if the demo got as far as starting it."""
     if kind in procs:
         stop(procs[kind])
@@ -243,12 +255,13 @@ def _stop_started(procs: dict[str, subprocess.Popen], kind: str) -> None:
 _stop_requested = threading.Event()
 
 
-def _interrupt(signum, frame) -> None:
+def _interrupt(signum: int, frame: FrameType | None) -> None:
     _stop_requested.set()
     raise KeyboardInterrupt
 
 
-def crawl_history(sim, settings, ips: list[tuple[int, str]], end: float, hours: float, clock: DemoClock) -> None:
+def crawl_history(sim: MarketSimulator, settings: Settings, ips: list[tuple[int, str]], end: float, hours: float,
+                  clock: DemoClock) -> None:
     """The markets' past ``hours`` before ``end``, crawled and applied before the live phase
     (``lib.operations.backfill``)."""
     from lib.core.redis_client import state_redis
@@ -262,7 +275,7 @@ def crawl_history(sim, settings, ips: list[tuple[int, str]], end: float, hours: 
     print(f"• history: {count} crawls applied in {time.monotonic() - began:.0f} s", flush=True)
 
 
-def start_dashboard(settings, broker, side, port: int):
+def start_dashboard(settings: Settings, broker: Broker, side: ReadSide, port: int) -> BackgroundServer:
     """The dashboard (``lib.web``) over the demo's data on a thread, on ``port`` or, when that one is taken, on a
     free one."""
     from lib.web.server import BackgroundServer, app_for
@@ -306,7 +319,7 @@ Where to look next:
   for real: docs/operating/production.md (REDIS_URL, BROKER_URL, DATABASE_URL, PROXY_URLS, `honcho start`)""")
 
 
-def stop(proc: subprocess.Popen, timeout: float = 60) -> None:
+def stop(proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
     """SIGTERM a process type (its runner stops it gracefully); SIGKILL its group if it hangs."""
     if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGTERM)
@@ -317,7 +330,7 @@ def stop(proc: subprocess.Popen, timeout: float = 60) -> None:
         proc.wait()
 
 
-def drain(broker, settings, queues: tuple[str, ...], timeout: float) -> bool:
+def drain(broker: Broker, settings: Settings, queues: tuple[str, ...], timeout: float) -> bool:
     """Wait until no crawl is in flight and these queues hold no ready or running message."""
     from lib.core.redis_client import state_redis
     from lib.messaging.queue_stats import queue_counts
@@ -334,7 +347,7 @@ def drain(broker, settings, queues: tuple[str, ...], timeout: float) -> bool:
     return False
 
 
-def progress(broker, clock, started: float) -> str:
+def progress(broker: Broker, clock: Clock, started: float) -> str:
     """One line: simulated time elapsed, crawls applied, items seen, queue depths."""
     from lib.core.db import database
     from lib.messaging.queue_stats import queue_counts
@@ -350,7 +363,7 @@ def progress(broker, clock, started: float) -> str:
             f"queued: crawl {depths['crawl']}, pipeline {depths['pipeline']}")
 
 
-def dead_letters(broker) -> int:
+def dead_letters(broker: Broker) -> int:
     """Messages that failed for good during the run (a healthy demo has none)."""
     from lib.messaging.queue_stats import queue_counts
     from lib.messaging.queues import ALL_QUEUES

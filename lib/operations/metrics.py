@@ -27,12 +27,18 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from dramatiq import Broker, Message, MessageProxy, Worker
 from dramatiq.middleware.prometheus import Prometheus
 
 from lib.core.settings import Settings
+
+if TYPE_CHECKING:
+    from prometheus_client.metrics_core import Metric
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +91,7 @@ def drop_dead_gauges(path: Path) -> list[Path]:
             dropped.append(file)
     return dropped
 
-_recorders: dict = {}
+_recorders: dict[str, Any] = {}
 
 
 class Metrics(Prometheus):
@@ -99,11 +105,11 @@ class Metrics(Prometheus):
     booted = False
 
     @property
-    def forks(self):
+    def forks(self) -> list[Callable[[], int]]:
         return [serve_metrics] if os.environ.get(PORT_ENV) else []
 
-    def after_process_boot(self, broker):
-        super().after_process_boot(broker)
+    def after_process_boot(self, broker: Broker) -> None:
+        Prometheus.after_process_boot(self, broker)
         self.booted = True
         import prometheus_client as prom
 
@@ -126,29 +132,30 @@ class Metrics(Prometheus):
         )
 
 
-    def after_worker_shutdown(self, broker, worker):
+    def after_worker_shutdown(self, broker: Broker, worker: Worker) -> None:
         if self.booted:
-            super().after_worker_shutdown(broker, worker)
+            Prometheus.after_worker_shutdown(self, broker, worker)
 
-    def after_nack(self, broker, message):
+    def after_nack(self, broker: Broker, message: MessageProxy) -> None:
         if self.booted:
-            super().after_nack(broker, message)
+            Prometheus.after_nack(self, broker, message)
 
-    def after_enqueue(self, broker, message, delay):
+    def after_enqueue(self, broker: Broker, message: Message[Any], delay: int | None) -> None:
         if self.booted:
-            super().after_enqueue(broker, message, delay)
+            Prometheus.after_enqueue(self, broker, message, delay)
 
-    def before_delay_message(self, broker, message):
+    def before_delay_message(self, broker: Broker, message: MessageProxy) -> None:
         if self.booted:
-            super().before_delay_message(broker, message)
+            Prometheus.before_delay_message(self, broker, message)
 
-    def before_process_message(self, broker, message):
+    def before_process_message(self, broker: Broker, message: MessageProxy) -> None:
         if self.booted:
-            super().before_process_message(broker, message)
+            Prometheus.before_process_message(self, broker, message)
 
-    def after_process_message(self, broker, message, *, result=None, exception=None):
+    def after_process_message(self, broker: Broker, message: MessageProxy, *, result: Any = None,
+                              exception: BaseException | None = None) -> None:
         if self.booted:
-            super().after_process_message(broker, message, result=result, exception=exception)
+            Prometheus.after_process_message(self, broker, message, result=result, exception=exception)
 
     after_skip_message = after_process_message
 
@@ -185,7 +192,7 @@ def observe_result(seconds: float, items: int) -> None:
 class StateCollector:
     """Gauges read from Redis at scrape time."""
 
-    def collect(self):
+    def collect(self) -> Iterator[Metric]:
         from prometheus_client.core import GaugeMetricFamily
 
         from lib.core.redis_client import state_redis
@@ -218,10 +225,10 @@ class StateCollector:
         yield from metric_families(state_redis(settings))
 
 
-_broker_cache: dict = {}
+_broker_cache: dict[str, Broker] = {}
 
 
-def _scrape_broker(settings, build):
+def _scrape_broker(settings: Settings, build: Callable[[Settings], Broker]) -> Broker:
     if "broker" not in _broker_cache:
         _broker_cache["broker"] = build(settings)
     return _broker_cache["broker"]
@@ -248,10 +255,10 @@ def serve_metrics() -> int:
     settings_or_exit()
 
     class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args):
+        def log_message(self, format: str, *args: Any) -> None:
             pass
 
-        def do_GET(self):  # noqa: N802
+        def do_GET(self) -> None:
             try:
                 body, status = exposition(), 200
             except Exception as e:  # a scrape must say what is wrong, not hang

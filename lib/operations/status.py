@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from typing import Any
 
+import redis
 from dramatiq import Broker
 
 from lib.core import keys
@@ -19,7 +21,7 @@ from lib.scheduling.schedule import InFlight, ScheduleStore
 from models import IpMetadata
 
 
-def counts(broker: Broker, client) -> dict:
+def counts(broker: Broker, client: redis.Redis) -> dict[str, Any]:
     """The numbers the status screen, the dashboard and the metrics all show: per-queue counts, scheduled
     IPs and crawls in flight."""
     return {"queues": {q: queue_counts(broker, q) for q in ALL_QUEUES},
@@ -28,7 +30,7 @@ def counts(broker: Broker, client) -> dict:
             "crawl_rate_waiting": rate_limit.waiting(client)}
 
 
-def gather(settings: Settings, broker: Broker, client) -> dict:
+def gather(settings: Settings, broker: Broker, client: redis.Redis) -> dict[str, Any]:
     now = get_clock().now()
     schedule = ScheduleStore(client)
     next_time = schedule.next_time()
@@ -37,7 +39,7 @@ def gather(settings: Settings, broker: Broker, client) -> dict:
         locks.append({"lock": key.decode()[len(keys.lock("")):], "expires_in_ms": client.pttl(key)})
     recent = (IpMetadata.select().where(IpMetadata.last_crawled_at.is_null(False))
               .order_by(IpMetadata.last_crawled_at.desc()).limit(10))
-    letters = DeadLetters.for_broker(broker, broker.reasons).list()  # type: ignore[attr-defined]  # build_broker's
+    letters = DeadLetters.for_broker(broker, broker.reasons).list()  # type: ignore[attr-defined]  # set by build_broker
     letters.sort(key=lambda d: d.dead_at or 0, reverse=True)
     return {
         "at": now,
@@ -63,7 +65,7 @@ def _when(ts: float | None) -> str:
     return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def _crawl_rate_line(status: dict) -> str:
+def _crawl_rate_line(status: dict[str, Any]) -> str:
     limit, waiting = status["crawl_rate_limit"], status["crawl_rate_waiting"]
     if not limit:
         return "crawl rate limit: none (CRAWL_RATE_LIMIT=0)"
@@ -73,7 +75,7 @@ def _crawl_rate_line(status: dict) -> str:
     return line
 
 
-def render(status: dict) -> str:
+def render(status: dict[str, Any]) -> str:
     lines = [f"animetop status at {_when(status['at'])} (broker {status['broker']})", "",
              f"{'QUEUE':12} {'READY':>7} {'RUNNING':>8} {'DELAYED':>8} {'DEAD':>6}"]
     for queue, c in status["queues"].items():

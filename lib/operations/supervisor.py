@@ -24,6 +24,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from types import FrameType
 
 from lib.core.settings import Settings
 from lib.operations.leash import LEASH_SIGNAL
@@ -80,9 +81,9 @@ class Supervisor:
         self.grace = grace
         self.restart = restart
         self.stopping = False
-        self.child: subprocess.Popen | None = None
+        self.child: subprocess.Popen[bytes] | None = None
 
-    def _on_signal(self, signum, frame) -> None:
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         if self.stopping:
             logger.info("already stopping (got %s again); waiting for in-flight work", signal.Signals(signum).name)
             return

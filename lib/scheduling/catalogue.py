@@ -77,7 +77,7 @@ class Catalogue:
     def list(self, active_only: bool = False) -> list[IpMetadata]:
         query = IpMetadata.select().order_by(IpMetadata.id)
         if active_only:
-            query = query.where(IpMetadata.active == True)  # noqa: E712
+            query = query.where(IpMetadata.active == True)  # noqa: E712  # SQL: Peewee overloads ==
         return list(query)
 
     def disable(self, ip_id: int) -> IpMetadata:

@@ -5,12 +5,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import redis
 
 from lib.core import keys
 from lib.core.clock import Clock, to_timestamp
 from lib.core.settings import Settings
+
+if TYPE_CHECKING:
+    from models import IpMetadata
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +74,8 @@ class ScheduleStore:
         return rows[0][1] if rows else None
 
     def time_of(self, ip_id: int) -> float | None:
-        return self.client.zscore(self.key, str(ip_id))
+        score: float | None = self.client.zscore(self.key, str(ip_id))
+        return score
 
     def remove(self, ip_id: int) -> None:
         self.client.zrem(self.key, str(ip_id))
@@ -164,6 +169,6 @@ def planned_times(ips: Iterable[IpDue], last_runs: dict[str, float], settings: S
     return times
 
 
-def ip_due_from_row(row) -> IpDue:
+def ip_due_from_row(row: IpMetadata) -> IpDue:
     return IpDue(id=row.id, keyword=row.keyword, weight=row.weight, active=row.active,
                  last_crawled_at=to_timestamp(row.last_crawled_at))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 import redis
 from dramatiq import Broker, Message
@@ -57,12 +58,12 @@ class TickResult:
     follow_up_at: float | None = None
 
 
-def crawl_message(ip: IpDue, task_id: str) -> Message:
+def crawl_message(ip: IpDue, task_id: str) -> Message[Any]:
     """The crawl task for one IP (consumed by the ``crawl_ip`` actor on the crawl queue)."""
     return CRAWL_IP.message(ip_id=ip.id, keyword=ip.keyword, task_id=task_id)
 
 
-def tick_message() -> Message:
+def tick_message() -> Message[Any]:
     return SCHEDULE_TICK.message()
 
 

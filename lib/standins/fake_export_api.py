@@ -122,7 +122,7 @@ class FakeExportApi(LocalHttpServer):
                 except json.JSONDecodeError:
                     return {}
 
-            def do_POST(self):  # noqa: N802
+            def do_POST(self):
                 path = urlsplit(self.path).path
                 body = self._body()
                 if path.startswith("/_control/"):
@@ -161,7 +161,7 @@ class FakeExportApi(LocalHttpServer):
                     return self._send(404, {"error": "unknown control"})
                 self._send(200, {"ok": True})
 
-            def do_GET(self):  # noqa: N802
+            def do_GET(self):
                 parts = urlsplit(self.path)
                 if parts.path == "/_control/stats":
                     return self._send(200, api.stats)

@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, cast
 
 import peewee
@@ -230,7 +231,11 @@ class PoolFiller:
         return marked, len(lost)
 
 
-def mark_used(model: type[PoolRow], ids, clock: Clock | None = None) -> int:
+def _execute(query: peewee.BaseQuery) -> int:
+    return int(query.execute())
+
+
+def mark_used(model: type[PoolRow], ids: Iterable[int], clock: Clock | None = None) -> int:
     """Mark handed-out rows used; idempotent."""
     ids = sorted(set(ids))
     now = (clock or get_clock()).utcnow()
@@ -238,7 +243,7 @@ def mark_used(model: type[PoolRow], ids, clock: Clock | None = None) -> int:
     for start in range(0, len(ids), 500):
         query = model.update(status=USED, updated_at=now).where(model.id.in_(ids[start:start + 500])
                                                                  & (model.status != USED))
-        done += retrying_deadlocks(lambda q=query: int(q.execute()))  # type: ignore[misc]
+        done += retrying_deadlocks(partial(_execute, query))
     return done
 
 

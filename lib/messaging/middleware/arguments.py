@@ -5,15 +5,17 @@ from __future__ import annotations
 import inspect
 import types
 import typing
+from collections.abc import Callable
 from functools import cache
+from typing import Any
 
-from dramatiq import Middleware
+from dramatiq import Broker, MessageProxy, Middleware
 
 from lib.core.errors import BadMessage
 
 
 @cache
-def _signature(fn) -> tuple[inspect.Signature, dict]:
+def _signature(fn: Callable[..., Any]) -> tuple[inspect.Signature, dict[str, Any]]:
     try:
         hints = typing.get_type_hints(fn)
     except Exception:  # unresolvable annotations: check arity only
@@ -21,7 +23,7 @@ def _signature(fn) -> tuple[inspect.Signature, dict]:
     return inspect.signature(fn), hints
 
 
-def _fits(value, hint) -> bool:
+def _fits(value: object, hint: Any) -> bool:
     """Whether a decoded msgpack value fits a simple annotation (unknown ones always fit)."""
     if hint is typing.Any or hint is inspect.Parameter.empty:
         return True
@@ -42,7 +44,7 @@ def _fits(value, hint) -> bool:
     return True
 
 
-def check_arguments(fn, args: tuple, kwargs: dict) -> None:
+def check_arguments(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     """Raise ``BadMessage`` saying which argument is missing, extra or of the wrong type."""
     signature, hints = _signature(fn)
     try:
@@ -63,6 +65,6 @@ def check_arguments(fn, args: tuple, kwargs: dict) -> None:
 class ArgumentCheck(Middleware):
     """Dead-letters, with the reason, a message that does not fit its actor's signature."""
 
-    def before_process_message(self, broker, message):
+    def before_process_message(self, broker: Broker, message: MessageProxy) -> None:
         actor = broker.get_actor(message.actor_name)
         check_arguments(actor.fn, message.args, message.kwargs)

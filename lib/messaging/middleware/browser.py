@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import logging
 
-from dramatiq import Middleware
+from dramatiq import Broker, Middleware, Worker
 
 logger = logging.getLogger(__name__)
 
 
 class BrowserShutdown(Middleware):
-    def after_worker_shutdown(self, broker, worker):
+    def after_worker_shutdown(self, broker: Broker, worker: Worker) -> None:
         from dramatiq.asyncio import get_event_loop_thread
 
         from lib.crawling import crawl

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from dramatiq import Middleware
+from dramatiq import Broker, MessageProxy, Middleware
 
 from lib.core.log_filters import BAD_INPUT
 from lib.messaging.dead_letters import ReasonStore
@@ -27,7 +27,7 @@ class DeadLetterReasons(Middleware):
     def __init__(self, reasons: ReasonStore) -> None:
         self.reasons = reasons
 
-    def before_nack(self, broker, message):
+    def before_nack(self, broker: Broker, message: MessageProxy) -> None:
         exception = getattr(message, "_exception", None)
         reason = describe(exception)
         # Bad input is expected and its event line says why; a message that failed its retries is an error.

@@ -6,8 +6,9 @@ import inspect
 import logging
 import threading
 import time
+from typing import Any
 
-from dramatiq import Middleware
+from dramatiq import Broker, MessageProxy, Middleware
 
 from lib.messaging.middleware.retries import LEFT_TO_NEXT_TICK
 
@@ -17,9 +18,9 @@ logger = logging.getLogger("animetop.events")
 FIELDS = ("task_id", "ip_id", "kind", "group_id", "alert_id", "task")
 
 
-def _fields(broker, message) -> str:
+def _fields(broker: Broker, message: MessageProxy) -> str:
     """The interesting arguments, whether they were passed by position or by name."""
-    arguments = dict(message.kwargs)
+    arguments: dict[str, Any] = dict(message.kwargs)
     if message.args:
         try:
             fn = broker.get_actor(message.actor_name).fn
@@ -37,11 +38,11 @@ class EventLog(Middleware):
         self._started: dict[str, float] = {}
         self._mutex = threading.Lock()
 
-    def before_process_message(self, broker, message):
+    def before_process_message(self, broker: Broker, message: MessageProxy) -> None:
         with self._mutex:
             self._started[message.message_id] = time.perf_counter()
 
-    def _log(self, broker, message, outcome: str, exception=None) -> None:
+    def _log(self, broker: Broker, message: MessageProxy, outcome: str, exception: BaseException | None = None) -> None:
         with self._mutex:
             started = self._started.pop(message.message_id, None)
         duration = f" duration_ms={(time.perf_counter() - started) * 1000:.0f}" if started else ""
@@ -50,7 +51,8 @@ class EventLog(Middleware):
                 f"{_fields(broker, message)} outcome={outcome}{duration}{error}").replace("  ", " ")
         (logger.warning if outcome == "failed" else logger.info)(line)
 
-    def after_process_message(self, broker, message, *, result=None, exception=None):
+    def after_process_message(self, broker: Broker, message: MessageProxy, *, result: Any = None,
+                              exception: BaseException | None = None) -> None:
         if exception is None:
             self._log(broker, message, "ok")
         else:
@@ -58,5 +60,5 @@ class EventLog(Middleware):
                        else "retry")
             self._log(broker, message, outcome, exception)
 
-    def after_skip_message(self, broker, message):
+    def after_skip_message(self, broker: Broker, message: MessageProxy) -> None:
         self._log(broker, message, "skipped")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dramatiq import Broker, Worker
 from dramatiq.asyncio import EventLoopThread, get_event_loop_thread, set_event_loop_thread
 from dramatiq.middleware.asyncio import AsyncIO as _AsyncIO
 
@@ -15,13 +16,13 @@ class AsyncIO(_AsyncIO):
         super().__init__()
         self._loops: dict[int, EventLoopThread] = {}
 
-    def before_worker_boot(self, broker, worker):
+    def before_worker_boot(self, broker: Broker, worker: Worker) -> None:
         loop = EventLoopThread(self.logger)
         loop.start(timeout=1.0)
         self._loops[id(worker)] = loop
         set_event_loop_thread(loop)
 
-    def after_worker_shutdown(self, broker, worker):
+    def after_worker_shutdown(self, broker: Broker, worker: Worker) -> None:
         loop = self._loops.pop(id(worker), None)
         if loop is None:
             return

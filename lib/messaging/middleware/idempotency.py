@@ -17,9 +17,10 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import redis
-from dramatiq import Middleware
+from dramatiq import Actor, Broker, MessageProxy, Middleware
 from dramatiq.middleware import SkipMessage
 
 from lib.core import keys
@@ -32,7 +33,7 @@ logger = logging.getLogger(__name__)
 DONE = b"1"
 
 
-def message_key(actor, message) -> str | None:
+def message_key(actor: Actor[..., Any], message: MessageProxy) -> str | None:
     """The idempotency key of a message, or None when the actor opted out."""
     option = actor.options.get("idempotency_key")
     if option is False:
@@ -61,7 +62,7 @@ class Idempotency(Middleware):
         self._claims: dict[str, tuple[str, redis.lock.Lock]] = {}
         self._mutex = threading.Lock()
 
-    def before_process_message(self, broker, message):
+    def before_process_message(self, broker: Broker, message: MessageProxy) -> None:
         actor = broker.get_actor(message.actor_name)
         key = message_key(actor, message)
         if key is None:
@@ -72,7 +73,7 @@ class Idempotency(Middleware):
         except STATE_ERRORS as e:  # a MiddlewareError, so Dramatiq does not run the message unguarded
             raise StateUnavailable(f"idempotency check failed: {e}") from e
 
-    def _claim(self, message, key: str, done_key: str) -> None:
+    def _claim(self, message: MessageProxy, key: str, done_key: str) -> None:
         client = self.redis_client()
         if client.exists(done_key):
             self._skip(message, key)
@@ -92,14 +93,15 @@ class Idempotency(Middleware):
         with self._mutex:
             self._claims[message.message_id] = (done_key, claim)
 
-    def _skip(self, message, key: str) -> None:
+    def _skip(self, message: MessageProxy, key: str) -> None:
         with self._mutex:
             self.skipped += 1
         logger.info("message %s (%s, key %s) was already processed: skipping", message.message_id,
                     message.actor_name, key)
         raise SkipMessage()
 
-    def after_process_message(self, broker, message, *, result=None, exception=None):
+    def after_process_message(self, broker: Broker, message: MessageProxy, *, result: Any = None,
+                              exception: BaseException | None = None) -> None:
         with self._mutex:
             claim = self._claims.pop(message.message_id, None)
         if claim is None:
@@ -120,7 +122,7 @@ class Idempotency(Middleware):
                                message.actor_name, e)
         self.keeper.release(lock)
 
-    def after_skip_message(self, broker, message):
+    def after_skip_message(self, broker: Broker, message: MessageProxy) -> None:
         with self._mutex:
             claim = self._claims.pop(message.message_id, None)
         if claim is not None:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
 import redis
-from dramatiq import Middleware
+from dramatiq import Broker, MessageProxy, Middleware
 
 from lib.core.errors import key_of
 from lib.scheduling.schedule import InFlight
@@ -24,7 +25,7 @@ class InFlightRelease(Middleware):
     def __init__(self, redis_client: Callable[[], redis.Redis]) -> None:
         self.redis_client = redis_client
 
-    def _release(self, broker, message) -> None:
+    def _release(self, broker: Broker, message: MessageProxy) -> None:
         try:
             actor = broker.get_actor(message.actor_name)
         except Exception:
@@ -38,12 +39,13 @@ class InFlightRelease(Middleware):
         except Exception as e:  # the janitor sweep releases it after JANITOR_TIMEOUT
             logger.warning("could not release in-flight marker of message %s: %s", message.message_id, e)
 
-    def after_process_message(self, broker, message, *, result=None, exception=None):
+    def after_process_message(self, broker: Broker, message: MessageProxy, *, result: Any = None,
+                              exception: BaseException | None = None) -> None:
         if exception is None or message.failed:
             self._release(broker, message)
 
-    def after_skip_message(self, broker, message):
+    def after_skip_message(self, broker: Broker, message: MessageProxy) -> None:
         self._release(broker, message)
 
-    def after_nack(self, broker, message):
+    def after_nack(self, broker: Broker, message: MessageProxy) -> None:
         self._release(broker, message)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import redis
-from dramatiq import Middleware
+from dramatiq import Broker, MessageProxy, Middleware
 from dramatiq.middleware import SkipMessage
 
 from lib.core import keys
@@ -36,7 +37,7 @@ class Locks(Middleware):
         self._held: dict[str, redis.lock.Lock] = {}
         self._mutex = threading.Lock()
 
-    def before_process_message(self, broker, message):
+    def before_process_message(self, broker: Broker, message: MessageProxy) -> None:
         actor = broker.get_actor(message.actor_name)
         lock_key = actor.options.get("lock_key")
         if lock_key is None:
@@ -58,14 +59,15 @@ class Locks(Middleware):
         with self._mutex:
             self._held[message.message_id] = lock
 
-    def _release(self, message) -> None:
+    def _release(self, message: MessageProxy) -> None:
         with self._mutex:
             lock = self._held.pop(message.message_id, None)
         if lock is not None:
             self.keeper.release(lock)
 
-    def after_process_message(self, broker, message, *, result=None, exception=None):
+    def after_process_message(self, broker: Broker, message: MessageProxy, *, result: Any = None,
+                              exception: BaseException | None = None) -> None:
         self._release(message)
 
-    def after_skip_message(self, broker, message):
+    def after_skip_message(self, broker: Broker, message: MessageProxy) -> None:
         self._release(message)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 import random
 import time
+from typing import Any, cast
 
+from dramatiq import Broker, Message, MessageProxy
 from dramatiq.common import compute_backoff
 from dramatiq.middleware import Retries as _Retries
 
@@ -23,6 +25,11 @@ OUTAGE_WAITS = "state_outage_waits"
 LEFT_TO_NEXT_TICK = "left_to_next_tick"
 #: Longest wait between two runs of a message riding out a state outage: the state coming back is noticed within it.
 OUTAGE_MAX_BACKOFF_MS = 5_000
+
+
+def _run_again(broker: Broker, message: MessageProxy, delay: int) -> None:
+    # The proxy is enqueued as it is, as Dramatiq's own Retries does: it hands every attribute on to its message.
+    broker.enqueue(cast("Message[Any]", message), delay=delay)
 
 
 class Retries(_Retries):
@@ -48,13 +55,14 @@ class Retries(_Retries):
     """
 
     def __init__(self, *, lock_busy_delay_ms: int, max_lock_waits: int, outage_tolerance_ms: int,
-                 **kwargs) -> None:
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.lock_busy_delay_ms = lock_busy_delay_ms
         self.max_lock_waits = max_lock_waits
         self.outage_tolerance_ms = outage_tolerance_ms
 
-    def after_process_message(self, broker, message, *, result=None, exception=None):
+    def after_process_message(self, broker: Broker, message: MessageProxy, *, result: Any = None,
+                              exception: BaseException | None = None) -> None:
         if exception is not None and not is_transient(exception):  # the state answered: any outage it met is over
             message.options.pop(OUTAGE_SINCE, None)
             message.options.pop(OUTAGE_WAITS, None)
@@ -73,13 +81,15 @@ class Retries(_Retries):
             message.options["lock_waits"] = waits
             delay = int(self.lock_busy_delay_ms * random.uniform(0.5, 1.5))
             self.logger.debug("%s; message %s runs again in %d ms.", exception, message.message_id, delay)
-            broker.enqueue(message, delay=delay)
+            _run_again(broker, message, delay)
             return
-        if is_transient(exception) and self._ride_out_outage(broker, message, exception):
+        if exception is not None and is_transient(exception) and self._ride_out_outage(broker, message, exception):
             return
-        super().after_process_message(broker, message, result=result, exception=exception)
+        # through the class, not super(): Dramatiq's hook is unannotated, and untyped_calls_exclude (pyproject.toml)
+        # recognises it only by that name
+        _Retries.after_process_message(self, broker, message, result=result, exception=exception)
 
-    def _ride_out_outage(self, broker, message, exception: BaseException) -> bool:
+    def _ride_out_outage(self, broker: Broker, message: MessageProxy, exception: BaseException) -> bool:
         """Handle a message that met a transient state error; False when its outage outlasted the tolerance
         (then it is an ordinary failure)."""
         actor = broker.get_actor(message.actor_name)
@@ -104,5 +114,5 @@ class Retries(_Retries):
                                    max_backoff=OUTAGE_MAX_BACKOFF_MS)
         logger.debug("state unavailable; message %s runs again in %d ms (not a retry): %s", message.message_id,
                      delay, exception)
-        broker.enqueue(message, delay=delay)
+        _run_again(broker, message, delay)
         return True

@@ -192,7 +192,7 @@ class MarketSimulator(LocalHttpServer):
             def _json(self, status: int, obj: object) -> None:
                 self._send(status, json.dumps(obj, ensure_ascii=False), "application/json")
 
-            def do_GET(self):  # noqa: N802
+            def do_GET(self):
                 parts = urlsplit(self.path)
                 query = {k: v[0] for k, v in parse_qs(parts.query).items()}
                 if parts.path == "/search":
@@ -224,7 +224,7 @@ class MarketSimulator(LocalHttpServer):
                                       "scrim": SCRIM if mode == "scrim" else ""}
                 self._send(200, page)
 
-            def do_POST(self):  # noqa: N802
+            def do_POST(self):
                 parts = urlsplit(self.path)
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
