@@ -16,11 +16,12 @@ from lib.market.retention import detail_horizon, details_pruned_before, horizon,
 from lib.market.summaries import CUT_ACCURACY, DURATION_ACCURACY, PRICE_ACCURACY
 from models import IpStatsDaily, ListingEvent, ListingSighting
 
+from ..helpers import flatten
 from .scripted import T0, H, expected_window, make_script, shifted, window_durations
 from .test_intervals import km_interval_by_hand
 from .test_retention import DAY, add_ip, apply, long_lived, merged
 from .test_summaries import bracket, represented
-from .test_windows import MINIMUMS, close, flatten
+from .test_windows import MINIMUMS, close
 
 WINDOW = 4 * 24  # RETENTION_WINDOW here, in hours
 EXACT = ("inflow", "outflow", "tracked_hours", "liquidity", "sell_through", "price_cut_share", "supply",

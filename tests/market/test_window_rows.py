@@ -15,8 +15,9 @@ from lib.scheduling.catalogue import Catalogue
 from lib.scheduling.schedule import ScheduleStore
 from models import IpWindowMeasures, IpWindowPending
 
+from ..helpers import flatten
 from .scripted import T0, Script, expected_hours, expected_window, hour_of, make_script
-from .test_windows import MINIMUMS, close, flatten
+from .test_windows import MINIMUMS, close
 
 H = 3600.0
 #: Short windows beside the standard ones, so the script's hours slide out of them within the test.
