@@ -1,4 +1,4 @@
-"""When each scheduled job last ran (seed 001), so a restart resumes instead of starting over.
+"""When each scheduled job last ran, so a restart resumes instead of starting over.
 
 Every scheduled job records here: the crawl of each IP (param: the IP id),
 pool fills per group, collection runs per task. Reads never fail a job (a
@@ -80,7 +80,7 @@ class ExecutionState:
         return False
 
     def next_run_time(self, name: str, param: str | int, interval: float) -> float:
-        """Now if never run or overdue, else the last run plus the interval (seed 001's rule)."""
+        """Now if never run or overdue, else the last run plus the interval (the rule of every scheduled job)."""
         now = self.clock.now()
         last = self.last_execution_time(name, param)
         if last is None or now - last >= interval:
