@@ -105,10 +105,10 @@ def run_demo(minutes: float, speed: float, ips: int, keep: bool = False, record:
     from lib.core.db import bind_database
     from lib.core.embedded_redis import EmbeddedRedis
     from lib.core.redis_client import state_redis
-    from lib.core.schema import create_tables
     from lib.core.settings import load_settings, use_settings
     from lib.crawling.install import ensure_chromium
     from lib.market.read_side import ReadSide
+    from lib.market.schema import create_tables
     from lib.messaging.broker import build_broker
     from lib.operations.supervisor import die_with
     from lib.scheduling.catalogue import Catalogue

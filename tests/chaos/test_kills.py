@@ -17,8 +17,8 @@ import pytest
 
 from lib.core.db import bind_database, database
 from lib.core.redis_client import state_redis
-from lib.core.schema import create_tables
 from lib.core.settings import load_settings, use_settings
+from lib.market.schema import create_tables
 from lib.messaging.broker import build_broker
 from lib.messaging.queues import COLLECT, PIPELINE, POOL
 from lib.scheduling.catalogue import Catalogue

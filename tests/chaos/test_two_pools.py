@@ -19,8 +19,8 @@ from lib.collection.collector import COLLECT_JOB, add_task
 from lib.core.clock import Clock, set_clock
 from lib.core.db import bind_database, database
 from lib.core.redis_client import state_redis
-from lib.core.schema import create_tables
 from lib.core.settings import load_settings, use_settings
+from lib.market.schema import create_tables
 from lib.messaging.broker import build_broker
 from lib.messaging.queue_stats import queue_counts
 from lib.messaging.queues import ALL_QUEUES, CRAWL

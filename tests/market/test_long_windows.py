@@ -150,7 +150,7 @@ def test_db_init_adds_the_summary_columns_to_an_existing_database(db, short):
     from playhouse.migrate import SchemaMigrator, migrate
 
     from lib.core.db import database
-    from lib.core.schema import create_tables
+    from lib.market.schema import create_tables
 
     new = [f.column_name for f in IpStatsDaily._meta.sorted_fields if f.column_name.startswith("pruned_")]
     assert len(new) == 7

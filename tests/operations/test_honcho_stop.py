@@ -23,7 +23,7 @@ import pytest
 
 from lib.core.db import bind_database, database
 from lib.core.redis_client import state_redis
-from lib.core.schema import create_tables
+from lib.market.schema import create_tables
 from lib.messaging import compat
 from lib.messaging.purge import purge_rabbitmq_queues
 from lib.messaging.queues import CRAWL
