@@ -41,7 +41,7 @@ from lib.messaging.middleware.browser import BrowserShutdown
 from lib.messaging.middleware.dead_letters import describe
 from lib.messaging.middleware.event_log import EventLog
 from lib.messaging.middleware.event_loop import AsyncIO
-from lib.operations.metrics import Metrics
+from lib.messaging.middleware.metrics import Metrics
 
 logger = logging.getLogger(__name__)
 
