@@ -320,8 +320,8 @@ def stop(proc: subprocess.Popen, timeout: float = 60) -> None:
 def drain(broker, settings, queues: tuple[str, ...], timeout: float) -> bool:
     """Wait until no crawl is in flight and these queues hold no ready or running message."""
     from lib.core.redis_client import state_redis
+    from lib.messaging.in_flight import InFlight
     from lib.messaging.queue_stats import queue_counts
-    from lib.scheduling.schedule import InFlight
 
     in_flight = InFlight(state_redis(settings))
     deadline = time.monotonic() + timeout

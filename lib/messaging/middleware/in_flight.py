@@ -9,7 +9,7 @@ import redis
 from dramatiq import Middleware
 
 from lib.core.errors import key_of
-from lib.scheduling.schedule import InFlight
+from lib.messaging.in_flight import InFlight
 
 logger = logging.getLogger(__name__)
 
