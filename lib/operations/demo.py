@@ -23,7 +23,7 @@ from contextlib import ExitStack
 from datetime import datetime, timezone
 from pathlib import Path
 
-from lib.cli.ips import print_leaderboard
+from lib.market.leaderboard_text import print_leaderboard
 from lib.operations.demo_clock import DemoClock
 
 SAMPLE_IPS = ["鬼滅の刃", "呪術廻戦", "ONE PIECE", "推しの子", "チェンソーマン", "葬送のフリーレン", "SPY×FAMILY",
