@@ -265,7 +265,8 @@ def crawl_history(sim, settings, ips: list[tuple[int, str]], end: float, hours: 
 def start_dashboard(settings, broker, side, port: int):
     """The dashboard (``lib.web``) over the demo's data on a thread, on ``port`` or, when that one is taken, on a
     free one."""
-    from lib.web.server import BackgroundServer, app_for
+    from lib.operations.dashboard import app_for
+    from lib.web.server import BackgroundServer
 
     app = app_for(settings, broker, side)
     try:
