@@ -2,12 +2,12 @@
 
 import logging
 
+from lib.core.recorders import observe_crawl
 from lib.core.redis_client import state_redis
 from lib.core.settings import get_settings
 from lib.crawling.crawl import process_crawler
 from lib.crawling.drift import DriftLog
 from lib.messaging.routes import CRAWL_IP
-from lib.operations.metrics import observe_crawl
 
 from .pipeline import process_result
 

@@ -5,11 +5,11 @@ from typing import Any
 
 from lib.alerts.notify import pending_alerts
 from lib.core.clock import get_clock, naive_utc
+from lib.core.recorders import observe_result
 from lib.core.redis_client import state_redis
 from lib.core.settings import get_settings
 from lib.market.processing import CrawlResult, ResultProcessor
 from lib.messaging.routes import PROCESS_RESULT
-from lib.operations.metrics import observe_result
 
 from .notify import notify_alert
 

@@ -13,7 +13,7 @@ from lib.collection.collector import Collector, DatabaseSink, add_task, find_tas
 from lib.collection.export_api import ExportApiClient
 from lib.core.clock import Clock
 from lib.core.db import bind_database, database
-from lib.core.schema import create_tables
+from lib.market.schema import create_tables
 from lib.standins.fake_export_api import FakeExportApi
 from models import CollectedRow
 

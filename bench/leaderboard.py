@@ -28,10 +28,10 @@ from lib.core import keys
 from lib.core.clock import FrozenClock, naive_utc
 from lib.core.db import bind_database, database, is_mysql
 from lib.core.redis_client import state_redis
-from lib.core.schema import create_tables
 from lib.core.settings import Settings
 from lib.market import window_rows
 from lib.market.read_side import ReadSide
+from lib.market.schema import create_tables
 from lib.market.windows import raw
 from models import (
     CrawlSearchTotal,

@@ -373,8 +373,8 @@ class Run:
         from lib.core.clock import Clock, set_clock
         from lib.core.db import bind_database
         from lib.core.embedded_redis import EmbeddedRedis
-        from lib.core.schema import create_tables
         from lib.core.settings import load_settings, use_settings
+        from lib.market.schema import create_tables
         from lib.messaging.broker import build_broker
         from lib.standins.simulator import MarketSimulator
 
@@ -975,8 +975,8 @@ def check_production_services() -> str | None:
     """The production profile's services, described (credentials redacted); None, with the reason printed, when
     one of them already holds data (the bench counts from zero and empties them after each scale)."""
     from lib.core.db import bind_database, database
-    from lib.core.schema import create_tables
     from lib.core.settings import load_settings, use_settings
+    from lib.market.schema import create_tables
     from lib.operations.demo import describe_services, refuse_non_empty
 
     services = production_services()

@@ -27,9 +27,9 @@ from lib.core import keys
 from lib.core.clock import FrozenClock
 from lib.core.db import bind_database, database, insert_rows, on_conflict_update
 from lib.core.redis_client import state_redis
-from lib.core.schema import create_tables
 from lib.market.item_state import ItemState, ItemStateStore
 from lib.market.processing import CrawlResult, ResultProcessor
+from lib.market.schema import create_tables
 from lib.scheduling.catalogue import Catalogue
 from lib.scheduling.schedule import ScheduleStore
 from models import ItemSnapshot, ListingSighting

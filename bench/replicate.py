@@ -24,11 +24,11 @@ import redis
 
 from lib.core.clock import FrozenClock, naive_utc
 from lib.core.db import database, is_mysql
-from lib.core.schema import create_tables
 from lib.core.settings import Settings
 from lib.market import window_rows
 from lib.market.daily import roll_up_pending
 from lib.market.processing import CrawlResult, ResultProcessor
+from lib.market.schema import create_tables
 from models import ALL_MODELS, IpMetadata, JobExecutionState
 from models.base import BaseModel
 

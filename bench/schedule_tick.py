@@ -11,8 +11,8 @@ from pathlib import Path
 from lib.core.clock import FrozenClock
 from lib.core.db import bind_database, database
 from lib.core.redis_client import state_redis
-from lib.core.schema import create_tables
 from lib.core.settings import load_settings, use_settings
+from lib.market.schema import create_tables
 from lib.messaging.broker import build_broker, enqueue_many
 from lib.messaging.queues import CRAWL
 from lib.scheduling.schedule import IpDue, ScheduleStore

@@ -60,10 +60,10 @@ def run(crawls: int, database_url: str | None) -> None:
     from lib.core.clock import FrozenClock
     from lib.core.db import bind_database, database
     from lib.core.redis_client import state_redis
-    from lib.core.schema import create_tables
     from lib.market import window_rows
     from lib.market.daily import roll_up_pending
     from lib.market.processing import CrawlResult, ResultProcessor
+    from lib.market.schema import create_tables
     from lib.scheduling.catalogue import Catalogue
     from lib.scheduling.schedule import ScheduleStore
     from models import ALL_MODELS

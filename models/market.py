@@ -99,7 +99,7 @@ class ListingEvent(BaseModel):
         # second covers the leaderboard's reads (every IP's sales, or listings created, from a time on)
         indexes = ((("ip_id", "event_at"), False),
                    (("kind", "event_at", "ip_id", "source_id", "price", "listed_price"), False))
-        #: indexes of earlier versions that ``animetop db init`` drops (``lib.core.schema``)
+        #: indexes of earlier versions that ``animetop db init`` drops (``lib.market.schema``)
         retired_indexes = (("kind", "hour_bucket", "ip_id", "event_at", "source_id", "price", "listed_price"),)
 
 

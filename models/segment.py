@@ -1,6 +1,7 @@
 import peewee
 
 from .base import BaseModel, CodeField, ExactCharField, ListingIdField, NaturalKeyMetadata
+from .retention import PrunedSummaries
 
 #: Longest segment key: a goods type's id or a character's name.
 SEGMENT_KEY_MAX_LENGTH = 100
@@ -25,9 +26,9 @@ class ListingSegment(BaseModel):
         without_rowid = True
 
 
-class SegmentStatsDaily(BaseModel):
+class SegmentStatsDaily(PrunedSummaries):
     """One segment's listings of one IP pruned from one UTC day (docs/operating/storage.md, "Long windows"): the
-    summaries ``ip_stats_daily`` keeps of the IP's pruned listings (its ``pruned_*`` columns, the same meaning),
+    summaries ``ip_stats_daily`` keeps of the IP's pruned listings (the ``pruned_*`` columns of ``PrunedSummaries``),
     restricted to the segment's listings, and ``pruned_sales``, their sales by sale day (every one, with a price or
     not: the segment's outflow, which the IP reads from its hourly rows instead). Written by the pruning pass
     (``lib.market.daily.summarize_pruned_segments``), read by the segments windows reaching past RETENTION_DETAIL."""
@@ -36,14 +37,7 @@ class SegmentStatsDaily(BaseModel):
     kind = CodeField(("goods", "character"))
     key = ExactCharField(max_length=SEGMENT_KEY_MAX_LENGTH)
     day = peewee.DateTimeField()  # naive UTC, midnight
-    pruned_created = peewee.IntegerField(default=0)
     pruned_sales = peewee.IntegerField(default=0)
-    pruned_sold_by = peewee.TextField(null=True)
-    pruned_sold_times = peewee.TextField(null=True)
-    pruned_censored = peewee.TextField(null=True)
-    pruned_prices = peewee.TextField(null=True)
-    pruned_cut_samples = peewee.IntegerField(default=0)
-    pruned_cuts = peewee.TextField(null=True)
 
     class Meta:
         table_name = "segment_stats_daily"

@@ -221,7 +221,7 @@ _FULL_MYSQL_SCHEMA: dict[str, str] = {}
 @pytest.fixture
 def db(database_url):
     """The database bound and all tables created."""
-    from lib.core.schema import create_tables
+    from lib.market.schema import create_tables
 
     bound = bind_database(database_url)
     create_tables()

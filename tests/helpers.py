@@ -514,3 +514,24 @@ def empty_redis_databases(redis_server: str) -> None:
         client = redis.Redis.from_url(redis_server, db=db)
         client.flushdb()
         client.close()
+
+
+def flatten(measures: dict, segment: bool = False) -> dict:
+    """A window's measures (``lib.market.windows``) as one value per name, the names ``tests/market/scripted.py``'s
+    ``expected_window`` gives its definitions. ``segment``: only the measures a segment's window has (a segment
+    has no supply, coverage, heat or momentum, docs/concepts/measures.md "Segments"), without the intervals."""
+    m, t = measures, measures["time_to_sell_hours"]
+    values = {"inflow": m["inflow"]["value"], "outflow": m["outflow"]["value"], "tracked_hours": m["outflow"]["n"],
+              "liquidity": m["liquidity"]["value"], "median_price": m["median_price"]["value"],
+              "p25_price": m["p25_price"]["value"], "p75_price": m["p75_price"]["value"],
+              "trimmed_mean_price": m["trimmed_mean_price"]["value"], "sell_through": m["sell_through"]["value"],
+              "time_to_sell_median": t["median"]["value"], "time_to_sell_p25": t["p25"]["value"],
+              "time_to_sell_p75": t["p75"]["value"], "time_to_sell_curve": t["curve"],
+              "price_cut_share": m["price_cut_share"]["value"], "median_price_cut": m["median_price_cut"]["value"]}
+    if segment:
+        return values
+    return {**values, "supply": m["supply"]["value"], "hours_of_supply": m["hours_of_supply"]["value"],
+            "coverage": m["coverage"]["value"], "heat": m["heat"]["value"], "momentum": m["momentum"]["value"],
+            **{f"{k}_interval": m[k].get("interval") for k in ("p25_price", "median_price", "p75_price",
+                                                                 "sell_through", "heat", "momentum")},
+            **{f"time_to_sell_{k}_interval": t[k].get("interval") for k in ("p25", "median", "p75")}}

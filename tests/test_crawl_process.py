@@ -8,10 +8,11 @@ from pathlib import Path
 
 from lib.core.db import bind_database, database
 from lib.core.redis_client import state_redis
-from lib.core.schema import create_tables
 from lib.crawling.drift import DriftLog
+from lib.market.schema import create_tables
+from lib.messaging.in_flight import InFlight
 from lib.scheduling.catalogue import Catalogue
-from lib.scheduling.schedule import InFlight, ScheduleStore
+from lib.scheduling.schedule import ScheduleStore
 from lib.scheduling.tick import Scheduler
 from lib.standins.simulator import market
 from models import AppliedResult, CrawlSearchTotal

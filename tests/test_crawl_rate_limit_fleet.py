@@ -18,8 +18,8 @@ import pytest
 from lib.core.clock import Clock
 from lib.core.db import bind_database, database
 from lib.core.redis_client import state_redis
-from lib.core.schema import create_tables
 from lib.crawling.rate_limit import waiting
+from lib.market.schema import create_tables
 from lib.messaging.queues import CRAWL
 from lib.messaging.routes import CRAWL_IP
 from lib.standins.simulator import MarketSimulator

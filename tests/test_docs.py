@@ -230,8 +230,6 @@ REFERENCE = re.compile(r"(?<![\w&#/])#\d{1,5}\b|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*
 DIGITS = re.compile(r"\b\d{7,40}\b")
 CODE = ("lib", "actors", "models", "bench")
 #: Mentions left to the page's owner: architecture.md is edited elsewhere; these, and no more, until it is.
-TOLERATED = {("docs/concepts/architecture.md", "seed 001"): 2, ("docs/concepts/architecture.md", "seed 002"): 1,
-             ("docs/concepts/architecture.md", "seed 004"): 1}
 
 
 def python_comments(source: str) -> list[tuple[int, str]]:
@@ -301,8 +299,7 @@ def test_no_development_history_or_outside_design_documents():
     for word in commits_among(set(digits)):
         for name, first in digits[word]:
             found.setdefault((name, word), []).append(first)
-    left = {key: lines for key, lines in found.items() if len(lines) > TOLERATED.get(key, 0)}
-    assert left == {}
+    assert found == {}
 
 
 @pytest.mark.parametrize("text", [

@@ -79,7 +79,7 @@ def test_metrics_count_what_this_deployment_did(env, settings):
     live under the deployment's DATA_DIR, per process type."""
     from lib.core.clock import Clock
     from lib.core.db import bind_database, database
-    from lib.core.schema import create_tables
+    from lib.market.schema import create_tables
     from lib.messaging.broker import build_broker
     from lib.operations.metrics import metrics_dir
 

@@ -6,12 +6,12 @@ import pytest
 
 from lib.core import keys
 from lib.core.clock import FrozenClock, naive_utc
-from lib.core.execution_state import ExecutionState
 from lib.core.redis_client import state_redis
 from lib.core.settings import load_settings
 from lib.market.processing import CrawlResult, ResultProcessor
 from lib.market.statistics import adjusted_weight
 from lib.scheduling.catalogue import Catalogue
+from lib.scheduling.execution_state import ExecutionState
 from lib.scheduling.schedule import CRAWL_JOB, ScheduleStore, interval_for
 from models import IpMetadata, IpStatsHourly, ItemSnapshot
 

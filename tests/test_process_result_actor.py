@@ -6,7 +6,7 @@ from urllib.parse import urlsplit
 from lib.core.clock import naive_utc
 from lib.core.db import bind_database, database
 from lib.core.redis_client import state_redis
-from lib.core.schema import create_tables
+from lib.market.schema import create_tables
 from lib.messaging.dead_letters import DeadLetters
 from lib.scheduling.catalogue import Catalogue
 from lib.scheduling.schedule import ScheduleStore

@@ -9,11 +9,11 @@ import pytest
 
 from lib.core import keys
 from lib.core.clock import FrozenClock
-from lib.core.execution_state import ExecutionState
 from lib.core.redis_client import state_redis
 from lib.core.settings import load_settings
 from lib.messaging.dead_letters import DeadLetters
 from lib.messaging.queues import CRAWL
+from lib.scheduling.execution_state import ExecutionState
 from lib.scheduling.schedule import CRAWL_JOB, interval_for, startup_offset
 from lib.scheduling.tick import Scheduler
 from models import IpMetadata, JobExecutionState

@@ -33,7 +33,7 @@ def cmd_settings(args) -> int:
 @command("db")
 def cmd_db(args) -> int:
     from lib.core.db import bind_database
-    from lib.core.schema import create_tables
+    from lib.market.schema import create_tables
 
     settings = app_settings()
     bind_database(settings.database_url_resolved)

@@ -7,6 +7,7 @@ import sys
 from datetime import datetime, timezone
 
 from lib.cli.common import app_catalogue, app_read_side, command, parse_ip_id
+from lib.market.leaderboard_text import print_leaderboard
 
 
 @command("ip")
@@ -69,23 +70,6 @@ def _print_ips(catalogue, fmt: str) -> None:
     print(f"{len(rows)} IP(s)")
 
 
-#: Leaderboard columns: (key, header, width, format of a value).
-BOARD_COLUMNS = [("heat", "HEAT", 6, "{:.1f}"), ("momentum", "MOM", 6, "{:+.1f}"), ("outflow", "OUT", 6, "{}"),
-                 ("inflow", "IN", 6, "{}"), ("liquidity", "LIQ", 6, "{:.2f}"), ("sell_through", "SELL%", 6, "{:.0%}"),
-                 ("median_price", "MEDIAN¥", 8, "{:,.0f}"), ("time_to_sell", "TTS h", 6, "{:.1f}")]
-#: The count shown, in parentheses, where a measure is insufficient.
-COUNT_OF = {"heat": "heat_n", "sell_through": "sell_through_n", "median_price": "median_price_n",
-            "time_to_sell": "time_to_sell_n"}
-
-
-def _cell(row: dict, key: str, fmt: str) -> str:
-    value = row.get(key)
-    if value is not None:
-        return fmt.format(value)
-    count = row.get(COUNT_OF.get(key, ""), None)
-    return f"({count})" if count is not None else "-"
-
-
 @command("leaderboard")
 def cmd_leaderboard(args) -> int:
     from lib.market.retention import WindowBeyondRetention
@@ -96,36 +80,6 @@ def cmd_leaderboard(args) -> int:
         print(f"animetop leaderboard: {e}", file=sys.stderr)
         return 2
     return 0
-
-
-#: The leaderboard's columns in CSV.
-CSV_COLUMNS = ["rank", "ip_id", "keyword", "heat", "heat_n", "momentum", "outflow", "inflow", "liquidity",
-               "sell_through", "sell_through_n", "median_price", "median_price_n", "time_to_sell", "time_to_sell_n",
-               "supply", "coverage", "tracked_hours"]
-
-
-def print_leaderboard(side, by: str, hours: int, limit: int | None, fmt: str = "table") -> None:
-    """The first ``limit`` IPs ranked by ``by`` over the last ``hours`` hours of ``side`` (a ``ReadSide``), as a
-    table (``BOARD_COLUMNS``), JSON or CSV: ``animetop leaderboard``, and the demo's closing board."""
-    rows = side.leaderboard(by, hours, limit)
-    if fmt == "json":
-        print(json.dumps(rows, ensure_ascii=False, indent=2))
-    elif fmt == "csv":
-        import csv
-
-        writer = csv.DictWriter(sys.stdout, fieldnames=CSV_COLUMNS, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(rows)
-    else:
-        print(f"top {len(rows)} by {by}, last {hours} h, since {side.window_start(hours):%Y-%m-%d %H:00} UTC "
-              "(a count in parentheses: too few observations)")
-        print(f"{'#':>3}  {'IP':>5}  " + "  ".join(f"{h:>{w}}" for _, h, w, _ in BOARD_COLUMNS) + "  KEYWORD")
-        for r in rows:
-            cells = "  ".join(f"{_cell(r, k, f):>{w}}" for k, _, w, f in BOARD_COLUMNS)
-            print(f"{r['rank']:>3}  {r['ip_id']:>5}  {cells}  {r['keyword']}")
-        left_out, why = side.left_out(by, hours)
-        if left_out:  # an empty ranking is not "no data": say how many IPs and why
-            print(f"{left_out} IP(s) with data in the window left out: {why}")
 
 
 SERIES_COLUMNS = ["hour", "inflow", "outflow", "liquidity", "samples", "median_price", "p25_price", "p75_price",

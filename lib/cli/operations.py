@@ -71,7 +71,8 @@ def cmd_schedule(args) -> int:
 
 @command("dashboard")
 def cmd_dashboard(args) -> int:
-    from lib.web.server import app_for, serve
+    from lib.operations.dashboard import app_for
+    from lib.web.server import serve
 
     broker = app_broker()
     settings = app_settings()

@@ -29,8 +29,8 @@ import peewee
 from lib.collection.export_api import ExportApiClient
 from lib.core.clock import Clock, get_clock
 from lib.core.db import on_conflict_update, write_transaction
-from lib.core.execution_state import ExecutionState
 from lib.core.settings import Settings
+from lib.scheduling.execution_state import ExecutionState
 from models import CollectedRow, CollectionTask
 
 logger = logging.getLogger(__name__)

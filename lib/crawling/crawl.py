@@ -14,6 +14,7 @@ from collections.abc import Callable
 from contextlib import AsyncExitStack
 
 from lib.core.clock import get_clock
+from lib.core.recorders import observe_rate_wait, observe_tab_recovery
 from lib.core.settings import Settings
 from lib.crawling.browsers import BrowserManager
 from lib.crawling.driver import Browser, DriverError, Tab, find_chromium
@@ -31,7 +32,6 @@ from lib.crawling.proxies import ProxyRotator
 from lib.crawling.rate_limit import CrawlRateLimit, NoTurn
 from lib.crawling.recovery import BRING_TO_FRONT, BROWSER_RESTART, NEW_TAB, STEPS, RecoveryLog
 from lib.crawling.selectors import ON_SALE_PARAM, SOLD_PARAM
-from lib.operations.metrics import observe_rate_wait, observe_tab_recovery
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """``docs/operating/grafana-dashboard.json``: a Grafana dashboard over the metrics the process types export
-(``lib.operations.metrics``, ``lib.crawling.drift``, and Dramatiq's own), with the alert thresholds of
-docs/operating/metrics.md drawn on the panels they concern. Import it in Grafana (Dashboards → New → Import)
-and pick the Prometheus data source that scrapes the ``worker`` (``METRICS_PORT``) and the ``crawler``
+(``lib.core.recorders``, ``lib.operations.metrics``, ``lib.crawling.drift``, and Dramatiq's own), with the alert
+thresholds of docs/operating/metrics.md drawn on the panels they concern. Import it in Grafana (Dashboards → New
+→ Import) and pick the Prometheus data source that scrapes the ``worker`` (``METRICS_PORT``) and the ``crawler``
 (``METRICS_PORT`` + 1).
 
 ``tests/test_docs.py`` checks that every metric the code exports is queried by some panel."""

@@ -29,7 +29,6 @@ import redis
 from lib.core.clock import Clock, get_clock, naive_utc, to_timestamp
 from lib.core.db import ParameterList, insert_rows, select_tuples, write_transaction
 from lib.core.errors import BadMessage
-from lib.core.execution_state import ExecutionState
 from lib.core.settings import Settings
 from lib.market import listing_urls, window_rows
 from lib.market.facts import (
@@ -53,6 +52,7 @@ from lib.market.statistics import (
     refresh_hours,
     settled_hours,
 )
+from lib.scheduling.execution_state import ExecutionState
 from lib.scheduling.schedule import CRAWL_JOB, ScheduleStore, interval_for
 from lib.segments.stored import Segmenter, segment_applied, stored_titles
 from models import AppliedResult, CrawlSearchTotal, IpMetadata, IpStatsHourly, ItemSnapshot

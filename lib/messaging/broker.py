@@ -41,8 +41,8 @@ from lib.messaging.middleware.browser import BrowserShutdown
 from lib.messaging.middleware.dead_letters import describe
 from lib.messaging.middleware.event_log import EventLog
 from lib.messaging.middleware.event_loop import AsyncIO
+from lib.messaging.middleware.metrics import Metrics
 from lib.messaging.rabbitmq import AppRabbitmqBroker
-from lib.operations.metrics import Metrics
 
 logger = logging.getLogger(__name__)
 

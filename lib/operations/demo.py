@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lib.cli.ips import print_leaderboard
+from lib.market.leaderboard_text import print_leaderboard
 from lib.operations.demo_clock import DemoClock
 
 if TYPE_CHECKING:
@@ -117,10 +117,10 @@ def run_demo(minutes: float, speed: float, ips: int, keep: bool = False, record:
     from lib.core.db import bind_database
     from lib.core.embedded_redis import EmbeddedRedis
     from lib.core.redis_client import state_redis
-    from lib.core.schema import create_tables
     from lib.core.settings import load_settings, use_settings
     from lib.crawling.install import ensure_chromium
     from lib.market.read_side import ReadSide
+    from lib.market.schema import create_tables
     from lib.messaging.broker import build_broker
     from lib.operations.supervisor import die_with
     from lib.scheduling.catalogue import Catalogue
@@ -278,7 +278,8 @@ def crawl_history(sim: MarketSimulator, settings: Settings, ips: list[tuple[int,
 def start_dashboard(settings: Settings, broker: Broker, side: ReadSide, port: int) -> BackgroundServer:
     """The dashboard (``lib.web``) over the demo's data on a thread, on ``port`` or, when that one is taken, on a
     free one."""
-    from lib.web.server import BackgroundServer, app_for
+    from lib.operations.dashboard import app_for
+    from lib.web.server import BackgroundServer
 
     app = app_for(settings, broker, side)
     try:
@@ -333,8 +334,8 @@ def stop(proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
 def drain(broker: Broker, settings: Settings, queues: tuple[str, ...], timeout: float) -> bool:
     """Wait until no crawl is in flight and these queues hold no ready or running message."""
     from lib.core.redis_client import state_redis
+    from lib.messaging.in_flight import InFlight
     from lib.messaging.queue_stats import queue_counts
-    from lib.scheduling.schedule import InFlight
 
     in_flight = InFlight(state_redis(settings))
     deadline = time.monotonic() + timeout

@@ -32,8 +32,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dramatiq import Broker, Message, MessageProxy, Worker
-from dramatiq.middleware.prometheus import Prometheus
+from dramatiq import Broker
 
 from lib.core.settings import Settings
 
@@ -90,103 +89,6 @@ def drop_dead_gauges(path: Path) -> list[Path]:
             file.unlink(missing_ok=True)
             dropped.append(file)
     return dropped
-
-_recorders: dict[str, Any] = {}
-
-
-class Metrics(Prometheus):
-    """Dramatiq's Prometheus middleware, serving our exposition (its metrics and ours) instead of its own.
-
-    Its metrics are created when the process boots (``after_process_boot``, sent by the ``dramatiq`` command
-    in each worker process). A process that never boots the broker (a script or a benchmark running a
-    ``Worker`` of its own, a command that only enqueues) records nothing, instead of failing in every hook.
-    """
-
-    booted = False
-
-    @property
-    def forks(self) -> list[Callable[[], int]]:
-        return [serve_metrics] if os.environ.get(PORT_ENV) else []
-
-    def after_process_boot(self, broker: Broker) -> None:
-        Prometheus.after_process_boot(self, broker)
-        self.booted = True
-        import prometheus_client as prom
-
-        registry = prom.CollectorRegistry()
-        _recorders.update(
-            pipeline=prom.Histogram("animetop_pipeline_processing_duration_seconds",
-                                    "Time to apply one crawl result.", registry=registry,
-                                    buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)),
-            crawl=prom.Histogram("animetop_crawler_request_duration_seconds", "Time of one crawl (all its pages).",
-                                 registry=registry, buckets=(1, 2.5, 5, 10, 20, 30, 60, 120, 300)),
-            pages=prom.Counter("animetop_crawl_pages_total", "Search pages read, by outcome.", ["outcome"],
-                               registry=registry),
-            items=prom.Counter("animetop_items_processed_total", "Crawled items applied to the state machine.",
-                               registry=registry),
-            rate_wait=prom.Counter("animetop_crawl_rate_limit_wait_seconds_total",
-                                   "Time page loads waited for the fleet-wide CRAWL_RATE_LIMIT.", registry=registry),
-            recoveries=prom.Counter("animetop_crawler_tab_recoveries_total",
-                                    "Steps taken to recover a tab that stopped rendering (lib/crawling/recovery.py).",
-                                    ["step"], registry=registry),
-        )
-
-
-    def after_worker_shutdown(self, broker: Broker, worker: Worker) -> None:
-        if self.booted:
-            Prometheus.after_worker_shutdown(self, broker, worker)
-
-    def after_nack(self, broker: Broker, message: MessageProxy) -> None:
-        if self.booted:
-            Prometheus.after_nack(self, broker, message)
-
-    def after_enqueue(self, broker: Broker, message: Message[Any], delay: int | None) -> None:
-        if self.booted:
-            Prometheus.after_enqueue(self, broker, message, delay)
-
-    def before_delay_message(self, broker: Broker, message: MessageProxy) -> None:
-        if self.booted:
-            Prometheus.before_delay_message(self, broker, message)
-
-    def before_process_message(self, broker: Broker, message: MessageProxy) -> None:
-        if self.booted:
-            Prometheus.before_process_message(self, broker, message)
-
-    def after_process_message(self, broker: Broker, message: MessageProxy, *, result: Any = None,
-                              exception: BaseException | None = None) -> None:
-        if self.booted:
-            Prometheus.after_process_message(self, broker, message, result=result, exception=exception)
-
-    after_skip_message = after_process_message
-
-
-def observe_crawl(seconds: float, pages_ok: int, errors: dict[str, str]) -> None:
-    if not _recorders:
-        return
-    _recorders["crawl"].observe(seconds)
-    if pages_ok:
-        _recorders["pages"].labels("ok").inc(pages_ok)
-    for kind in errors.values():
-        _recorders["pages"].labels(kind).inc()
-
-
-def observe_rate_wait(seconds: float) -> None:
-    if not _recorders:
-        return
-    _recorders["rate_wait"].inc(seconds)
-
-
-def observe_tab_recovery(step: str) -> None:
-    if not _recorders:
-        return
-    _recorders["recoveries"].labels(step).inc()
-
-
-def observe_result(seconds: float, items: int) -> None:
-    if not _recorders:
-        return
-    _recorders["pipeline"].observe(seconds)
-    _recorders["items"].inc(items)
 
 
 class StateCollector:

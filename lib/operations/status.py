@@ -15,9 +15,10 @@ from lib.core.settings import Settings
 from lib.crawling import rate_limit, recovery
 from lib.crawling.drift import render_status, status_section
 from lib.messaging.dead_letters import DeadLetters
+from lib.messaging.in_flight import InFlight
 from lib.messaging.queue_stats import queue_counts
 from lib.messaging.queues import ALL_QUEUES
-from lib.scheduling.schedule import InFlight, ScheduleStore
+from lib.scheduling.schedule import ScheduleStore
 from models import IpMetadata
 
 

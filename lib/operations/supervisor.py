@@ -150,7 +150,7 @@ class Supervisor:
 
 
 def run_process_type(process_type: str, settings: Settings, actors: str = "actors") -> int:
-    from lib.operations.metrics import PORT_ENV, use_metrics_dir
+    from lib.operations.metrics import PORT_ENV, serve_metrics, use_metrics_dir
 
     if process_type == "crawler":
         from lib.crawling.driver import DriverError, check_sandbox
@@ -165,5 +165,7 @@ def run_process_type(process_type: str, settings: Settings, actors: str = "actor
     if process_type in ports:
         os.environ[PORT_ENV] = str(ports[process_type])
         use_metrics_dir(settings, process_type, ports[process_type])
+        # /metrics is served by a fork of the Dramatiq command, started once its worker processes are up
+        command += ["--fork-function", f"{serve_metrics.__module__}:{serve_metrics.__name__}"]
     # Dramatiq's own shutdown timeout, plus time for the process to exit.
     return Supervisor(command, grace=settings.worker_shutdown_timeout + 15).run()

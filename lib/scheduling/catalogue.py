@@ -89,7 +89,7 @@ class Catalogue:
 
     def enable(self, ip_id: int) -> IpMetadata:
         """Crawl an IP again: now if it is overdue (or never ran), else at its last crawl + interval."""
-        from lib.core.execution_state import ExecutionState
+        from lib.scheduling.execution_state import ExecutionState
 
         (IpMetadata.update(active=True, updated_at=self.clock.utcnow())
          .where(IpMetadata.id == self.get(ip_id).id).execute())

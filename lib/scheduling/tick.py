@@ -18,14 +18,15 @@ from dramatiq import Broker, Message
 
 from lib.core import keys
 from lib.core.clock import Clock, get_clock
-from lib.core.execution_state import ExecutionState
 from lib.core.settings import Settings
 from lib.messaging.broker import enqueue_many
+from lib.messaging.in_flight import InFlight
 from lib.messaging.queue_stats import queue_depth
 from lib.messaging.queues import CRAWL
 from lib.messaging.routes import CRAWL_IP, SCHEDULE_TICK
 from lib.scheduling.catalogue import Catalogue
-from lib.scheduling.schedule import CRAWL_JOB, InFlight, IpDue, ScheduleStore, interval_for, planned_times
+from lib.scheduling.execution_state import ExecutionState
+from lib.scheduling.schedule import CRAWL_JOB, IpDue, ScheduleStore, interval_for, planned_times
 
 logger = logging.getLogger(__name__)
 

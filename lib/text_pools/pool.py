@@ -27,8 +27,8 @@ import redis
 from lib.core import keys
 from lib.core.clock import Clock, get_clock
 from lib.core.db import is_mysql, retrying_deadlocks, write_transaction
-from lib.core.execution_state import ExecutionState
 from lib.core.settings import Settings
+from lib.scheduling.execution_state import ExecutionState
 from models import Content, Title
 from models.pool import AVAILABLE, QUEUED, USED, PoolRow
 

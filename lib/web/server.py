@@ -7,38 +7,9 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
 
 import uvicorn
 from fastapi import FastAPI
-
-from lib.core.redis_client import state_redis
-from lib.core.settings import Settings
-from lib.market.read_side import ReadSide
-from lib.messaging.dead_letters import DeadLetters
-from lib.web.api import WebContext
-from lib.web.app import create_app
-from lib.web.auth import OperatorAuth
-
-
-def status(broker, client) -> dict[str, Any]:
-    """What the operations page shows: queue counts, scheduled IPs, crawls in flight, crawler drift."""
-    from lib.crawling.drift import status_section
-    from lib.operations.status import counts
-
-    return {**counts(broker, client), "crawler_drift": status_section(client)}
-
-
-def app_for(settings: Settings, broker, read_side: ReadSide | None = None) -> FastAPI:
-    """The dashboard of the application configured by ``settings`` on ``broker`` (the actors' broker)."""
-    client = state_redis(settings)
-    side = read_side or ReadSide(settings, client)
-    try:
-        letters: DeadLetters | None = DeadLetters.for_broker(broker, broker.reasons)
-    except (TypeError, AttributeError):
-        letters = None
-    return create_app(WebContext(settings=settings, read_side=side, status=lambda: status(broker, client),
-                                 dead_letters=letters, auth=OperatorAuth(settings.dashboard_token)))
 
 
 class BackgroundServer:

@@ -10,9 +10,9 @@ from lib.core import keys
 from lib.core.clock import Clock
 from lib.core.db import bind_database, database
 from lib.core.redis_client import state_redis
-from lib.core.schema import create_tables
 from lib.core.settings import Settings, load_settings, use_settings
 from lib.market.processing import CrawlResult, ResultProcessor
+from lib.market.schema import create_tables
 from lib.messaging.broker import build_broker
 from lib.messaging.queue_stats import queue_counts
 from lib.messaging.queues import ALL_QUEUES

@@ -26,13 +26,13 @@ import pytest
 
 from lib.core import keys
 from lib.core.clock import to_timestamp
-from lib.core.execution_state import ExecutionState
 from lib.core.redis_client import state_redis
 from lib.messaging.broker import build_broker
 from lib.messaging.dead_letters import DeadLetters
 from lib.messaging.queue_stats import queue_counts
 from lib.messaging.queues import MAINTENANCE, PIPELINE
 from lib.scheduling.catalogue import Catalogue
+from lib.scheduling.execution_state import ExecutionState
 from lib.scheduling.schedule import CRAWL_JOB, ScheduleStore, interval_for
 from models import AppliedResult, IpAlert, IpMetadata, IpStatsHourly, ItemSnapshot
 

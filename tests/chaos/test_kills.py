@@ -17,8 +17,8 @@ import pytest
 
 from lib.core.db import bind_database, database
 from lib.core.redis_client import state_redis
-from lib.core.schema import create_tables
 from lib.core.settings import load_settings, use_settings
+from lib.market.schema import create_tables
 from lib.messaging.broker import build_broker
 from lib.messaging.queues import COLLECT, PIPELINE, POOL
 from lib.scheduling.catalogue import Catalogue
@@ -215,7 +215,7 @@ def _run_finished(task_id: str) -> bool:
 def test_crawler_killed_repeatedly_mid_crawl(env, process_types, chromium, tmp_path):
     """Crawls whose crawler keeps getting killed (Chromium and all) are redone: each IP's result is applied
     once and holds exactly what the (frozen) market shows, the IPs are released, no Chromium is left."""
-    from lib.scheduling.schedule import InFlight
+    from lib.messaging.in_flight import InFlight
     from lib.scheduling.tick import Scheduler
     from lib.standins.simulator import MarketSimulator
 

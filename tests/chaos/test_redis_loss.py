@@ -54,10 +54,11 @@ from lib.core.redis_client import state_redis
 from lib.core.settings import load_settings, use_settings
 from lib.market.statistics import hour_bucket
 from lib.messaging.broker import build_broker
+from lib.messaging.in_flight import InFlight
 from lib.messaging.queues import CRAWL, PIPELINE
 from lib.messaging.routes import PROCESS_RESULT, SCHEDULE_TICK
 from lib.scheduling.catalogue import Catalogue
-from lib.scheduling.schedule import InFlight, ScheduleStore, ip_due_from_row
+from lib.scheduling.schedule import ScheduleStore, ip_due_from_row
 from lib.scheduling.tick import Scheduler, crawl_message, tick_message
 from lib.standins.simulator import market
 from models import AppliedResult, IpMetadata, IpStatsHourly, ItemSnapshot

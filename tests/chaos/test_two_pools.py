@@ -19,15 +19,16 @@ from lib.collection.collector import COLLECT_JOB, add_task
 from lib.core.clock import Clock, set_clock
 from lib.core.db import bind_database, database
 from lib.core.redis_client import state_redis
-from lib.core.schema import create_tables
 from lib.core.settings import load_settings, use_settings
+from lib.market.schema import create_tables
 from lib.messaging.broker import build_broker
+from lib.messaging.in_flight import InFlight
 from lib.messaging.queue_stats import queue_counts
 from lib.messaging.queues import ALL_QUEUES, CRAWL
 from lib.messaging.routes import FILL_ALL_POOLS, FILL_POOL, MARK_USED, SCHEDULE_TICK, START_DUE_COLLECTIONS, Route
 from lib.operations.demo import demo_env
 from lib.scheduling.catalogue import Catalogue
-from lib.scheduling.schedule import InFlight, ScheduleStore
+from lib.scheduling.schedule import ScheduleStore
 from lib.standins.fake_export_api import FakeExportApi
 from lib.standins.simulator import MarketSimulator
 from lib.text_pools.pool import PoolConsumer, PoolEmpty, load_rows

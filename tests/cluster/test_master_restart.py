@@ -12,9 +12,10 @@ from lib.core.clock import naive_utc
 from lib.core.redis_client import state_redis
 from lib.core.settings import load_settings
 from lib.messaging.dead_letters import DeadLetters
+from lib.messaging.in_flight import InFlight
 from lib.messaging.queues import CRAWL
 from lib.scheduling.catalogue import Catalogue
-from lib.scheduling.schedule import InFlight, ScheduleStore
+from lib.scheduling.schedule import ScheduleStore
 from lib.scheduling.tick import Scheduler
 from lib.text_pools.pool import PoolConsumer, PoolEmpty, PoolFiller, load_rows, mark_used, model_of
 from models import AppliedResult, IpStatsHourly, Title

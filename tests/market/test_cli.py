@@ -13,10 +13,10 @@ from lib.core import keys
 from lib.core.redis_client import state_redis
 from lib.market.read_side import LEADERBOARD_KINDS, ReadSide
 
-from ..helpers import run_cli
+from ..helpers import flatten, run_cli
 from .scripted import H, expected_hours, expected_window, make_script, shifted
 from .test_hourly_rows import deliver
-from .test_windows import MINIMUMS, close, flatten
+from .test_windows import MINIMUMS, close
 
 KEY = {"time_to_sell": "time_to_sell_median"}
 

@@ -138,7 +138,7 @@ def test_db_init_adds_the_read_sides_indexes_to_existing_tables(db):
     """A table from before an index was declared gets it from ``animetop db init`` (``create_tables``), on MySQL
     too, where Peewee creates no index of an existing table."""
     from lib.core.db import database, is_mysql
-    from lib.core.schema import create_tables
+    from lib.market.schema import create_tables
 
     def covering() -> list[str]:
         return [i.name for i in database.get_indexes("listing_events")

@@ -18,6 +18,7 @@ from lib.segments.character_store import replace_characters
 from lib.segments.stored import CHARACTER, GOODS
 from models import ListingEvent, SegmentStatsDaily
 
+from ..helpers import flatten
 from .scripted import (
     T0,
     H,
@@ -33,7 +34,7 @@ from .scripted import (
 from .test_intervals import km_interval_by_hand
 from .test_long_windows import QUANTILES, WINDOW, short  # noqa: F401  (short: the fixture)
 from .test_retention import DAY, add_ip, apply, long_lived, merged
-from .test_segments import CHARACTERS, TITLES, flatten, members
+from .test_segments import CHARACTERS, TITLES, members
 from .test_summaries import bracket, represented
 from .test_windows import MINIMUMS, close
 
@@ -89,7 +90,8 @@ def test_segments_answer_long_windows_from_their_daily_summaries(db, short):  # 
         expected = {key: expected_segment(seg, hours, now, detail) for key, seg in restricted_to.items()}
         assert set(got) == {key for key, e in expected.items() if e["inflow"] or e["outflow"]}, hours
         for key, m in got.items():
-            values = flatten(m) | {f"{k}_interval": m[k]["interval"] for k in ("median_price", "sell_through")} | {
+            values = flatten(m, segment=True) | {
+                f"{k}_interval": m[k]["interval"] for k in ("median_price", "sell_through")} | {
                 f"time_to_sell_{k}_interval": m["time_to_sell_hours"][k]["interval"] for k in ("p25", "median", "p75")}
             wrong = {k: (v, expected[key][k]) for k, v in values.items() if not close(v, expected[key][k])}
             assert not wrong, (hours, key, wrong)
@@ -117,7 +119,7 @@ def test_segments_answer_long_windows_from_their_daily_summaries(db, short):  # 
     mine = segments(short, ip_id, now, WINDOW)
     assert set(board) == set(mine)
     for key, m in board.items():
-        assert {k: v for k, v in flatten(m).items()} == flatten(mine[key]), key
+        assert {k: v for k, v in flatten(m, segment=True).items()} == flatten(mine[key], segment=True), key
     # a second pass changes nothing
     assert prune(short, now).dormant_listings == 0
     assert segments(short, ip_id, now, WINDOW) == mine
@@ -126,7 +128,7 @@ def test_segments_answer_long_windows_from_their_daily_summaries(db, short):  # 
 def assert_within_bounds(before: dict, after: dict, script, hours: int, at: float, detail: float) -> None:
     """``after`` (partly from the segment's summaries) against ``before`` (all from the per-listing facts), as
     tests/market/test_long_windows.py checks an IP's."""
-    a, b = flatten(after), flatten(before)
+    a, b = flatten(after, segment=True), flatten(before, segment=True)
     assert {k: a[k] for k in ("inflow", "outflow", "tracked_hours", "liquidity", "sell_through", "price_cut_share")} \
         == {k: b[k] for k in ("inflow", "outflow", "tracked_hours", "liquidity", "sell_through", "price_cut_share")}
     assert {k: v["n"] for k, v in after.items() if "n" in v} == {k: v["n"] for k, v in before.items() if "n" in v}

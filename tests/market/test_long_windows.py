@@ -16,11 +16,12 @@ from lib.market.retention import detail_horizon, details_pruned_before, horizon,
 from lib.market.summaries import CUT_ACCURACY, DURATION_ACCURACY, PRICE_ACCURACY
 from models import IpStatsDaily, ListingEvent, ListingSighting
 
+from ..helpers import flatten
 from .scripted import T0, H, expected_window, make_script, shifted, window_durations
 from .test_intervals import km_interval_by_hand
 from .test_retention import DAY, add_ip, apply, long_lived, merged
 from .test_summaries import bracket, represented
-from .test_windows import MINIMUMS, close, flatten
+from .test_windows import MINIMUMS, close
 
 WINDOW = 4 * 24  # RETENTION_WINDOW here, in hours
 EXACT = ("inflow", "outflow", "tracked_hours", "liquidity", "sell_through", "price_cut_share", "supply",
@@ -149,7 +150,7 @@ def test_db_init_adds_the_summary_columns_to_an_existing_database(db, short):
     from playhouse.migrate import SchemaMigrator, migrate
 
     from lib.core.db import database
-    from lib.core.schema import create_tables
+    from lib.market.schema import create_tables
 
     new = [f.column_name for f in IpStatsDaily._meta.sorted_fields if f.column_name.startswith("pruned_")]
     assert len(new) == 7

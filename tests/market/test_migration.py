@@ -7,8 +7,8 @@ from playhouse.migrate import SchemaMigrator, migrate
 
 from lib.core.clock import naive_utc
 from lib.core.db import database
-from lib.core.schema import create_tables
 from lib.market.migrate import migrate_market_facts
+from lib.market.schema import create_tables
 from models import AppliedResult, IpMetadata, IpStatsHourly, ItemSnapshot, ListingEvent, ListingSighting
 
 from .scripted import T0, H

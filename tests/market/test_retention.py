@@ -35,9 +35,10 @@ from models import (
     SegmentStatsDaily,
 )
 
+from ..helpers import flatten
 from .scripted import T0, H, Script, expected_events, expected_hours, expected_window, make_script, quartiles, shifted
 from .test_sighting_runs import runs_by_definition
-from .test_windows import MINIMUMS, close, flatten
+from .test_windows import MINIMUMS, close
 
 DAY = 24 * H
 WINDOW_HOURS = 12  # RETENTION_WINDOW in these tests: the horizon is 2 × 12 h + 8 days back, by the UTC day

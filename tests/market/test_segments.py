@@ -20,6 +20,7 @@ from lib.segments.character_store import remove_character, replace_characters
 from lib.segments.stored import CHARACTER, GOODS, reapply
 from models import ItemSnapshot, ListingSegment
 
+from ..helpers import flatten
 from .scripted import T0, Script, expected_window, make_script, restricted
 from .test_hourly_rows import deliver
 from .test_windows import MINIMUMS, close
@@ -85,22 +86,11 @@ def stored(ip_id: int, kind: str) -> dict[str, set[str]]:
     return dict(found)
 
 
-def flatten(m: dict) -> dict:
-    t = m["time_to_sell_hours"]
-    return {"inflow": m["inflow"]["value"], "outflow": m["outflow"]["value"], "tracked_hours": m["outflow"]["n"],
-            "liquidity": m["liquidity"]["value"], "median_price": m["median_price"]["value"],
-            "p25_price": m["p25_price"]["value"], "p75_price": m["p75_price"]["value"],
-            "trimmed_mean_price": m["trimmed_mean_price"]["value"], "sell_through": m["sell_through"]["value"],
-            "time_to_sell_median": t["median"]["value"], "time_to_sell_p25": t["p25"]["value"],
-            "time_to_sell_p75": t["p75"]["value"], "time_to_sell_curve": t["curve"],
-            "price_cut_share": m["price_cut_share"]["value"], "median_price_cut": m["median_price_cut"]["value"]}
-
-
 def check_segments(script: Script, ip_id: int, kind: str, segments: dict[str, set[str]], hours: int,
                    now: float) -> dict[str, dict]:
     """Each segment's measures against the definitions over the script restricted to its listings; the
     segments answered are those with a listing created or sold in the window. Returns the expected values."""
-    got = {key: flatten(m) for key, m in segment_measures(ip_id, kind, hours, now).items()}
+    got = {key: flatten(m, segment=True) for key, m in segment_measures(ip_id, kind, hours, now).items()}
     expected = {key: expected_window(restricted(script, sids), hours, now, MINIMUMS)
                 for key, sids in segments.items()}
     assert set(got) == {key for key, e in expected.items() if e["inflow"] or e["outflow"]}, (hours, set(got))

@@ -17,10 +17,10 @@ from lib.core import keys
 from lib.core.clock import FrozenClock
 from lib.core.db import database
 from lib.core.redis_client import state_redis
-from lib.core.schema import create_tables
 from lib.market.facts import baseline_of, rederive
 from lib.market.migrate import migrate_market_facts
 from lib.market.processing import CrawlResult, ResultProcessor
+from lib.market.schema import create_tables
 from lib.market.windows import window_measures
 from lib.scheduling.catalogue import Catalogue
 from lib.scheduling.schedule import ScheduleStore

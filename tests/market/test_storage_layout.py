@@ -11,8 +11,8 @@ import pytest
 
 from lib.core import listing_ids
 from lib.core.db import database
-from lib.core.schema import create_tables
 from lib.market import listing_urls
+from lib.market.schema import create_tables
 from lib.market.series import latest_sales
 from lib.market.statistics import hour_bucket
 from lib.market.windows import segment_measures

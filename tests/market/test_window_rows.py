@@ -15,8 +15,9 @@ from lib.scheduling.catalogue import Catalogue
 from lib.scheduling.schedule import ScheduleStore
 from models import IpWindowMeasures, IpWindowPending
 
+from ..helpers import flatten
 from .scripted import T0, Script, expected_hours, expected_window, hour_of, make_script
-from .test_windows import MINIMUMS, close, flatten
+from .test_windows import MINIMUMS, close
 
 H = 3600.0
 #: Short windows beside the standard ones, so the script's hours slide out of them within the test.
@@ -188,7 +189,7 @@ def test_db_init_has_rows_that_predate_a_new_column_built_anew(db, settings):
     """A database whose window rows were written before ``heat_low`` existed: ``db init`` adds the column and the
     rows are rebuilt by the next roll (their JSON lacks the intervals too), and read meanwhile as never built."""
     from lib.core.db import database
-    from lib.core.schema import create_tables
+    from lib.market.schema import create_tables
 
     clock = FrozenClock(T0)
     market = Market(settings, clock)
@@ -215,7 +216,7 @@ def test_db_init_has_rows_that_predate_a_new_column_built_anew(db, settings):
 def test_db_init_builds_anew_rows_of_an_earlier_version(db, settings):
     """Rows whose stored measures an upgrade added to (ROWS_VERSION: intervals, why a measure is insufficient)
     are built anew by the next roll after ``db init``; rows of the current version are left alone."""
-    from lib.core.schema import create_tables
+    from lib.market.schema import create_tables
     from models import StorageMark
 
     clock = FrozenClock(T0)

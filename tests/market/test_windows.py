@@ -6,6 +6,7 @@ import pytest
 
 from lib.market.windows import window_measures
 
+from ..helpers import flatten
 from .scripted import expected_hours, expected_window, make_script
 from .test_hourly_rows import deliver
 
@@ -23,23 +24,6 @@ def close(a, b, places=2):
     if a is None or b is None:
         return a is None and b is None
     return round(a, places) == round(b, places)
-
-
-def flatten(m: dict) -> dict:
-    t = m["time_to_sell_hours"]
-    return {"inflow": m["inflow"]["value"], "outflow": m["outflow"]["value"], "tracked_hours": m["outflow"]["n"],
-            "liquidity": m["liquidity"]["value"], "median_price": m["median_price"]["value"],
-            "p25_price": m["p25_price"]["value"], "p75_price": m["p75_price"]["value"],
-            "trimmed_mean_price": m["trimmed_mean_price"]["value"], "sell_through": m["sell_through"]["value"],
-            "time_to_sell_median": t["median"]["value"], "time_to_sell_p25": t["p25"]["value"],
-            "time_to_sell_p75": t["p75"]["value"], "time_to_sell_curve": t["curve"],
-            "price_cut_share": m["price_cut_share"]["value"],
-            "median_price_cut": m["median_price_cut"]["value"], "supply": m["supply"]["value"],
-            "hours_of_supply": m["hours_of_supply"]["value"], "coverage": m["coverage"]["value"],
-            "heat": m["heat"]["value"], "momentum": m["momentum"]["value"],
-            **{f"{k}_interval": m[k].get("interval") for k in ("p25_price", "median_price", "p75_price",
-                                                                 "sell_through", "heat", "momentum")},
-            **{f"time_to_sell_{k}_interval": t[k].get("interval") for k in ("p25", "median", "p75")}}
 
 
 @pytest.mark.parametrize("seed", [4, 5])

@@ -23,12 +23,13 @@ import pytest
 
 from lib.core.db import bind_database, database
 from lib.core.redis_client import state_redis
-from lib.core.schema import create_tables
+from lib.market.schema import create_tables
 from lib.messaging import compat
+from lib.messaging.in_flight import InFlight
 from lib.messaging.purge import purge_rabbitmq_queues
 from lib.messaging.queues import CRAWL
 from lib.scheduling.catalogue import Catalogue
-from lib.scheduling.schedule import InFlight, ScheduleStore
+from lib.scheduling.schedule import ScheduleStore
 from models import AppliedResult
 
 from ..conftest import RABBITMQ_URL, need_rabbitmq

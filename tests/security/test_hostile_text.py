@@ -17,8 +17,8 @@ import pytest
 
 from lib.core.clock import Clock, naive_utc
 from lib.core.db import bind_database, database
-from lib.core.schema import create_tables
 from lib.core.settings import load_settings, use_settings
+from lib.market.schema import create_tables
 
 from ..conftest import MYSQL_URL, need
 from ..helpers import recreate_mysql_database, run_cli

@@ -15,10 +15,11 @@ from lib.core.clock import FrozenClock
 from lib.core.redis_client import state_redis
 from lib.market.read_side import ReadSide
 from lib.messaging.dead_letters import DeadLetters
+from lib.operations.dashboard import status
 from lib.web.api import WebContext
 from lib.web.app import create_app
 from lib.web.auth import OperatorAuth
-from lib.web.server import BackgroundServer, status
+from lib.web.server import BackgroundServer
 
 from ..helpers import wait_for
 from ..test_alerts_and_read_side import T0, seed_results

@@ -10,7 +10,7 @@ import redis
 from dramatiq import Broker, MessageProxy, Middleware
 
 from lib.core.errors import key_of
-from lib.scheduling.schedule import InFlight
+from lib.messaging.in_flight import InFlight
 
 logger = logging.getLogger(__name__)
 

@@ -80,7 +80,7 @@ class ExecutionState:
         return False
 
     def next_run_time(self, name: str, param: str | int, interval: float) -> float:
-        """Now if never run or overdue, else the last run plus the interval."""
+        """Now if never run or overdue, else the last run plus the interval (the rule of every scheduled job)."""
         now = self.clock.now()
         last = self.last_execution_time(name, param)
         if last is None or now - last >= interval:

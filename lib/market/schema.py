@@ -1,6 +1,8 @@
-"""The schema in the database: every model's table, created or brought up to date (``animetop db init``).
+"""The schema in the database: every model's table, created or brought up to date (``animetop db init``), with
+the market's stored rows an upgrade changes (window rows, monthly partitions).
 
-Above ``models/`` (which bind to ``lib.core.db``'s proxy), so the database module never imports the models.
+In the market's layer (docs/concepts/architecture.md, "Layers"): it imports the models, which bind to
+``lib.core.db``'s proxy, and the market's window rows and partitions it brings up to date.
 """
 
 from __future__ import annotations

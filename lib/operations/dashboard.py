@@ -1,0 +1,35 @@
+"""The dashboard of the running application: the web app (``lib.web``) over its read side and dead letters,
+with the operations page's status (``animetop dashboard``, the demo's dashboard)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+
+from lib.core.redis_client import state_redis
+from lib.core.settings import Settings
+from lib.crawling.drift import status_section
+from lib.market.read_side import ReadSide
+from lib.messaging.dead_letters import DeadLetters
+from lib.operations.status import counts
+from lib.web.api import WebContext
+from lib.web.app import create_app
+from lib.web.auth import OperatorAuth
+
+
+def status(broker, client) -> dict[str, Any]:
+    """What the operations page shows: queue counts, scheduled IPs, crawls in flight, crawler drift."""
+    return {**counts(broker, client), "crawler_drift": status_section(client)}
+
+
+def app_for(settings: Settings, broker, read_side: ReadSide | None = None) -> FastAPI:
+    """The dashboard of the application configured by ``settings`` on ``broker`` (the actors' broker)."""
+    client = state_redis(settings)
+    side = read_side or ReadSide(settings, client)
+    try:
+        letters: DeadLetters | None = DeadLetters.for_broker(broker, broker.reasons)
+    except (TypeError, AttributeError):
+        letters = None
+    return create_app(WebContext(settings=settings, read_side=side, status=lambda: status(broker, client),
+                                 dead_letters=letters, auth=OperatorAuth(settings.dashboard_token)))
