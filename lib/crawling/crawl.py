@@ -96,11 +96,15 @@ class Crawler:
         page_records: list[dict] = []
         plan = search_plan(self.settings)
         tabs, self._idle_tab = self._idle_tab or _CrawlTab(self.manager), None
+        cancelled = False
         try:
             await self._pages(plan, keyword, ip_id, task_id, tabs, items, errors, search, page_records)
             await self.manager.crawl_finished()
+        except asyncio.CancelledError:
+            cancelled = True  # a page cut short: its tab is closed, not kept (docs/concepts/crawling.md)
+            raise
         finally:
-            if tabs.current and self._idle_tab is None:
+            if tabs.current and self._idle_tab is None and not cancelled:
                 self._idle_tab = tabs  # kept for the next crawl (renewed there if the browser was restarted)
             else:
                 await tabs.close()

@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
-from lib.crawling import loop_errors
+from lib.crawling import driver_compat, loop_errors
 from lib.crawling.selectors import ANALYTICS_URL_PATTERNS, BLOCKED_RESOURCE_TYPES
+from lib.crawling.waits import result_within, retrieve, within
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -115,8 +116,13 @@ class DriverError(RuntimeError):
 
 
 class CallTimeout(asyncio.TimeoutError):
-    """A CDP call (an evaluation, a navigation, a response body) outlived its deadline. A ``TimeoutError``
-    whose message starts with "timeout": the crawler classes it as a page timeout."""
+    """A CDP call (an evaluation, a navigation, a response body) outlived its deadline: an
+    ``asyncio.TimeoutError``, which the crawler classes as a page timeout."""
+
+
+class NavigationFailed(Exception):
+    """Chromium could not make a navigation (its ``net::ERR_...``: no name resolution, refused, reset, the
+    proxy): the crawler classes it as a network error."""
 
 
 class RenderingStopped(Exception):
@@ -246,9 +252,9 @@ class Tab:
                 awaitable.close()  # never started
             raise CallTimeout(f"timeout: no time left for {what}")
         call = asyncio.ensure_future(awaitable)
-        call.add_done_callback(_retrieve)
+        call.add_done_callback(retrieve)
         try:
-            return await asyncio.wait_for(asyncio.shield(call), left)
+            return await result_within(call, left)
         except asyncio.TimeoutError:
             raise CallTimeout(f"timeout: {what} took over {left:.1f}s") from None
 
@@ -301,9 +307,14 @@ class Tab:
         self._discard_captured()
         # pyppeteer's own timeout covers the wait for the document, not the Page.navigate command before it
         left = self.time_left(timeout)
-        response = await self._bounded(
-            self._page.goto(url, waitUntil="domcontentloaded", timeout=max(1, int(left * 1000))),
-            "the navigation", timeout)
+        try:
+            response = await self._bounded(
+                self._page.goto(url, waitUntil="domcontentloaded", timeout=max(1, int(left * 1000))),
+                "the navigation", timeout)
+        except Exception as e:
+            if driver_compat.is_navigation_failure(e):
+                raise NavigationFailed(str(e)) from e
+            raise
         status = response.status if response else None
         title = text = ""
         if read_text or status is None or status >= 400:
@@ -322,7 +333,7 @@ class Tab:
         if none came within ``timeout`` seconds (and the page's deadline); its body None when it could not be
         read in that time."""
         try:
-            await asyncio.wait_for(self._arrived.wait(), max(0.0, self.time_left(timeout)))
+            await within(self._arrived.wait(), max(0.0, self.time_left(timeout)))
         except asyncio.TimeoutError:
             return None
         response, body = self._captured[0]
@@ -378,9 +389,10 @@ class Tab:
                     return held["value"]
             except (asyncio.CancelledError, asyncio.TimeoutError):
                 raise
-            except Exception as e:  # a navigation replaced the document: wait on in the new one
-                if "context" not in str(e).lower():
+            except Exception as e:
+                if not driver_compat.is_context_lost(e):
                     raise
+                # a navigation replaced the document: wait on in the new one
                 await asyncio.sleep(0.05)
 
     async def evaluate(self, js: str, *args, timeout: float | None = None) -> Any:
@@ -396,7 +408,7 @@ class Tab:
         ``FRAME_CHECK`` seconds while it runs, the tab is asked for a frame; a tab that gives none within
         ``FRAME_WAIT`` raises ``RenderingStopped`` (within seconds, not at the page's deadline)."""
         evaluation = asyncio.ensure_future(self._page.evaluate(js, *args))
-        evaluation.add_done_callback(_retrieve)
+        evaluation.add_done_callback(retrieve)
         while True:
             try:
                 return await self._bounded(evaluation, f"evaluating {_head(js)!r}", FRAME_CHECK)
@@ -452,7 +464,7 @@ class Tab:
         for _, future in self._captured:
             # bodies nobody read: their outcome is seen when it comes, never cancelled (pyppeteer errs when a
             # cancelled request's answer, or the connection's close, reaches it: "invalid state")
-            future.add_done_callback(_retrieve)
+            future.add_done_callback(retrieve)
         self._captured.clear()
         self._arrived.clear()
 
@@ -501,7 +513,7 @@ class Browser:
                 process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
                                            env={**os.environ, "TMPDIR": tmpdir})
             endpoint = await _devtools_endpoint(process, profile, log_path, deadline)
-            browser = await asyncio.wait_for(
+            browser = await within(
                 connect(browserWSEndpoint=endpoint, logLevel=logging.WARNING), max(deadline - time.monotonic(), 0.1))
         except BaseException as e:  # a cancelled start (the crawl's time limit) leaves no Chromium either
             if process is not None:
@@ -516,6 +528,10 @@ class Browser:
     @property
     def pid(self) -> int | None:
         return self._process.pid
+
+    def page_count(self) -> int:
+        """How many pages (tabs) the browser has open, from its targets as the CDP connection last heard them."""
+        return sum(1 for target in self._browser.targets() if target.type == "page")
 
     def alive(self) -> bool:
         connection = _connection(self._browser)
@@ -532,9 +548,9 @@ class Browser:
         """A new pyppeteer page within ``timeout``; past it, the opening is left to end on its own (a cancelled
         pyppeteer call errs later), its outcome unread."""
         opening = asyncio.ensure_future(self._browser.newPage())
-        opening.add_done_callback(_retrieve)
+        opening.add_done_callback(retrieve)
         try:
-            return await asyncio.wait_for(asyncio.shield(opening), timeout)
+            return await result_within(opening, timeout)
         except Exception as e:
             raise DriverError(f"could not open a page: {type(e).__name__}: {e}") from None
 
@@ -552,13 +568,13 @@ class Browser:
     async def close(self) -> None:
         """Close over CDP, then make sure the process is gone and reaped (no orphan Chromium)."""
         try:
-            await asyncio.wait_for(self._browser.close(), CLOSE_TIMEOUT)
+            await within(self._browser.close(), CLOSE_TIMEOUT)
         except Exception:
             pass
         connection = _connection(self._browser)
         if connection is not None:  # what pyppeteer's own launch did on close: end the WebSocket's reader
             try:
-                await asyncio.wait_for(_quietly(connection.dispose()), CLOSE_TIMEOUT)
+                await within(_quietly(connection.dispose()), CLOSE_TIMEOUT)
             except Exception:
                 pass
         await asyncio.get_running_loop().run_in_executor(None, _kill, self._process)
@@ -636,12 +652,6 @@ def _blocked(event) -> bool:
 def _head(js: str) -> str:
     """A script's first line, to name it in an error."""
     return js.strip().splitlines()[0][:60] if js.strip() else js
-
-
-def _retrieve(future: asyncio.Future) -> None:
-    """Mark a finished future's exception as seen (its outcome no longer matters)."""
-    if not future.cancelled():
-        future.exception()
 
 
 async def _quietly(awaitable) -> None:

@@ -23,8 +23,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
+from lib.crawling import driver_compat
 from lib.crawling import selectors as sel
-from lib.crawling.driver import FRAME_WAIT, ApiResponse, RenderingStopped, Tab
+from lib.crawling.driver import FRAME_WAIT, ApiResponse, NavigationFailed, RenderingStopped, Tab
 from lib.crawling.listings import (
     api_anomalies,
     cell_anomalies,
@@ -32,6 +33,7 @@ from lib.crawling.listings import (
     item_from_api,
     item_from_cell,
 )
+from lib.crawling.waits import cancel_and_wait
 
 PAGE_SIZE = sel.PAGE_SIZE
 FULL_PAGE_MIN = sel.FULL_PAGE_MIN
@@ -402,9 +404,10 @@ async def _first_signal(tab: Tab, timeout: float, use_api: bool, grace: float) -
             if api in done and api.result() is not None:
                 return api.result(), ready()
             if dom in done:
-                if dom.exception() is not None:
-                    if not isinstance(dom.exception(), asyncio.TimeoutError) and "imeout" not in str(dom.exception()):
-                        raise _classify(dom.exception())  # type: ignore[arg-type]
+                error = dom.exception()
+                if error is not None:
+                    if not isinstance(error, asyncio.TimeoutError):
+                        raise _classify(error)
                     break
                 if api is None or api.done() or ready().startswith(BLOCKED_PREFIX):  # type: ignore[union-attr]
                     return (api.result() if api is not None and api.done() else None), ready()
@@ -412,14 +415,7 @@ async def _first_signal(tab: Tab, timeout: float, use_api: bool, grace: float) -
                     deadline = min(deadline, loop.time() + grace)
         return (api.result() if api is not None and api.done() else None), ready()
     finally:
-        for task in (dom, api):
-            if task is not None and not task.done():
-                task.cancel()
-            if task is not None:
-                try:
-                    await task
-                except BaseException:
-                    pass
+        await cancel_and_wait(dom, api)
 
 
 def page_from_api(api: ApiResponse, base_url: str, search_status: str) -> PageResult | None:
@@ -547,23 +543,20 @@ async def _human_scroll(tab: Tab) -> None:
         pass
 
 
-async def _stop(task: asyncio.Task | None) -> None:
-    """Stop a background task (between two of its steps) and wait until it has stopped."""
-    if task is None or task.done():
-        return
-    task.cancel()
-    try:
-        await task
-    except BaseException:
-        pass
+async def _stop(task: asyncio.Task[None] | None) -> None:
+    """Stop a background task (between two of its steps) and wait until it has stopped; the caller's own
+    cancellation meanwhile propagates."""
+    await cancel_and_wait(task)
 
 
 def _classify(error: BaseException) -> PageError:
+    """A navigation's or a wait's error, by its class: a time limit (asyncio's, of which pyppeteer's
+    ``TimeoutError`` and the driver's ``CallTimeout`` are kinds), the network (a navigation Chromium could not
+    make, a lost connection or socket), else unknown (a tab or browser that went away, a failed evaluation)."""
     text = f"{type(error).__name__}: {error}"
-    lowered = text.lower()
-    if "timeout" in lowered:
+    if isinstance(error, asyncio.TimeoutError):
         return PageError(ErrorKind.TIMEOUT, text)
-    if any(k in lowered for k in ("net::err", "connection", "refused", "reset", "unreachable", "dns")):
+    if isinstance(error, NavigationFailed) or driver_compat.is_connection_lost(error):
         return PageError(ErrorKind.NETWORK, text)
     return PageError(ErrorKind.UNKNOWN, text)
 
