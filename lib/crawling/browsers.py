@@ -48,7 +48,7 @@ class BrowserManager:
         self._switch = asyncio.Lock()
         self._crawls = 0
         self.restarts = 0
-        self._draining: set[asyncio.Task] = set()
+        self._draining: set[asyncio.Task[None]] = set()
 
     async def _slot(self) -> _Slot:
         async with self._switch:

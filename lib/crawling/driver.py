@@ -213,16 +213,16 @@ class Tab:
     on its own, its outcome unread: a cancelled pyppeteer call errs later, at its answer or the connection's
     close)."""
 
-    def __init__(self, page, api_pattern: str, call_timeout: float = CALL_TIMEOUT) -> None:
+    def __init__(self, page: Any, api_pattern: str, call_timeout: float = CALL_TIMEOUT) -> None:
         self._page = page
         self._api = re.compile(api_pattern)
-        self._captured: list[tuple[Any, asyncio.Future]] = []
+        self._captured: list[tuple[Any, asyncio.Future[Any]]] = []
         self._arrived = asyncio.Event()
         self.call_timeout = call_timeout
         self._deadline: float | None = None
         page.on("response", self._on_response)
 
-    def _on_response(self, response) -> None:
+    def _on_response(self, response: Any) -> None:
         if self._api.search(response.url) and response.request.method == "POST":
             self._captured.append((response, asyncio.ensure_future(response.json())))
             self._arrived.set()
@@ -275,7 +275,7 @@ class Tab:
             patterns = [{"urlPattern": "*", "requestStage": "Request"}]
         answered: set[str] = set()
 
-        def paused(event) -> None:
+        def paused(event: dict[str, Any]) -> None:
             request_id = event["requestId"]
             if block_resources and _blocked(event):
                 command = session.send("Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"})
@@ -283,7 +283,7 @@ class Tab:
                 command = session.send("Fetch.continueRequest", {"requestId": request_id})
             asyncio.ensure_future(_quietly(command))
 
-        def auth_required(event) -> None:
+        def auth_required(event: dict[str, Any]) -> None:
             request_id = event["requestId"]
             if (proxy_auth is not None and event.get("authChallenge", {}).get("source") == "Proxy"
                     and request_id not in answered):
@@ -395,7 +395,7 @@ class Tab:
                 # a navigation replaced the document: wait on in the new one
                 await asyncio.sleep(0.05)
 
-    async def evaluate(self, js: str, *args, timeout: float | None = None) -> Any:
+    async def evaluate(self, js: str, *args: Any, timeout: float | None = None) -> Any:
         """Evaluate in the page, within ``timeout`` (else ``call_timeout``) and the page's deadline. Cancelling
         the caller leaves the evaluation to end on its own, its outcome unread."""
         return await self._bounded(self._page.evaluate(js, *args), f"evaluating {_head(js)!r}", timeout)
@@ -403,7 +403,7 @@ class Tab:
     #: The same (every evaluation now survives its caller's cancellation).
     evaluate_detached = evaluate
 
-    async def evaluate_watched(self, js: str, *args) -> Any:
+    async def evaluate_watched(self, js: str, *args: Any) -> Any:
         """``evaluate`` for a long evaluation that waits on the page's frames (a read of the list): every
         ``FRAME_CHECK`` seconds while it runs, the tab is asked for a frame; a tab that gives none within
         ``FRAME_WAIT`` raises ``RenderingStopped`` (within seconds, not at the page's deadline)."""
@@ -456,7 +456,7 @@ class Tab:
         """Make this tab the browser's active one (CDP ``Page.bringToFront``)."""
         await self._bounded(self._page.bringToFront(), "bringing the tab to the front", FRAME_WAIT * 2)
 
-    async def send(self, method: str, params: dict | None = None) -> Any:
+    async def send(self, method: str, params: dict[str, Any] | None = None) -> Any:
         """A raw CDP command to this tab's page (tests freeze a tab with it)."""
         return await self._bounded(self._page._client.send(method, params or {}), method)
 
@@ -479,7 +479,7 @@ class Tab:
 class Browser:
     """A Chromium process and its CDP connection."""
 
-    def __init__(self, browser, process: subprocess.Popen, profile: str, proxy: str | None) -> None:
+    def __init__(self, browser: Any, process: subprocess.Popen[bytes], profile: str, proxy: str | None) -> None:
         self._browser = browser
         self._process = process
         self._profile = profile
@@ -507,7 +507,7 @@ class Browser:
         command = [a if not a.startswith("--remote-debugging-port=") else "--remote-debugging-port=0"
                    for a in Launcher(executablePath=chromium, headless=True, args=args, userDataDir=profile).cmd]
         log_path = os.path.join(profile, "chromium-stderr.log")
-        process: subprocess.Popen | None = None
+        process: subprocess.Popen[bytes] | None = None
         try:
             with open(log_path, "wb") as log:
                 process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
@@ -581,7 +581,7 @@ class Browser:
         await asyncio.get_running_loop().run_in_executor(None, _remove_profile, self._profile)
 
 
-async def _devtools_endpoint(process: subprocess.Popen, profile: str, log_path: str, deadline: float) -> str:
+async def _devtools_endpoint(process: subprocess.Popen[bytes], profile: str, log_path: str, deadline: float) -> str:
     """The browser's WebSocket address, once Chromium has written it to ``DevToolsActivePort`` (its port on the
     first line, the browser target's path on the second)."""
     active = os.path.join(profile, "DevToolsActivePort")
@@ -600,7 +600,7 @@ async def _devtools_endpoint(process: subprocess.Popen, profile: str, log_path: 
         await asyncio.sleep(0.05)  # the pace of looks at a file Chromium writes once
 
 
-def _connection(browser) -> Any:
+def _connection(browser: Any) -> Any:
     """A pyppeteer ``Browser``'s CDP connection (private: ``Browser._connection``; None if it has none)."""
     return getattr(browser, "_connection", None)
 
@@ -614,7 +614,7 @@ def _tail(path: str, limit: int = 300) -> str:
     return text[-limit:] if text else "(no output)"
 
 
-def _kill(process: subprocess.Popen) -> None:
+def _kill(process: subprocess.Popen[bytes]) -> None:
     """SIGKILL the browser process (its zygote and renderers notice and exit) and reap it."""
     if process.poll() is None:
         try:
@@ -642,7 +642,7 @@ def _remove_profile(profile: str, timeout: float = CLOSE_TIMEOUT) -> None:
         time.sleep(0.05)
 
 
-def _blocked(event) -> bool:
+def _blocked(event: dict[str, Any]) -> bool:
     """Whether a paused request is one of the resources a search page never needs."""
     url = event.get("request", {}).get("url", "")
     return event.get("resourceType") in BLOCKED_RESOURCE_TYPES or any(
@@ -654,7 +654,7 @@ def _head(js: str) -> str:
     return js.strip().splitlines()[0][:60] if js.strip() else js
 
 
-async def _quietly(awaitable) -> None:
+async def _quietly(awaitable: Awaitable[Any]) -> None:
     try:
         await awaitable
     except Exception:

@@ -10,10 +10,9 @@ and an error of its classes can only exist once it was imported by the driver).
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import warnings
-from types import ModuleType
+from typing import Any
 
 #: The pyppeteer release the texts and classes below were checked against.
 PYPPETEER_VERSION = "2.0.0"
@@ -29,7 +28,8 @@ CONTEXT_LOST_TEXTS = ("Execution context was destroyed", "Cannot find context wi
 NO_SESSION_TEXT = "No session with given id"
 
 
-def _errors() -> ModuleType:
+def _errors() -> Any:
+    """``pyppeteer.errors`` (a module without type hints)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # websockets 10, pinned by pyppeteer
         import pyppeteer.errors
@@ -39,12 +39,6 @@ def _errors() -> ModuleType:
 def _loaded() -> bool:
     """Whether pyppeteer was imported (no error of its classes can exist before)."""
     return "pyppeteer.errors" in sys.modules
-
-
-def is_timeout(error: BaseException) -> bool:
-    """A time limit ran out: asyncio's, or pyppeteer's (``pyppeteer.errors.TimeoutError``, a navigation's
-    ``timeout``, derives from asyncio's)."""
-    return isinstance(error, asyncio.TimeoutError)
 
 
 def is_navigation_failure(error: BaseException) -> bool:
@@ -57,7 +51,7 @@ def is_navigation_failure(error: BaseException) -> bool:
 def is_connection_lost(error: BaseException) -> bool:
     """The connection to Chromium, or a socket under it, failed: websockets' ``ConnectionClosed`` (the CDP
     WebSocket closed), ``ConnectionError`` (pyppeteer's ``send`` on a closed connection) and other ``OSError``
-    (a time limit's ``TimeoutError`` excepted: it is told by ``is_timeout``)."""
+    (a time limit's ``TimeoutError`` excepted: that is a timeout)."""
     if isinstance(error, OSError) and not isinstance(error, TimeoutError):
         return True
     if "websockets" not in sys.modules:

@@ -21,6 +21,7 @@ import random
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import quote
 
 from lib.crawling import driver_compat
@@ -96,7 +97,7 @@ class TabStalled(PageError):
 
 @dataclass
 class PageResult:
-    items: list[dict] = field(default_factory=list)
+    items: list[dict[str, Any]] = field(default_factory=list)
     num_found: int | None = None
     has_next: bool = False
     source: str = "api"  # or "dom"
@@ -352,7 +353,7 @@ async def _fetch_page(tab: Tab, url: str, base_url: str, timeout: float, first_p
 
 
 async def _read(tab: Tab, base_url: str, timeout: float, started: float, use_api: bool, cross_check: bool,
-                search_status: str, api_grace: float, scrolling: asyncio.Task | None) -> PageResult:
+                search_status: str, api_grace: float, scrolling: asyncio.Task[None] | None) -> PageResult:
     """The page's items once it is loading: from the API's answer, or else from the DOM."""
     left = max(1.0, timeout - (asyncio.get_running_loop().time() - started))
     api, dom_ready = await _first_signal(tab, left, use_api, api_grace)
@@ -409,7 +410,8 @@ async def _first_signal(tab: Tab, timeout: float, use_api: bool, grace: float) -
                     if not isinstance(error, asyncio.TimeoutError):
                         raise _classify(error)
                     break
-                if api is None or api.done() or ready().startswith(BLOCKED_PREFIX):  # type: ignore[union-attr]
+                shown = ready()  # the DOM's value: a wait ends only on a truthy one
+                if api is None or api.done() or (shown is not None and shown.startswith(BLOCKED_PREFIX)):
                     return (api.result() if api is not None and api.done() else None), ready()
                 if not tab.api_arrived:  # a response already seen is waited for whole: its body is on its way
                     deadline = min(deadline, loop.time() + grace)
@@ -427,7 +429,7 @@ def page_from_api(api: ApiResponse, base_url: str, search_status: str) -> PageRe
     if api.status >= 400 or not isinstance(payload, dict) or not isinstance(payload.get("items"), list):
         return None
     anomalies = api_anomalies(payload)
-    meta: dict = payload["meta"] if isinstance(payload.get("meta"), dict) else {}
+    meta: dict[str, Any] = payload["meta"] if isinstance(payload.get("meta"), dict) else {}
     num_found: int | None
     try:
         num_found = int(meta["numFound"])
@@ -468,7 +470,7 @@ async def _cross_check(tab: Tab, base_url: str, result: PageResult) -> None:
 async def _read_dom(tab: Tab, base_url: str, deadline: float) -> PageResult:
     """Every listing of the page from its cells, scrolling the virtual list and waiting for lazy loads."""
     loop = asyncio.get_running_loop()
-    seen: dict[str, dict] = {}
+    seen: dict[str, dict[str, Any]] = {}
     anomalies: Counter[str] = Counter()
     waited_out: Counter[str] = Counter()
     broken: set[str] = set()
