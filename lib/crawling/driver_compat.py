@@ -18,12 +18,13 @@ from typing import Any
 PYPPETEER_VERSION = "2.0.0"
 
 #: An evaluation whose document went away (a navigation replaced it) or is not there yet:
-#: - Chromium's answer to a call into a document that went while it ran (``Runtime.callFunctionOn``), and
-#:   pyppeteer's rewrite of Chromium's "Cannot find context with specified id" (a call into one already gone);
-#: - Chromium's answer itself, where pyppeteer does not rewrite it;
+#: - Chromium's answer to a call into a document already gone ("Cannot find context with specified id"), and
+#:   pyppeteer's rewrite of it ("Execution context was destroyed, most likely because of a navigation");
+#: - Chromium's answer to a call running when its page navigated ("Inspected target navigated or closed"; a
+#:   closed tab's next call fails as a closed tab's);
 #: - pyppeteer's ``Frame.evaluate`` on a frame between two documents.
 CONTEXT_LOST_TEXTS = ("Execution context was destroyed", "Cannot find context with specified id",
-                      "ExecutionContext is None")
+                      "Inspected target navigated or closed", "ExecutionContext is None")
 #: Chromium's answer to ``Target.sendMessageToTarget`` for a tab whose session is already closed.
 NO_SESSION_TEXT = "No session with given id"
 

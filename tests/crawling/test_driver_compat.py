@@ -15,7 +15,7 @@ from pyppeteer.errors import ElementHandleError, NetworkError, PageError, Timeou
 from websockets.exceptions import ConnectionClosedError
 
 from lib.crawling import driver_compat
-from lib.crawling.driver import Browser, CallTimeout, NavigationFailed
+from lib.crawling.driver import Browser, CallTimeout, NavigationFailed, Tab
 from lib.crawling.page_fetch import ErrorKind, _classify
 
 
@@ -102,7 +102,38 @@ def test_a_call_into_a_document_a_navigation_replaced_is_told(chromium, site):
     in_browser(chromium, check)
 
 
-def test_a_wait_in_the_page_goes_on_in_the_document_a_navigation_brings(chromium, site):
+#: A wait's predicate that counts its polls in the page (``window.polls``) and holds on page ``/two``.
+ON_PAGE_TWO = "() => { window.polls = (window.polls || 0) + 1; return document.body.innerText.includes('/two'); }"
+
+
+async def until_polled(tab: Tab) -> None:
+    """Until the page says a wait's evaluation is running in it (bounded by the caller)."""
+    while not await tab.evaluate("() => window.polls || 0"):
+        pass
+
+
+def test_a_wait_running_when_its_page_navigates_goes_on_in_the_new_document(chromium, site):
+    async def check(browser: Browser) -> None:
+        page = await browser.bare_page()
+        tab = Tab(page, r"$^")
+        await tab.goto(site + "/one", 10)
+        running = asyncio.ensure_future(page.evaluate("() => { window.polls = 1; return new Promise(() => {}); }"))
+        await asyncio.wait_for(until_polled(tab), 10)
+        await tab.goto(site + "/two", 10)
+        with pytest.raises(NetworkError) as caught:
+            await asyncio.wait_for(running, 10)
+        assert driver_compat.is_context_lost(caught.value), changed(f"a navigated call's text ({caught.value})")
+
+        await tab.goto(site + "/one", 10)
+        waiting = asyncio.ensure_future(tab.wait_for(ON_PAGE_TWO, 10))
+        await asyncio.wait_for(until_polled(tab), 10)  # the wait's evaluation runs in the page as it navigates
+        await tab.goto(site + "/two", 10)
+        assert await asyncio.wait_for(waiting, 15) is True
+
+    in_browser(chromium, check)
+
+
+def test_a_wait_that_starts_as_its_page_navigates_goes_on_in_the_new_document(chromium, site):
     async def check(browser: Browser) -> None:
         tab = await browser.new_tab(r"$^", block_resources=False)
         await tab.goto(site + "/one", 10)
