@@ -556,7 +556,8 @@ def _classify(error: BaseException) -> PageError:
     ``TimeoutError`` and the driver's ``CallTimeout`` are kinds), the network (a navigation Chromium could not
     make, a lost connection or socket), else unknown (a tab or browser that went away, a failed evaluation)."""
     text = f"{type(error).__name__}: {error}"
-    if isinstance(error, asyncio.TimeoutError):
+    # the two are one class from Python 3.11 on; on 3.10 a socket's time limit is only the builtin one
+    if isinstance(error, (asyncio.TimeoutError, TimeoutError)):
         return PageError(ErrorKind.TIMEOUT, text)
     if isinstance(error, NavigationFailed) or driver_compat.is_connection_lost(error):
         return PageError(ErrorKind.NETWORK, text)
