@@ -484,6 +484,7 @@ class Browser:
         self._process = process
         self._profile = profile
         self.proxy = proxy
+        self._closing: set[asyncio.Task[None]] = set()  # pages given up on, being closed
 
     @classmethod
     async def launch(cls, chromium: str, *, no_sandbox: bool, proxy: str | None = None,
@@ -545,14 +546,25 @@ class Browser:
         return await self._open_page(timeout)
 
     async def _open_page(self, timeout: float) -> Any:
-        """A new pyppeteer page within ``timeout``; past it, the opening is left to end on its own (a cancelled
-        pyppeteer call errs later), its outcome unread."""
+        """A new pyppeteer page within ``timeout``; past it, or when the caller is cancelled, the opening is left
+        to end on its own (a cancelled pyppeteer call errs later) and the page it opens is closed."""
         opening = asyncio.ensure_future(self._browser.newPage())
         opening.add_done_callback(retrieve)
         try:
             return await result_within(opening, timeout)
         except Exception as e:
             raise DriverError(f"could not open a page: {type(e).__name__}: {e}") from None
+        finally:
+            if not opening.done():
+                opening.add_done_callback(self._close_opened)
+
+    def _close_opened(self, opening: asyncio.Future[Any]) -> None:
+        """Close, in the background, the page of an opening nobody waits for any more (no tab left behind)."""
+        if opening.cancelled() or opening.exception() is not None:
+            return
+        closing = asyncio.ensure_future(_quietly(opening.result().close()))
+        self._closing.add(closing)
+        closing.add_done_callback(self._closing.discard)
 
     async def new_tab(self, api_pattern: str, block_resources: bool, call_timeout: float = CALL_TIMEOUT) -> Tab:
         """A prepared page; ``call_timeout``: the bound of its CDP calls (the crawler's page timeout)."""

@@ -10,6 +10,7 @@ import pytest
 
 from lib.core.settings import load_settings
 from lib.crawling.crawl import Crawler
+from lib.crawling.driver import Browser, DriverError
 
 from ..helpers import children, descendants, simulator_crawl_env, wait_until
 
@@ -72,5 +73,32 @@ def test_a_crawl_cancelled_mid_page_stops_and_leaves_nothing_behind(crawl_settin
             sim.set_mode("normal")
             await crawler.close()
         await wait_until(lambda: not descendants(os.getpid()), timeout=10, what="every Chromium process to exit")
+
+    asyncio.run(go())
+
+
+@pytest.mark.parametrize("given_up", ["past_its_time", "cancelled"])
+def test_a_page_given_up_while_it_opens_is_closed_once_open(chromium, given_up):
+    """An opening of a page that outlived its time, or whose caller was cancelled, goes on in Chromium: the page
+    it opens is closed (pages are opened in order: once a later page is open, the given-up one was too)."""
+
+    async def go() -> None:
+        browser = await Browser.launch(chromium, no_sandbox=True)
+        try:
+            before = browser.page_count()
+            if given_up == "past_its_time":
+                with pytest.raises(DriverError):
+                    await browser.bare_page(timeout=0)
+            else:
+                opening = asyncio.ensure_future(browser.bare_page())
+                await asyncio.sleep(0)  # the opening is under way
+                opening.cancel()
+                await asyncio.wait({opening}, timeout=CANCEL_BOUND)
+                assert opening.cancelled()
+            await browser.bare_page()
+            await wait_until(lambda: browser.page_count() == before + 1, timeout=10,
+                             what="only the page still wanted to be open")
+        finally:
+            await browser.close()
 
     asyncio.run(go())
