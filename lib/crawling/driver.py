@@ -550,12 +550,15 @@ class Browser:
         to end on its own (a cancelled pyppeteer call errs later) and the page it opens is closed."""
         opening = asyncio.ensure_future(self._browser.newPage())
         opening.add_done_callback(retrieve)
+        handed_over = False
         try:
-            return await result_within(opening, timeout)
+            page = await result_within(opening, timeout)
+            handed_over = True
+            return page
         except Exception as e:
             raise DriverError(f"could not open a page: {type(e).__name__}: {e}") from None
         finally:
-            if not opening.done():
+            if not handed_over:  # even one opened just as its caller was cancelled
                 opening.add_done_callback(self._close_opened)
 
     def _close_opened(self, opening: asyncio.Future[Any]) -> None:

@@ -77,7 +77,7 @@ def test_a_crawl_cancelled_mid_page_stops_and_leaves_nothing_behind(crawl_settin
     asyncio.run(go())
 
 
-@pytest.mark.parametrize("given_up", ["past_its_time", "cancelled"])
+@pytest.mark.parametrize("given_up", ["past_its_time", "cancelled", "cancelled_tab"])
 def test_a_page_given_up_while_it_opens_is_closed_once_open(chromium, given_up):
     """An opening of a page that outlived its time, or whose caller was cancelled, goes on in Chromium: the page
     it opens is closed (pages are opened in order: once a later page is open, the given-up one was too)."""
@@ -89,8 +89,9 @@ def test_a_page_given_up_while_it_opens_is_closed_once_open(chromium, given_up):
             if given_up == "past_its_time":
                 with pytest.raises(DriverError):
                     await browser.bare_page(timeout=0)
-            else:
-                opening = asyncio.ensure_future(browser.bare_page())
+            else:  # a bare page, or a crawler's tab (cancelled while its page opens)
+                opening = asyncio.ensure_future(browser.bare_page() if given_up == "cancelled" else
+                                                browser.new_tab(r"$^", block_resources=True))
                 await asyncio.sleep(0)  # the opening is under way
                 opening.cancel()
                 await asyncio.wait({opening}, timeout=CANCEL_BOUND)
@@ -102,3 +103,4 @@ def test_a_page_given_up_while_it_opens_is_closed_once_open(chromium, given_up):
             await browser.close()
 
     asyncio.run(go())
+
