@@ -16,6 +16,7 @@ from contextlib import asynccontextmanager
 
 from lib.core.redaction import redact_url
 from lib.crawling.driver import CALL_TIMEOUT, Browser, DriverError, Tab
+from lib.crawling.waits import within
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +48,7 @@ class BrowserManager:
         self._switch = asyncio.Lock()
         self._crawls = 0
         self.restarts = 0
-        self._draining: set[asyncio.Task] = set()
+        self._draining: set[asyncio.Task[None]] = set()
 
     async def _slot(self) -> _Slot:
         async with self._switch:
@@ -76,11 +77,13 @@ class BrowserManager:
                     raise
                 yield tab
             finally:
-                if tab is not None:
-                    await tab.close()
-                slot.open_pages -= 1
-                if slot.open_pages == 0:
-                    slot.idle.set()
+                try:
+                    if tab is not None:
+                        await tab.close()
+                finally:  # a close cut short by a cancellation still counts the page as closed
+                    slot.open_pages -= 1
+                    if slot.open_pages == 0:
+                        slot.idle.set()
 
     async def crawl_finished(self) -> None:
         """Count a crawl; after ``max_crawls`` the browser is renewed (by draining)."""
@@ -105,7 +108,7 @@ class BrowserManager:
         async def drain() -> None:
             if wait:
                 try:
-                    await asyncio.wait_for(slot.idle.wait(), self.drain_timeout)
+                    await within(slot.idle.wait(), self.drain_timeout)
                 except asyncio.TimeoutError:
                     logger.warning("old browser still had %d open page(s) after %.0fs: closing it",
                                    slot.open_pages, self.drain_timeout)

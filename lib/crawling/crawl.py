@@ -10,8 +10,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AsyncExitStack
+from typing import Any
 
 from lib.core.clock import get_clock
 from lib.core.recorders import observe_rate_wait, observe_tab_recovery
@@ -86,21 +87,25 @@ class Crawler:
                                  call_timeout=settings.crawl_page_timeout)
         return cls(settings, manager, rotator, on_recovery=_recovery_tally(settings))
 
-    async def crawl(self, ip_id: int, keyword: str, task_id: str) -> dict:
+    async def crawl(self, ip_id: int, keyword: str, task_id: str) -> dict[str, Any]:
         """The crawl result message for ``process_result`` (plus ``drift``, for the crawler process)."""
         started = time.time()
         crawled_at = get_clock().now()
-        items: dict[str, dict] = {}
+        items: dict[str, dict[str, Any]] = {}
         errors: dict[str, str] = {}
-        search: dict[str, dict] = {}
-        page_records: list[dict] = []
+        search: dict[str, dict[str, Any]] = {}
+        page_records: list[dict[str, Any]] = []
         plan = search_plan(self.settings)
         tabs, self._idle_tab = self._idle_tab or _CrawlTab(self.manager), None
+        cancelled = False
         try:
             await self._pages(plan, keyword, ip_id, task_id, tabs, items, errors, search, page_records)
             await self.manager.crawl_finished()
+        except asyncio.CancelledError:
+            cancelled = True  # a page cut short: its tab is closed, not kept (docs/concepts/crawling.md)
+            raise
         finally:
-            if tabs.current and self._idle_tab is None:
+            if tabs.current and self._idle_tab is None and not cancelled:
                 self._idle_tab = tabs  # kept for the next crawl (renewed there if the browser was restarted)
             else:
                 await tabs.close()
@@ -113,8 +118,9 @@ class Crawler:
                 "drift": {"ip_id": ip_id, "task_id": task_id, "at": crawled_at, "pages": page_records,
                           "errors": errors}}
 
-    async def _pages(self, plan, keyword: str, ip_id: int, task_id: str, tabs: _CrawlTab, items: dict,
-                     errors: dict, search: dict, page_records: list) -> None:
+    async def _pages(self, plan: tuple[tuple[str, str, int], ...], keyword: str, ip_id: int, task_id: str,
+                     tabs: _CrawlTab, items: dict[str, dict[str, Any]], errors: dict[str, str],
+                     search: dict[str, dict[str, Any]], page_records: list[dict[str, Any]]) -> None:
         base = self.settings.mercari_base_url
         stop = False
         for status_param, label, page_count in plan:
@@ -179,7 +185,7 @@ class Crawler:
                 if not await self._recover(steps, tab, tabs):
                     raise
 
-    async def _recover(self, steps, tab: Tab, tabs: _CrawlTab) -> bool:
+    async def _recover(self, steps: Iterator[str], tab: Tab, tabs: _CrawlTab) -> bool:
         """Take the next recovery step that applies (``lib.crawling.recovery``); False when none is left."""
         for step in steps:
             self._count_recovery(step)
@@ -235,7 +241,8 @@ class Crawler:
         await self.manager.close()
 
 
-def add_page(result: PageResult, items: dict[str, dict], total: dict[str, int | None], read: set[str]) -> None:
+def add_page(result: PageResult, items: dict[str, dict[str, Any]], total: dict[str, int | None],
+             read: set[str]) -> None:
     """A page read into its crawl: the crawl's ``items`` by id, its search's ``total`` (the site's count, pages
     read) and the ids the search ``read``."""
     if result.num_found is not None:
@@ -298,7 +305,7 @@ def _recovery_tally(settings: Settings) -> Callable[[str], None]:
     return tally
 
 
-def _page_record(status: str, number: int, result: PageResult) -> dict:
+def _page_record(status: str, number: int, result: PageResult) -> dict[str, Any]:
     """A page's drift record: which source was read, its items, whether it had a next page, its anomalies."""
     return {"status": status, "page": number, "source": result.source, "items": len(result.items),
             "has_next": result.has_next, "anomalies": dict(result.anomalies)}

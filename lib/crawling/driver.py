@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
-from lib.crawling import loop_errors
+from lib.crawling import driver_compat, loop_errors
 from lib.crawling.selectors import ANALYTICS_URL_PATTERNS, BLOCKED_RESOURCE_TYPES
+from lib.crawling.waits import result_within, retrieve, within
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -115,8 +116,13 @@ class DriverError(RuntimeError):
 
 
 class CallTimeout(asyncio.TimeoutError):
-    """A CDP call (an evaluation, a navigation, a response body) outlived its deadline. A ``TimeoutError``
-    whose message starts with "timeout": the crawler classes it as a page timeout."""
+    """A CDP call (an evaluation, a navigation, a response body) outlived its deadline: an
+    ``asyncio.TimeoutError``, which the crawler classes as a page timeout."""
+
+
+class NavigationFailed(Exception):
+    """Chromium could not make a navigation (its ``net::ERR_...``: no name resolution, refused, reset, the
+    proxy): the crawler classes it as a network error."""
 
 
 class RenderingStopped(Exception):
@@ -207,16 +213,16 @@ class Tab:
     on its own, its outcome unread: a cancelled pyppeteer call errs later, at its answer or the connection's
     close)."""
 
-    def __init__(self, page, api_pattern: str, call_timeout: float = CALL_TIMEOUT) -> None:
+    def __init__(self, page: Any, api_pattern: str, call_timeout: float = CALL_TIMEOUT) -> None:
         self._page = page
         self._api = re.compile(api_pattern)
-        self._captured: list[tuple[Any, asyncio.Future]] = []
+        self._captured: list[tuple[Any, asyncio.Future[Any]]] = []
         self._arrived = asyncio.Event()
         self.call_timeout = call_timeout
         self._deadline: float | None = None
         page.on("response", self._on_response)
 
-    def _on_response(self, response) -> None:
+    def _on_response(self, response: Any) -> None:
         if self._api.search(response.url) and response.request.method == "POST":
             self._captured.append((response, asyncio.ensure_future(response.json())))
             self._arrived.set()
@@ -246,9 +252,9 @@ class Tab:
                 awaitable.close()  # never started
             raise CallTimeout(f"timeout: no time left for {what}")
         call = asyncio.ensure_future(awaitable)
-        call.add_done_callback(_retrieve)
+        call.add_done_callback(retrieve)
         try:
-            return await asyncio.wait_for(asyncio.shield(call), left)
+            return await result_within(call, left)
         except asyncio.TimeoutError:
             raise CallTimeout(f"timeout: {what} took over {left:.1f}s") from None
 
@@ -269,7 +275,7 @@ class Tab:
             patterns = [{"urlPattern": "*", "requestStage": "Request"}]
         answered: set[str] = set()
 
-        def paused(event) -> None:
+        def paused(event: dict[str, Any]) -> None:
             request_id = event["requestId"]
             if block_resources and _blocked(event):
                 command = session.send("Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"})
@@ -277,7 +283,7 @@ class Tab:
                 command = session.send("Fetch.continueRequest", {"requestId": request_id})
             asyncio.ensure_future(_quietly(command))
 
-        def auth_required(event) -> None:
+        def auth_required(event: dict[str, Any]) -> None:
             request_id = event["requestId"]
             if (proxy_auth is not None and event.get("authChallenge", {}).get("source") == "Proxy"
                     and request_id not in answered):
@@ -301,9 +307,14 @@ class Tab:
         self._discard_captured()
         # pyppeteer's own timeout covers the wait for the document, not the Page.navigate command before it
         left = self.time_left(timeout)
-        response = await self._bounded(
-            self._page.goto(url, waitUntil="domcontentloaded", timeout=max(1, int(left * 1000))),
-            "the navigation", timeout)
+        try:
+            response = await self._bounded(
+                self._page.goto(url, waitUntil="domcontentloaded", timeout=max(1, int(left * 1000))),
+                "the navigation", timeout)
+        except Exception as e:
+            if driver_compat.is_navigation_failure(e):
+                raise NavigationFailed(str(e)) from e
+            raise
         status = response.status if response else None
         title = text = ""
         if read_text or status is None or status >= 400:
@@ -322,7 +333,7 @@ class Tab:
         if none came within ``timeout`` seconds (and the page's deadline); its body None when it could not be
         read in that time."""
         try:
-            await asyncio.wait_for(self._arrived.wait(), max(0.0, self.time_left(timeout)))
+            await within(self._arrived.wait(), max(0.0, self.time_left(timeout)))
         except asyncio.TimeoutError:
             return None
         response, body = self._captured[0]
@@ -378,12 +389,13 @@ class Tab:
                     return held["value"]
             except (asyncio.CancelledError, asyncio.TimeoutError):
                 raise
-            except Exception as e:  # a navigation replaced the document: wait on in the new one
-                if "context" not in str(e).lower():
+            except Exception as e:
+                if not driver_compat.is_context_lost(e):
                     raise
+                # a navigation replaced the document: wait on in the new one
                 await asyncio.sleep(0.05)
 
-    async def evaluate(self, js: str, *args, timeout: float | None = None) -> Any:
+    async def evaluate(self, js: str, *args: Any, timeout: float | None = None) -> Any:
         """Evaluate in the page, within ``timeout`` (else ``call_timeout``) and the page's deadline. Cancelling
         the caller leaves the evaluation to end on its own, its outcome unread."""
         return await self._bounded(self._page.evaluate(js, *args), f"evaluating {_head(js)!r}", timeout)
@@ -391,12 +403,12 @@ class Tab:
     #: The same (every evaluation now survives its caller's cancellation).
     evaluate_detached = evaluate
 
-    async def evaluate_watched(self, js: str, *args) -> Any:
+    async def evaluate_watched(self, js: str, *args: Any) -> Any:
         """``evaluate`` for a long evaluation that waits on the page's frames (a read of the list): every
         ``FRAME_CHECK`` seconds while it runs, the tab is asked for a frame; a tab that gives none within
         ``FRAME_WAIT`` raises ``RenderingStopped`` (within seconds, not at the page's deadline)."""
         evaluation = asyncio.ensure_future(self._page.evaluate(js, *args))
-        evaluation.add_done_callback(_retrieve)
+        evaluation.add_done_callback(retrieve)
         while True:
             try:
                 return await self._bounded(evaluation, f"evaluating {_head(js)!r}", FRAME_CHECK)
@@ -444,7 +456,7 @@ class Tab:
         """Make this tab the browser's active one (CDP ``Page.bringToFront``)."""
         await self._bounded(self._page.bringToFront(), "bringing the tab to the front", FRAME_WAIT * 2)
 
-    async def send(self, method: str, params: dict | None = None) -> Any:
+    async def send(self, method: str, params: dict[str, Any] | None = None) -> Any:
         """A raw CDP command to this tab's page (tests freeze a tab with it)."""
         return await self._bounded(self._page._client.send(method, params or {}), method)
 
@@ -452,7 +464,7 @@ class Tab:
         for _, future in self._captured:
             # bodies nobody read: their outcome is seen when it comes, never cancelled (pyppeteer errs when a
             # cancelled request's answer, or the connection's close, reaches it: "invalid state")
-            future.add_done_callback(_retrieve)
+            future.add_done_callback(retrieve)
         self._captured.clear()
         self._arrived.clear()
 
@@ -467,11 +479,12 @@ class Tab:
 class Browser:
     """A Chromium process and its CDP connection."""
 
-    def __init__(self, browser, process: subprocess.Popen, profile: str, proxy: str | None) -> None:
+    def __init__(self, browser: Any, process: subprocess.Popen[bytes], profile: str, proxy: str | None) -> None:
         self._browser = browser
         self._process = process
         self._profile = profile
         self.proxy = proxy
+        self._closing: set[asyncio.Task[None]] = set()  # pages given up on, being closed
 
     @classmethod
     async def launch(cls, chromium: str, *, no_sandbox: bool, proxy: str | None = None,
@@ -495,13 +508,13 @@ class Browser:
         command = [a if not a.startswith("--remote-debugging-port=") else "--remote-debugging-port=0"
                    for a in Launcher(executablePath=chromium, headless=True, args=args, userDataDir=profile).cmd]
         log_path = os.path.join(profile, "chromium-stderr.log")
-        process: subprocess.Popen | None = None
+        process: subprocess.Popen[bytes] | None = None
         try:
             with open(log_path, "wb") as log:
                 process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
                                            env={**os.environ, "TMPDIR": tmpdir})
             endpoint = await _devtools_endpoint(process, profile, log_path, deadline)
-            browser = await asyncio.wait_for(
+            browser = await within(
                 connect(browserWSEndpoint=endpoint, logLevel=logging.WARNING), max(deadline - time.monotonic(), 0.1))
         except BaseException as e:  # a cancelled start (the crawl's time limit) leaves no Chromium either
             if process is not None:
@@ -517,6 +530,10 @@ class Browser:
     def pid(self) -> int | None:
         return self._process.pid
 
+    def page_count(self) -> int:
+        """How many pages (tabs) the browser has open, from its targets as the CDP connection last heard them."""
+        return sum(1 for target in self._browser.targets() if target.type == "page")
+
     def alive(self) -> bool:
         connection = _connection(self._browser)
         connected = connection is not None and getattr(connection, "_connected", True) \
@@ -529,14 +546,28 @@ class Browser:
         return await self._open_page(timeout)
 
     async def _open_page(self, timeout: float) -> Any:
-        """A new pyppeteer page within ``timeout``; past it, the opening is left to end on its own (a cancelled
-        pyppeteer call errs later), its outcome unread."""
+        """A new pyppeteer page within ``timeout``; past it, or when the caller is cancelled, the opening is left
+        to end on its own (a cancelled pyppeteer call errs later) and the page it opens is closed."""
         opening = asyncio.ensure_future(self._browser.newPage())
-        opening.add_done_callback(_retrieve)
+        opening.add_done_callback(retrieve)
+        handed_over = False
         try:
-            return await asyncio.wait_for(asyncio.shield(opening), timeout)
+            page = await result_within(opening, timeout)
+            handed_over = True
+            return page
         except Exception as e:
             raise DriverError(f"could not open a page: {type(e).__name__}: {e}") from None
+        finally:
+            if not handed_over:  # even one opened just as its caller was cancelled
+                opening.add_done_callback(self._close_opened)
+
+    def _close_opened(self, opening: asyncio.Future[Any]) -> None:
+        """Close, in the background, the page of an opening nobody waits for any more (no tab left behind)."""
+        if opening.cancelled() or opening.exception() is not None:
+            return
+        closing = asyncio.ensure_future(_quietly(opening.result().close()))
+        self._closing.add(closing)
+        closing.add_done_callback(self._closing.discard)
 
     async def new_tab(self, api_pattern: str, block_resources: bool, call_timeout: float = CALL_TIMEOUT) -> Tab:
         """A prepared page; ``call_timeout``: the bound of its CDP calls (the crawler's page timeout)."""
@@ -552,20 +583,20 @@ class Browser:
     async def close(self) -> None:
         """Close over CDP, then make sure the process is gone and reaped (no orphan Chromium)."""
         try:
-            await asyncio.wait_for(self._browser.close(), CLOSE_TIMEOUT)
+            await within(self._browser.close(), CLOSE_TIMEOUT)
         except Exception:
             pass
         connection = _connection(self._browser)
         if connection is not None:  # what pyppeteer's own launch did on close: end the WebSocket's reader
             try:
-                await asyncio.wait_for(_quietly(connection.dispose()), CLOSE_TIMEOUT)
+                await within(_quietly(connection.dispose()), CLOSE_TIMEOUT)
             except Exception:
                 pass
         await asyncio.get_running_loop().run_in_executor(None, _kill, self._process)
         await asyncio.get_running_loop().run_in_executor(None, _remove_profile, self._profile)
 
 
-async def _devtools_endpoint(process: subprocess.Popen, profile: str, log_path: str, deadline: float) -> str:
+async def _devtools_endpoint(process: subprocess.Popen[bytes], profile: str, log_path: str, deadline: float) -> str:
     """The browser's WebSocket address, once Chromium has written it to ``DevToolsActivePort`` (its port on the
     first line, the browser target's path on the second)."""
     active = os.path.join(profile, "DevToolsActivePort")
@@ -584,7 +615,7 @@ async def _devtools_endpoint(process: subprocess.Popen, profile: str, log_path: 
         await asyncio.sleep(0.05)  # the pace of looks at a file Chromium writes once
 
 
-def _connection(browser) -> Any:
+def _connection(browser: Any) -> Any:
     """A pyppeteer ``Browser``'s CDP connection (private: ``Browser._connection``; None if it has none)."""
     return getattr(browser, "_connection", None)
 
@@ -598,7 +629,7 @@ def _tail(path: str, limit: int = 300) -> str:
     return text[-limit:] if text else "(no output)"
 
 
-def _kill(process: subprocess.Popen) -> None:
+def _kill(process: subprocess.Popen[bytes]) -> None:
     """SIGKILL the browser process (its zygote and renderers notice and exit) and reap it."""
     if process.poll() is None:
         try:
@@ -626,7 +657,7 @@ def _remove_profile(profile: str, timeout: float = CLOSE_TIMEOUT) -> None:
         time.sleep(0.05)
 
 
-def _blocked(event) -> bool:
+def _blocked(event: dict[str, Any]) -> bool:
     """Whether a paused request is one of the resources a search page never needs."""
     url = event.get("request", {}).get("url", "")
     return event.get("resourceType") in BLOCKED_RESOURCE_TYPES or any(
@@ -638,13 +669,7 @@ def _head(js: str) -> str:
     return js.strip().splitlines()[0][:60] if js.strip() else js
 
 
-def _retrieve(future: asyncio.Future) -> None:
-    """Mark a finished future's exception as seen (its outcome no longer matters)."""
-    if not future.cancelled():
-        future.exception()
-
-
-async def _quietly(awaitable) -> None:
+async def _quietly(awaitable: Awaitable[Any]) -> None:
     try:
         await awaitable
     except Exception:

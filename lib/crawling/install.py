@@ -7,6 +7,7 @@ import fcntl
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 
 from lib.crawling.driver import DriverError, find_chromium
 
@@ -54,7 +55,7 @@ def can_install() -> bool:
     return os.geteuid() == 0 and shutil.which("apt-get") is not None
 
 
-def apt_install(package: str, present) -> str:
+def apt_install(package: str, present: Callable[[], bool]) -> str:
     """Install a Debian package unless ``present()`` turns true while waiting for another installer; apt-get's
     error output ('' on success)."""
     # one installer at a time (two demos, two test workers): apt-get fails on a held dpkg lock

@@ -37,11 +37,11 @@ def _number(value: Any) -> int | None:
     return int(value)
 
 
-def has_no_price_flag(raw: dict) -> bool:
+def has_no_price_flag(raw: dict[str, Any]) -> bool:
     return any(value is True and _NO_PRICE_FLAG.match(name) for name, value in raw.items())
 
 
-def item_from_api(raw: dict, base_url: str, search_status: str = "on_sale") -> dict:
+def item_from_api(raw: dict[str, Any], base_url: str, search_status: str = "on_sale") -> dict[str, Any]:
     """One API item as a crawl item. An unknown status value takes the status of the search that listed it."""
     api_status = raw.get("status")
     if api_status == sel.API_ON_SALE:
@@ -60,7 +60,7 @@ def item_from_api(raw: dict, base_url: str, search_status: str = "on_sale") -> d
     }
 
 
-def api_anomalies(payload: dict) -> Counter[str]:
+def api_anomalies(payload: dict[str, Any]) -> Counter[str]:
     """What in an API answer differs from the shape the crawler was written for: fields missing or of another
     JSON type, status values it does not know."""
     found: Counter[str] = Counter()
@@ -88,7 +88,7 @@ def api_anomalies(payload: dict) -> Counter[str]:
     return found
 
 
-def item_from_cell(cell: dict, base_url: str) -> dict | None:
+def item_from_cell(cell: dict[str, Any], base_url: str) -> dict[str, Any] | None:
     """A cell read from the DOM as an item, or None when it has no usable link."""
     href = cell.get("href") or ""
     match = re.match(sel.ITEM_HREF, href) or re.match(sel.SHOPS_HREF, href)
@@ -111,7 +111,7 @@ def item_from_cell(cell: dict, base_url: str) -> dict | None:
     }
 
 
-def cell_anomalies(cell: dict) -> list[str]:
+def cell_anomalies(cell: dict[str, Any]) -> list[str]:
     """What a cell with a link lacks that the crawler reads (it may still be read, off the image label)."""
     out = []
     if cell.get("name") is None:
@@ -125,7 +125,7 @@ def cell_anomalies(cell: dict) -> list[str]:
 CROSS_CHECKED = ("title", "price", "status", "item_url")
 
 
-def disagreements(api_items: list[dict], dom_items: list[dict]) -> int:
+def disagreements(api_items: list[dict[str, Any]], dom_items: list[dict[str, Any]]) -> int:
     """How many of the cells read disagree with the API's listing of the same id (or are not in it)."""
     by_id = {item["source_id"]: item for item in api_items}
     wrong = 0

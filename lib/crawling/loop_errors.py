@@ -14,18 +14,19 @@ import asyncio
 import logging
 from typing import Any
 
+from lib.crawling import driver_compat
+
 logger = logging.getLogger(__name__)
 
 _INSTALLED = "_animetop_loop_errors"
 
 
 def is_orphaned_session_reply(context: dict[str, Any]) -> bool:
-    """An unretrieved pyppeteer future failed with "No session with given id" (checked by module and text, so
-    that ``lib/crawling/driver.py`` stays the only module importing pyppeteer)."""
+    """An unretrieved future failed with pyppeteer's "No session with given id" reply
+    (``driver_compat.is_orphaned_session_reply``)."""
     exception = context.get("exception")
     return (context.get("future") is not None and exception is not None
-            and type(exception).__module__.startswith("pyppeteer")
-            and "No session with given id" in str(exception))
+            and driver_compat.is_orphaned_session_reply(exception))
 
 
 def install(loop: asyncio.AbstractEventLoop) -> None:

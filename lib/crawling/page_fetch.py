@@ -21,10 +21,12 @@ import random
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import quote
 
+from lib.crawling import driver_compat
 from lib.crawling import selectors as sel
-from lib.crawling.driver import FRAME_WAIT, ApiResponse, RenderingStopped, Tab
+from lib.crawling.driver import FRAME_WAIT, ApiResponse, NavigationFailed, RenderingStopped, Tab
 from lib.crawling.listings import (
     api_anomalies,
     cell_anomalies,
@@ -32,6 +34,7 @@ from lib.crawling.listings import (
     item_from_api,
     item_from_cell,
 )
+from lib.crawling.waits import cancel_and_wait
 
 PAGE_SIZE = sel.PAGE_SIZE
 FULL_PAGE_MIN = sel.FULL_PAGE_MIN
@@ -94,7 +97,7 @@ class TabStalled(PageError):
 
 @dataclass
 class PageResult:
-    items: list[dict] = field(default_factory=list)
+    items: list[dict[str, Any]] = field(default_factory=list)
     num_found: int | None = None
     has_next: bool = False
     source: str = "api"  # or "dom"
@@ -350,7 +353,7 @@ async def _fetch_page(tab: Tab, url: str, base_url: str, timeout: float, first_p
 
 
 async def _read(tab: Tab, base_url: str, timeout: float, started: float, use_api: bool, cross_check: bool,
-                search_status: str, api_grace: float, scrolling: asyncio.Task | None) -> PageResult:
+                search_status: str, api_grace: float, scrolling: asyncio.Task[None] | None) -> PageResult:
     """The page's items once it is loading: from the API's answer, or else from the DOM."""
     left = max(1.0, timeout - (asyncio.get_running_loop().time() - started))
     api, dom_ready = await _first_signal(tab, left, use_api, api_grace)
@@ -402,24 +405,19 @@ async def _first_signal(tab: Tab, timeout: float, use_api: bool, grace: float) -
             if api in done and api.result() is not None:
                 return api.result(), ready()
             if dom in done:
-                if dom.exception() is not None:
-                    if not isinstance(dom.exception(), asyncio.TimeoutError) and "imeout" not in str(dom.exception()):
-                        raise _classify(dom.exception())  # type: ignore[arg-type]
+                error = dom.exception()
+                if error is not None:
+                    if not isinstance(error, asyncio.TimeoutError):
+                        raise _classify(error)
                     break
-                if api is None or api.done() or ready().startswith(BLOCKED_PREFIX):  # type: ignore[union-attr]
+                shown = ready()  # the DOM's value: a wait ends only on a truthy one
+                if api is None or api.done() or (shown is not None and shown.startswith(BLOCKED_PREFIX)):
                     return (api.result() if api is not None and api.done() else None), ready()
                 if not tab.api_arrived:  # a response already seen is waited for whole: its body is on its way
                     deadline = min(deadline, loop.time() + grace)
         return (api.result() if api is not None and api.done() else None), ready()
     finally:
-        for task in (dom, api):
-            if task is not None and not task.done():
-                task.cancel()
-            if task is not None:
-                try:
-                    await task
-                except BaseException:
-                    pass
+        await cancel_and_wait(dom, api)
 
 
 def page_from_api(api: ApiResponse, base_url: str, search_status: str) -> PageResult | None:
@@ -431,7 +429,7 @@ def page_from_api(api: ApiResponse, base_url: str, search_status: str) -> PageRe
     if api.status >= 400 or not isinstance(payload, dict) or not isinstance(payload.get("items"), list):
         return None
     anomalies = api_anomalies(payload)
-    meta: dict = payload["meta"] if isinstance(payload.get("meta"), dict) else {}
+    meta: dict[str, Any] = payload["meta"] if isinstance(payload.get("meta"), dict) else {}
     num_found: int | None
     try:
         num_found = int(meta["numFound"])
@@ -472,7 +470,7 @@ async def _cross_check(tab: Tab, base_url: str, result: PageResult) -> None:
 async def _read_dom(tab: Tab, base_url: str, deadline: float) -> PageResult:
     """Every listing of the page from its cells, scrolling the virtual list and waiting for lazy loads."""
     loop = asyncio.get_running_loop()
-    seen: dict[str, dict] = {}
+    seen: dict[str, dict[str, Any]] = {}
     anomalies: Counter[str] = Counter()
     waited_out: Counter[str] = Counter()
     broken: set[str] = set()
@@ -547,23 +545,21 @@ async def _human_scroll(tab: Tab) -> None:
         pass
 
 
-async def _stop(task: asyncio.Task | None) -> None:
-    """Stop a background task (between two of its steps) and wait until it has stopped."""
-    if task is None or task.done():
-        return
-    task.cancel()
-    try:
-        await task
-    except BaseException:
-        pass
+async def _stop(task: asyncio.Task[None] | None) -> None:
+    """Stop a background task (between two of its steps) and wait until it has stopped; the caller's own
+    cancellation meanwhile propagates."""
+    await cancel_and_wait(task)
 
 
 def _classify(error: BaseException) -> PageError:
+    """A navigation's or a wait's error, by its class: a time limit (asyncio's, of which pyppeteer's
+    ``TimeoutError`` and the driver's ``CallTimeout`` are kinds), the network (a navigation Chromium could not
+    make, a lost connection or socket), else unknown (a tab or browser that went away, a failed evaluation)."""
     text = f"{type(error).__name__}: {error}"
-    lowered = text.lower()
-    if "timeout" in lowered:
+    # the two are one class from Python 3.11 on; on 3.10 a socket's time limit is only the builtin one
+    if isinstance(error, (asyncio.TimeoutError, TimeoutError)):
         return PageError(ErrorKind.TIMEOUT, text)
-    if any(k in lowered for k in ("net::err", "connection", "refused", "reset", "unreachable", "dns")):
+    if isinstance(error, NavigationFailed) or driver_compat.is_connection_lost(error):
         return PageError(ErrorKind.NETWORK, text)
     return PageError(ErrorKind.UNKNOWN, text)
 

@@ -20,7 +20,8 @@ def health_check(proxy: str, url: str, timeout: float = 10.0) -> bool:
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": proxy, "https": proxy}))
     try:
         with opener.open(url, timeout=timeout) as response:
-            return response.status < 500
+            status: int = response.status
+            return status < 500
     except urllib.error.HTTPError as e:
         return e.code < 500
     except Exception as e:

@@ -87,6 +87,10 @@ class NoTurn(TimeoutError):
     """A page load found no turn under the crawl rate limit within ``TURN_WAIT_MAX``."""
 
 
+#: Dramatiq's ``WindowRateLimiter`` as a typed constructor (its ``__init__`` carries no annotations).
+_window_limiter: Callable[..., WindowRateLimiter] = WindowRateLimiter
+
+
 class CrawlRateLimit:
     """Gives each page load its turn under the fleet-wide limit.
 
@@ -118,8 +122,8 @@ class CrawlRateLimit:
         label = proxy_label(proxy)
         if label not in self._limiters:
             backend = RedisBackend(client=_TransactionalPipelines(self._client()))
-            self._limiters[label] = WindowRateLimiter(backend, keys.crawl_rate(label), limit=self.limit,
-                                                      window=WINDOW_SECONDS)
+            self._limiters[label] = _window_limiter(backend, keys.crawl_rate(label), limit=self.limit,
+                                                    window=WINDOW_SECONDS)
         return self._limiters[label]
 
     def try_acquire(self, proxy: str | None) -> bool:
@@ -174,7 +178,7 @@ class CrawlRateLimit:
         self._client().set(keys.crawl_rate_waiting(waiter), marker, px=int((self.poll + WAITING_MARKER_GRACE) * 1000))
 
 
-def waiting(client: redis.Redis) -> list[dict]:
+def waiting(client: redis.Redis) -> list[dict[str, Any]]:
     """The page loads waiting for the crawl rate limit right now, across the fleet, longest waiting first."""
     found = []
     for key in client.scan_iter(match=keys.CRAWL_RATE_WAITING_PATTERN, count=500):

@@ -16,6 +16,10 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
+from typing import Any
+
+import redis
 
 from lib.core import keys
 
@@ -33,7 +37,7 @@ class RecoveryLog:
       client: the application-state Redis client.
     """
 
-    def __init__(self, client) -> None:
+    def __init__(self, client: redis.Redis) -> None:
         self.client = client
 
     def record(self, step: str, at: float | None = None) -> None:
@@ -45,7 +49,7 @@ class RecoveryLog:
                                                        "last_at": f"{time.time() if at is None else at:.3f}"})
         pipe.execute()
 
-    def section(self) -> dict:
+    def section(self) -> dict[str, Any]:
         """What ``animetop status`` shows: the count of each step, the last step and when (None: never)."""
         raw = {k.decode() if isinstance(k, bytes) else k: v.decode() if isinstance(v, bytes) else v
                for k, v in self.client.hgetall(keys.CRAWLER_TAB_RECOVERIES).items()}
@@ -54,7 +58,7 @@ class RecoveryLog:
                 "last_at": float(raw["last_at"]) if raw.get("last_at") else None}
 
 
-def render_status(section: dict, when) -> list[str]:
+def render_status(section: dict[str, Any], when: Callable[[float], str]) -> list[str]:
     """Lines for ``animetop status`` (``when``: how the screen writes a time)."""
     counts = section["counts"]
     line = ("tab recoveries (a tab that stopped rendering): "
