@@ -28,13 +28,17 @@ import logging
 import threading
 import weakref
 from collections import Counter, deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import redis
 from redis.cluster import RedisCluster
 
 from lib.core import keys
 from lib.core.state_errors import is_transient, ride_out
 from lib.crawling.selectors import FULL_PAGE_MIN, PAGE_SIZE
+
+if TYPE_CHECKING:
+    from prometheus_client.metrics_core import Metric
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +49,10 @@ MAX_PRICELESS = 0.1
 
 
 #: Records a state outage kept from Redis, oldest first, per state client (so per state database): at most KEEP.
+#: A crawl's drift record as the crawler builds it and as it is stored in Redis (JSON): data at the edge, read
+#: by key in ``crawl_summary`` only.
+DriftRecord = dict[str, Any]
+
 _unwritten: weakref.WeakKeyDictionary[Any, deque[str]] = weakref.WeakKeyDictionary()
 _unwritten_lock = threading.Lock()
 
@@ -56,10 +64,10 @@ class DriftLog:
       client: the application-state Redis client.
     """
 
-    def __init__(self, client) -> None:
+    def __init__(self, client: redis.Redis) -> None:
         self.client = client
 
-    def record(self, drift: dict) -> list[str]:
+    def record(self, drift: DriftRecord) -> list[str]:
         """Keep one crawl's record, with any that a state outage kept back before; returns the alert's reasons
         now (logged when they newly appear). While the state is unavailable the record is kept for the next crawl
         (see the module's docstring) and the answer is []."""
@@ -104,11 +112,11 @@ class DriftLog:
                 logger.error("crawler drift: %s over the last %d crawls (see animetop status)", reason, CRAWLS)
         return now
 
-    def recent(self, count: int = KEEP) -> list[dict]:
+    def recent(self, count: int = KEEP) -> list[DriftRecord]:
         return [json.loads(raw) for raw in self.client.lrange(keys.CRAWLER_DRIFT, 0, count - 1)]
 
 
-def crawl_summary(drift: dict) -> dict[str, Any]:
+def crawl_summary(drift: DriftRecord) -> dict[str, Any]:
     """One crawl's signals: pages by source, anomalies by kind, items on full pages, cells without a price."""
     pages = drift.get("pages") or []
     by_source = Counter(p["source"] for p in pages)
@@ -126,7 +134,7 @@ def crawl_summary(drift: dict) -> dict[str, Any]:
     }
 
 
-def assess(records: list[dict]) -> list[str]:
+def assess(records: list[DriftRecord]) -> list[str]:
     """The reasons for the "crawler drift" alert given the latest records (newest first), or []."""
     if len(records) < CRAWLS:
         return []
@@ -141,7 +149,7 @@ def assess(records: list[dict]) -> list[str]:
     return reasons
 
 
-def status_section(client) -> dict:
+def status_section(client: redis.Redis) -> dict[str, Any]:
     """What ``animetop status`` and the metrics show: the latest crawls' signals and the alert."""
     records = DriftLog(client).recent(CRAWLS * 3)
     by_source: Counter[str] = Counter()
@@ -156,7 +164,7 @@ def status_section(client) -> dict:
             "mean_fill": sum(fills) / len(fills) if fills else None, "alert": assess(records)}
 
 
-def render_status(section: dict) -> list[str]:
+def render_status(section: dict[str, Any]) -> list[str]:
     """Lines for ``animetop status``."""
     if not section["crawls"]:
         return ["crawler drift: no crawl recorded yet"]
@@ -168,7 +176,7 @@ def render_status(section: dict) -> list[str]:
     return lines
 
 
-def metric_families(client):
+def metric_families(client: redis.Redis) -> list[Metric]:
     """Prometheus gauges of the drift signals (read from Redis at scrape time)."""
     from prometheus_client.core import GaugeMetricFamily
 
