@@ -16,7 +16,7 @@ import math
 import random
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import accumulate
 
 from lib.standins.simulator.stories import Auction, Burst, ListingStory, PricePoint
@@ -260,7 +260,9 @@ class MarketModel:
         if cut_u < cuts.share:
             after = cuts.after_hours[0] + (cuts.after_hours[1] - cuts.after_hours[0]) * cut_after_u
             factor = cuts.factor[0] + (cuts.factor[1] - cuts.factor[0]) * cut_factor_u
-            prices += (PricePoint(created + after * HOUR, max(MIN_PRICE, int(round(price * factor, -1)))),)
+            lower = max(MIN_PRICE, int(round(price * factor, -1)))
+            if lower < price:  # a listing at the lowest price has nothing to cut
+                prices += (PricePoint(created + after * HOUR, lower),)
         low_days, high_days = t.relists.after_days
         relist_at = (created + (low_days + int(relist_days_u * (high_days - low_days + 1))) * DAY
                      if relist_u < t.relists.share else None)
@@ -321,7 +323,7 @@ class MarketModel:
         created = old.ended_at
         delay = rng.uniform(*t.search.index_delay_seconds)
         same, tweak = rng.random() < t.relists.same_title, rng.choice(t.relists.title_tweaks)
-        title = old.title_of if same else Title(old.title_of.seed, old.title_of.keyword, old.title_of.goods, tweak)
+        title = old.title_of if same else replace(old.title_of, tweak=tweak)
         price = old.price_at(created)
         profile = self.profile(old.keyword)
         median = self._goods[old.goods].median_price * profile.price_level
