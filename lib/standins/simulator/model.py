@@ -14,6 +14,7 @@ import bisect
 import hashlib
 import math
 import random
+import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -97,6 +98,7 @@ class MarketModel:
         self._profiles: dict[str, IpProfile] = {}
         self._sellers: dict[str, tuple[tuple[float, ...], tuple[str, ...]]] = {}
         self._goods = dict(self.traits.goods)
+        self._lock = threading.Lock()  # the simulator's server answers from several threads
 
     # -- an IP ----------------------------------------------------------------------------------------
     def profile(self, keyword: str) -> IpProfile:
@@ -165,15 +167,16 @@ class MarketModel:
     # -- its listings ------------------------------------------------------------------------------------
     def _cached(self, cache: OrderedDict[tuple[str, int], tuple[ListingStory, ...]], key: tuple[str, int],
                 make: tuple[ListingStory, ...] | None) -> tuple[ListingStory, ...] | None:
-        if make is None:
-            found = cache.get(key)
-            if found is not None:
-                cache.move_to_end(key)
-            return found
-        cache[key] = make
-        if len(cache) > self._cache_hours:
-            cache.popitem(last=False)
-        return make
+        with self._lock:
+            if make is None:
+                found = cache.get(key)
+                if found is not None:
+                    cache.move_to_end(key)
+                return found
+            cache[key] = make
+            if len(cache) > self._cache_hours:
+                cache.popitem(last=False)
+            return make
 
     def new_listings(self, keyword: str, hour: int) -> tuple[ListingStory, ...]:
         """The listings of new goods created in hour ``hour`` (seconds since the epoch // 3600)."""
