@@ -186,3 +186,12 @@ def test_the_deterministic_market_stays_the_default():
         sim.server.server_close()
     with pytest.raises(ValueError):
         MarketSimulator(market="imaginary")
+
+
+def test_the_cli_chooses_the_market_and_its_seed():
+    from lib.cli.parser import build_parser
+
+    args = build_parser().parse_args(["simulator", "--market", "realistic", "--seed", "3"])
+    assert (args.market, args.seed) == ("realistic", 3)
+    assert build_parser().parse_args(["simulator"]).market == "deterministic"
+    assert build_parser().parse_args(["demo", "--market", "realistic"]).market == "realistic"

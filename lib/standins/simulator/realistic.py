@@ -131,7 +131,10 @@ class RealisticSearch:
 
     def answer(self, keyword: str, statuses: frozenset[str], number: int, t: float) -> dict[str, object]:
         """The search API's answer for page ``number`` at ``t``."""
-        page = self.page(keyword, statuses, number, t)
+        return self.answer_of(self.page(keyword, statuses, number, t), number, t)
+
+    def answer_of(self, page: Page, number: int, t: float) -> dict[str, object]:
+        """The search API's answer holding ``page`` (page ``number`` at ``t``)."""
         return {"meta": {"nextPageToken": f"v1:{number}" if page.has_next else "",
                          "previousPageToken": f"v1:{number - 2}" if number > 2 else "",
                          "numFound": str(page.num_found)},

@@ -183,9 +183,10 @@ class MarketSimulator(LocalHttpServer):
 
     def _realistic_answer(self, keyword: str, statuses: set[str], page: int, t: float, record: bool) -> dict:
         assert self.realistic is not None
-        answer = self.realistic.answer(keyword, frozenset(statuses), page, t)
+        found = self.realistic.page(keyword, frozenset(statuses), page, t)
+        answer = self.realistic.answer_of(found, page, t)
         if record and self._record is not None:
-            served = self.realistic.page(keyword, frozenset(statuses), page, t).items
+            served = found.items
             line = json.dumps({"keyword": keyword, "t": t, "statuses": sorted(statuses), "page": page,
                                "items": [[s.story.id, s.status, s.story.price_at(t - s.story.index_delay),
                                           s.story.created, s.story.updated_at(t), s.padded] for s in served]},
