@@ -10,7 +10,7 @@ import pytest
 
 from lib.standins.simulator.model import DAY, HOUR, MarketModel
 from lib.standins.simulator.stories import ON_SALE, Burst
-from lib.standins.simulator.traits import load_traits
+from lib.standins.simulator.traits import TRAITS_FILE, load_traits
 from lib.standins.simulator.truth import goods_sale, on_sale_count, true_flow, true_flows
 
 #: A Monday 00:00 in Japan (2026-06-01 00:00 JST).
@@ -34,7 +34,7 @@ def big():
 
 
 def test_the_traits_file_names_a_source_or_a_modelling_choice_for_every_section():
-    text = (__import__("pathlib").Path(__file__).parents[2] / "lib/standins/simulator/market_traits.toml").read_text()
+    text = TRAITS_FILE.read_text(encoding="utf-8")
     sections = [block for block in text.split("\n[") if not block.startswith("#")][1:]
     assert len(sections) >= 12
     for block in sections:
