@@ -88,14 +88,15 @@ def cmd_demo(args) -> int:
     from lib.operations.demo import run_demo
 
     return run_demo(args.minutes, args.speed, args.ips, keep=args.keep, record=args.record, history=args.history,
-                    dashboard=args.dashboard, port=args.port)
+                    dashboard=args.dashboard, port=args.port, market=args.market)
 
 
 @command("simulator")
 def cmd_simulator(args) -> int:
     from lib.standins.simulator import MarketSimulator
 
-    sim = MarketSimulator(args.port, speed=args.speed).start()
+    sim = MarketSimulator(args.port, speed=args.speed, market=args.market, seed=args.seed).start()
     return serve_until_interrupted(
-        sim, f"market simulator on {sim.url} (speed {args.speed}x); point MERCARI_BASE_URL at it. "
+        sim, f"market simulator ({args.market} market) on {sim.url} (speed {args.speed}x); point MERCARI_BASE_URL "
+             "at it. "
              f"Try {sim.url}/search?keyword=%E9%AC%BC%E6%BB%85%E3%81%AE%E5%88%83&status=on_sale")

@@ -107,10 +107,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--record", metavar="FILE",
                    help="write every search page the simulator served as JSON lines (ground truth to check "
                         "the numbers against)")
+    p.add_argument("--market", choices=["deterministic", "realistic"], default="deterministic",
+                   help="the simulator's market: the deterministic one, or the realistic market model")
 
     p = sub.add_parser("simulator", help="serve the local Mercari market simulator")
     p.add_argument("--port", type=int, default=8780)
     p.add_argument("--speed", type=float, default=1.0, help="simulated seconds per real second")
+    p.add_argument("--market", choices=["deterministic", "realistic"], default="deterministic",
+                   help="the deterministic market of the tests, or the realistic market model "
+                        "(docs/concepts/simulator.md)")
+    p.add_argument("--seed", type=int, default=0, help="the realistic market's seed (the same seed, the same market)")
 
     p = sub.add_parser("fake-export-api", help="serve a local fake of the export API (tests, demo)")
     p.add_argument("--port", type=int, default=8765)

@@ -111,7 +111,7 @@ HISTORY_STEP = 2 * 3600.0
 
 
 def run_demo(minutes: float, speed: float, ips: int, keep: bool = False, record: str | None = None,
-             history: float = 48.0, dashboard: bool = False, port: int = 8790) -> int:
+             history: float = 48.0, dashboard: bool = False, port: int = 8790, market: str = "deterministic") -> int:
     from lib.app import configure_logging
     from lib.core.clock import set_clock
     from lib.core.db import bind_database
@@ -144,7 +144,7 @@ def run_demo(minutes: float, speed: float, ips: int, keep: bool = False, record:
         history_end = clock.now()
         clock.set(history_end - history * 3600)  # the IPs are added as their history begins
         set_clock(clock)
-        sim = MarketSimulator(clock=clock, record=record).start()
+        sim = MarketSimulator(clock=clock, record=record, market=market).start()
         cleanup.callback(sim.stop)
         services = configured_services(os.environ)
         env = {**demo_env(data_dir, sim.url, speed, history_end, chromium), **services}

@@ -9,6 +9,10 @@
                      "count": N (search pages the mode lasts; default: until changed), "delay_ms": …,
                      "retry_after": seconds a 429 asks for, "time": T, "speed": S}
     GET  /_control  the current switches and counters
+
+``market="realistic"`` serves the realistic market (lib/standins/simulator/model.py) instead of the deterministic
+one: its answers, its page truth (each listing with its story), now and then an empty answer, and a 429 past the
+site's rate of search requests per address (docs/concepts/simulator.md).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import random
 import threading
 import time
 from http.server import BaseHTTPRequestHandler
@@ -23,7 +28,10 @@ from urllib.parse import parse_qs, urlsplit
 
 from lib.core.local_server import LocalHttpServer
 from lib.standins.simulator import market
+from lib.standins.simulator.model import MarketModel
 from lib.standins.simulator.page import CAPTCHA, CLOUDFLARE_403, CLOUDFLARE_CHALLENGE, SCRIM, SEARCH_PAGE, TOO_MANY
+from lib.standins.simulator.rate_limit import AddressRateLimiter
+from lib.standins.simulator.realistic import RealisticSearch
 
 PAGE_SIZE = 120
 API_PATH = "/v2/entities:search"
@@ -37,6 +45,9 @@ MODES = {"normal", "403", "429", "challenge", "captcha", "soft_block", "slow", "
 #: Mode ``cut_short``: the page stops rendering after this many listings (its lazy load never comes), while its
 #: API answer, and its next-page control, are whole: a page really cut short, which the DOM path must notice.
 CUT_SHORT_AT = 40
+#: The markets a simulator can serve: the deterministic one the tests' fixtures rely on (the default), and the
+#: realistic market model.
+MARKETS = ("deterministic", "realistic")
 
 
 class SimClock:
@@ -56,17 +67,28 @@ class MarketSimulator(LocalHttpServer):
     name = "market-simulator"
 
     def __init__(self, port: int = 0, *, at: float | None = None, speed: float = 1.0, clock=None,
-                 record: str | None = None) -> None:
+                 record: str | None = None, market: str = "deterministic", seed: int = 0,
+                 model: MarketModel | None = None, rate_limit: bool = True) -> None:
         """``clock``: share an app ``Clock`` instead of a private one (the demo: the simulator and the process
         types must agree on the time to the millisecond). ``record``: a JSON-lines file of every API answer
-        (keyword, time, statuses, page and each item's id, status, price, true creation time and last update)."""
+        (keyword, time, statuses, page and each item's id, status, price, true creation time and last update).
+        ``market``: one of ``MARKETS``; the realistic one is ``model`` (default: ``MarketModel(seed)``), and
+        ``rate_limit`` answers 429 past the site's rate per address (counted in simulated time)."""
+        if market not in MARKETS:
+            raise ValueError(f"unknown market {market!r}; expected one of {MARKETS}")
+        self.market = market
+        self.realistic = (RealisticSearch(model if model is not None else MarketModel(seed))
+                          if market == "realistic" else None)
+        self.limiter = (AddressRateLimiter(self.realistic.model.traits.rate_limit)
+                        if self.realistic is not None and rate_limit else None)
+        self._empties = random.Random(seed)
         self.clock = clock if clock is not None else SimClock(at, speed)
         self._record = open(record, "a", encoding="utf-8") if record else None
         self.mode = "normal"
         self.mode_left: int | None = None
         self.delay_ms = 0
         self.retry_after = 1
-        self.counters = {"pages": 0, "api": 0, "blocked": 0, "api_refused": 0}
+        self.counters = {"pages": 0, "api": 0, "blocked": 0, "api_refused": 0, "rate_limited": 0, "empty": 0}
         #: (monotonic time, mode) of every search page load, in order.
         self.page_log: list[tuple[float, str]] = []
         self._lock = threading.Lock()
@@ -126,8 +148,11 @@ class MarketSimulator(LocalHttpServer):
         return None if price is None or price == market.PLACEHOLDER_PRICE else price
 
     def truth(self, keyword: str, statuses: set[str], page: int, t: float | None = None) -> list[dict]:
-        """The listings a page shows at ``t`` (default: now), as the crawler should report them."""
+        """The listings a page shows at ``t`` (default: now), as the crawler should report them (the realistic
+        market's with each listing's story under ``truth``)."""
         t = self.clock.now() if t is None else t
+        if self.realistic is not None:
+            return self.realistic.truth(keyword, frozenset(statuses), page, t)
         items, _ = self.page_items(keyword, statuses, page, t)
         return [self.api_item(item, status, t) for item, status in items]
 
@@ -145,6 +170,8 @@ class MarketSimulator(LocalHttpServer):
     def answer(self, keyword: str, statuses: set[str], page: int, t: float, record: bool = True) -> dict:
         """The search API's answer (``POST /v2/entities:search``) for page ``page`` of a search at ``t``, recorded
         (``record``) when the simulator keeps a record."""
+        if self.realistic is not None:
+            return self._realistic_answer(keyword, statuses, page, t, record)
         items, found = self.page_items(keyword, statuses, page, t)
         if record and self._record is not None:
             self.record_served(keyword, statuses, page, t, items)
@@ -153,6 +180,37 @@ class MarketSimulator(LocalHttpServer):
                          "previousPageToken": f"v1:{page - 2}" if page > 2 else "", "numFound": str(found)},
                 "items": [self.api_item(item, status, t) for item, status in items], "components": [],
                 "searchCondition": {}, "searchConditionId": ""}
+
+    def _realistic_answer(self, keyword: str, statuses: set[str], page: int, t: float, record: bool) -> dict:
+        assert self.realistic is not None
+        found = self.realistic.page(keyword, frozenset(statuses), page, t)
+        answer = self.realistic.answer_of(found, page, t)
+        if record and self._record is not None:
+            served = found.items
+            line = json.dumps({"keyword": keyword, "t": t, "statuses": sorted(statuses), "page": page,
+                               "items": [[s.story.id, s.status, s.story.price_at(t - s.story.index_delay),
+                                          s.story.created, s.story.updated_at(t), s.padded] for s in served]},
+                              ensure_ascii=False)
+            with self._lock:
+                self._record.write(line + "\n")
+                self._record.flush()
+        return answer
+
+    def rate_limited(self, address: str) -> bool:
+        """Whether a search request from ``address`` now is past the site's rate (the realistic market only);
+        counted in simulated time while the clock runs, in real time while it stands still."""
+        if self.limiter is None:
+            return False
+        speed = getattr(self.clock, "speed", 1.0)
+        now = self.clock.now() if speed else time.monotonic()
+        return not self.limiter.allow(address, now)
+
+    def empty_now(self) -> bool:
+        """Whether this API answer is one of the realistic market's empty ones."""
+        if self.realistic is None:
+            return False
+        with self._lock:
+            return self._empties.random() < self.realistic.model.traits.search.empty_answer_share
 
     def answer_for(self, keyword: str, status_param: str, page: int, t: float) -> dict:
         """``answer`` for a search page's URL ``status`` parameter (``on_sale``, ``sold_out|trading``), mapped to
@@ -255,6 +313,12 @@ class MarketSimulator(LocalHttpServer):
 
             def _api(self, body: dict, mode: str) -> None:
                 sim.counters["api"] += 1
+                if sim.rate_limited(self.client_address[0]):
+                    sim.counters["rate_limited"] += 1
+                    assert sim.limiter is not None
+                    retry = str(sim.limiter.limit.retry_after_seconds)
+                    return self._send(429, json.dumps({"code": 8, "message": "too many requests"}),
+                                      "application/json", headers={"Retry-After": retry})
                 condition = body.get("searchCondition") or {}
                 statuses = {STATUS_OF[s] for s in condition.get("status", []) if s in STATUS_OF} or {market.ON_SALE}
                 token = body.get("pageToken") or ""
@@ -264,6 +328,9 @@ class MarketSimulator(LocalHttpServer):
                 if mode == "slow" and sim.delay_ms:
                     time.sleep(sim.delay_ms / 1000)
                 if mode == "soft_block":
+                    answer["items"] = []
+                elif sim.empty_now():
+                    sim.counters["empty"] += 1
                     answer["items"] = []
                 self._json(200, answer | {"searchCondition": condition})
 
