@@ -38,7 +38,7 @@ from .common import bench_settings, load_average
 from .memory import Growth, Sample, growth, print_table, pss_kb, tree_pss_mb
 
 USAGE = ("usage: python -m bench soak [--in-process] [--hours N] [--ips N] [--speed N] [--warmup N] "
-         "[--every N] [--pages N]")
+         "[--every N] [--pages N] [--threads N]")
 KINDS = ("scheduler", "crawler", "worker")
 
 
@@ -54,6 +54,7 @@ class Options:
         warmup: simulated hours left out of the fit.
         every: simulated minutes between samples.
         pages: in process, the pages read of each search (the demo's crawler reads 2: ``CRAWL_MAX_PAGES``).
+        threads: in process, the worker's threads (the demo's ``WORKER_THREADS``).
     """
 
     in_process: bool = False
@@ -63,6 +64,7 @@ class Options:
     warmup: float = 20.0
     every: float = 30.0
     pages: int = 2
+    threads: int = 4
 
 
 def parse(argv: list[str]) -> Options:
@@ -73,7 +75,7 @@ def parse(argv: list[str]) -> Options:
         name = rest.pop(0)
         if name == "--in-process":
             in_process = True
-        elif name in ("--hours", "--ips", "--speed", "--warmup", "--every", "--pages") and rest:
+        elif name in ("--hours", "--ips", "--speed", "--warmup", "--every", "--pages", "--threads") and rest:
             try:
                 values[name[2:]] = float(rest.pop(0))
             except ValueError:
@@ -85,7 +87,8 @@ def parse(argv: list[str]) -> Options:
     defaults = {"hours": 4.0, "ips": 1000, "warmup": 1.0} if in_process else {}
     merged = {**defaults, **values}
     return Options(in_process, merged.get("hours", 100.0), int(merged.get("ips", 12)), merged.get("speed", 240.0),
-                   merged.get("warmup", 20.0), merged.get("every", 30.0), int(merged.get("pages", 2)))
+                   merged.get("warmup", 20.0), merged.get("every", 30.0), int(merged.get("pages", 2)),
+                   int(merged.get("threads", 4)))
 
 
 def keywords(count: int) -> list[str]:
@@ -246,10 +249,15 @@ def _crawl(job: tuple[int, str, str, float]) -> dict:
 
 
 def soak_in_process(options: Options) -> list[Growth]:
-    """Apply a crawl of each IP every simulated hour through ``process_result``'s function, sampling this process's
-    PSS after every tenth of the IPs. The crawls are the simulator's answers (``lib.operations.backfill``),
-    made in a child process, ``options.pages`` pages of each search as the demo's crawler reads them."""
+    """Send a crawl of each IP every simulated hour as ``process_result`` messages to a Dramatiq worker of
+    ``options.threads`` threads running in this process, on the benchmark's broker, and a ``refresh_leaderboards``
+    after each hour's crawls (the worker's periodic work that grows with the data), sampling this process's PSS
+    after every tenth of the IPs. The crawls are the simulator's answers (``lib.operations.backfill``), made in a
+    child process (its caches are not the worker's), ``options.pages`` pages of each search as the demo's crawler
+    reads them. At most two messages a thread wait in the queue, as a worker keeping up sees it."""
     import multiprocessing
+
+    import dramatiq
 
     from lib.app import configure_logging
     from lib.core.clock import set_clock
@@ -258,6 +266,7 @@ def soak_in_process(options: Options) -> list[Growth]:
     with tempfile.TemporaryDirectory(prefix="bench-soak-") as name:
         with market(Path(name), options) as (settings, clock, ips):
             # the actors' start-up (lib.app.setup) runs on the benchmark's settings, then the clock is ours again
+            from actors.maintenance import refresh_leaderboards
             from actors.pipeline import process_result
 
             set_clock(clock)
@@ -267,19 +276,40 @@ def soak_in_process(options: Options) -> list[Growth]:
                     for hour in range(int(options.hours)) for index, (ip_id, keyword) in enumerate(ips)]
             step = max(1, len(ips) // 10)
             print(f"  {options.ips} IPs, a crawl of each every simulated hour for {int(options.hours)} hours: "
-                  f"{len(plan)} results", flush=True)
+                  f"{len(plan)} results, applied by a worker of {options.threads} thread(s)", flush=True)
+            worker = dramatiq.Worker(process_result.broker,
+                                     queues={process_result.queue_name, refresh_leaderboards.queue_name},
+                                     worker_threads=options.threads, worker_timeout=100)
+            worker.start()
             context = multiprocessing.get_context("spawn")
-            with context.Pool(1, _start_crawler, (options.pages, settings.mercari_base_url)) as pool:
-                for applied, message in enumerate(pool.imap(_crawl, plan, chunksize=4), start=1):
-                    at = message["crawled_at"]
-                    clock.set(at)
-                    process_result.fn(**message)
-                    if applied % step == 0:
-                        samples.append(Sample((at - start) / 3600, applied, (pss_kb(os.getpid()) or 0) / 1024))
-                    if applied % len(ips) == 0:
-                        print(f"    +{applied // len(ips):3d} h: {applied:6d} results applied; PSS "
-                              f"{samples[-1].mb:.0f} MB", flush=True)
+            try:
+                with context.Pool(1, _start_crawler, (options.pages, settings.mercari_base_url)) as pool:
+                    for sent, message in enumerate(pool.imap(_crawl, plan, chunksize=4), start=1):
+                        clock.set(message["crawled_at"])
+                        process_result.send(**message)
+                        applied = _applied_at_least(sent - 2 * options.threads)
+                        if sent % step == 0:
+                            samples.append(Sample((clock.now() - start) / 3600, applied,
+                                                  (pss_kb(os.getpid()) or 0) / 1024))
+                        if sent % len(ips) == 0:
+                            # the windows' rows and boards, as the worker's periodic refresh keeps them
+                            refresh_leaderboards.send()
+                            print(f"    +{sent // len(ips):3d} h: {applied:6d} results applied; PSS "
+                                  f"{(pss_kb(os.getpid()) or 0) / 1024:.0f} MB", flush=True)
+                    print(f"  {_applied_at_least(len(plan))} results applied", flush=True)
+            finally:
+                worker.stop()
     return [growth("worker", samples, options.warmup)]
+
+
+def _applied_at_least(count: int, timeout: float = 600.0) -> int:
+    """Wait until ``count`` results are applied (at most ``timeout`` seconds); how many are."""
+    deadline = time.monotonic() + timeout
+    while (applied := applied_results()) < count:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"bench soak: {applied} results applied after {timeout:.0f} s, {count} expected")
+        time.sleep(0.05)
+    return applied
 
 
 def main(argv: list[str]) -> int:
