@@ -8,14 +8,16 @@ the first crawls' baselines) a straight line is fitted to each type's samples: i
 and in kB per 1,000 results applied. A worker that keeps what it has applied grows with the results; a flat one
 does not.
 
-``python -m bench soak --in-process`` drives the worker's result path (the ``process_result`` actor's function)
-in this process instead, with the simulator's crawls of ``--ips`` IPs (1,000 by default), one crawl of each IP
-per simulated hour for ``--hours`` hours, and fits this process's PSS against the results applied after the
-first ``--warmup`` hours: the growth per result of a market as large as a deployment's.
+``python -m bench soak --in-process`` runs the worker's result path in this process instead: a Dramatiq worker of
+``--threads`` threads (4, the demo's) applies the simulator's crawls of ``--ips`` IPs (1,000 by default), one crawl
+of each IP per simulated hour for ``--hours`` hours, with the worker's periodic ``refresh_leaderboards`` after each
+hour, and this process's PSS is fitted against the results applied after the first ``--warmup`` hours: the growth
+per result of a market as large as a deployment's.
 
-Options: ``--hours N`` (100), ``--ips N`` (12; in-process 1,000), ``--speed N`` (240: simulated seconds per
-second), ``--warmup N`` (simulated hours, 20; in-process 1), ``--every N`` (simulated minutes between samples,
-30). Runs on BENCH_REDIS_URL as the other benchmarks do, and a SQLite file in a temporary directory."""
+Options: ``--hours N`` (100; in-process 4), ``--ips N`` (12; in-process 1,000), ``--speed N`` (240: simulated
+seconds per second), ``--warmup N`` (simulated hours, 20; in-process 1), ``--every N`` (simulated minutes between
+samples, 30); in-process ``--pages N`` (pages read of each search, 2) and ``--threads N`` (4). Runs on
+BENCH_REDIS_URL as the other benchmarks do, and a SQLite file in a temporary directory."""
 
 from __future__ import annotations
 
