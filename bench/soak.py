@@ -314,14 +314,23 @@ def _applied_at_least(count: int, timeout: float = 600.0) -> int:
     return applied
 
 
+def _stop(signum, frame) -> None:
+    raise KeyboardInterrupt  # the clean-ups of Ctrl-C: process types stopped, the crawl child and temporary files gone
+
+
 def main(argv: list[str]) -> int:
     options = parse(argv)
-    if options.in_process:
-        print(f"soak, the result path in one process ({load_average()})")
-        rows = soak_in_process(options)
-    else:
-        print(f"soak, the process types against the simulator ({load_average()})")
-        rows = soak_processes(options)
+    signal.signal(signal.SIGTERM, _stop)
+    try:
+        if options.in_process:
+            print(f"soak, the result path in one process ({load_average()})")
+            rows = soak_in_process(options)
+        else:
+            print(f"soak, the process types against the simulator ({load_average()})")
+            rows = soak_processes(options)
+    except KeyboardInterrupt:
+        print("  interrupted: no slope", flush=True)
+        return 130
     print(f"  after a warm-up of {options.warmup:g} simulated hours (load at the end: {load_average()}):")
     print_table(rows)
     return 0
