@@ -1,7 +1,8 @@
 """``python -m bench [NAME ...] [OPTIONS]``: every benchmark (or the named ones), each as ratios against a floor
 measured in the same run. Options go to a single named benchmark: ``python -m bench load --ips 100,1000``,
 ``python -m bench dashboard --db /tmp/market.sqlite3`` (also ``leaderboard`` and ``days``: keep the filled
-database and reuse it next time; ``--ips 10000``: the market's size; ``--days N``: its windows' days)."""
+database and reuse it next time; ``--ips 10000``: the market's size; ``--days N``: its windows' days).
+``python -m bench soak --hours 100 --ips 12`` (each process type's memory over a long run) runs only when named."""
 
 import sys
 
@@ -19,6 +20,7 @@ from . import (
     schedule_tick,
     segments,
     segments_board,
+    soak,
     storage,
 )
 
@@ -26,7 +28,9 @@ BENCHMARKS = {"encoding": encoding.main, "schedule_tick": schedule_tick.main, "p
               "pool": pool.main, "collect": collect.main, "crawl": crawl.main, "leaderboard": leaderboard.main,
               "dashboard": dashboard.main, "days": days.main, "load": load.main,
               "storage": storage.main, "long_windows": long_windows.main, "segments": segments.main,
-              "segments_board": segments_board.main}
+              "segments_board": segments_board.main, "soak": soak.main}
+#: Benchmarks run only when named: a soak takes half an hour.
+ONLY_NAMED = {"soak"}
 
 #: Benchmarks that take options (``process_result``: ``--db mysql://…``; ``load``, ``storage``: their scales;
 #: ``leaderboard``, ``dashboard``, ``days``, ``long_windows``, ``segments_board``: ``--db PATH``, ``--ips N``; the first
@@ -34,7 +38,7 @@ BENCHMARKS = {"encoding": encoding.main, "schedule_tick": schedule_tick.main, "p
 WITH_OPTIONS = {"process_result": process_result.main, "load": load.main, "storage": storage.main,
                 "leaderboard": leaderboard.main,
                 "dashboard": dashboard.main, "days": days.main, "long_windows": long_windows.main,
-                "segments_board": segments_board.main}
+                "segments_board": segments_board.main, "soak": soak.main}
 
 
 def main(argv: list[str]) -> int:
@@ -49,7 +53,7 @@ def main(argv: list[str]) -> int:
               f"(options only after one of {', '.join(WITH_OPTIONS)})", file=sys.stderr)
         return 2
     failed = 0
-    for name in names or list(BENCHMARKS):
+    for name in names or [name for name in BENCHMARKS if name not in ONLY_NAMED]:
         code = WITH_OPTIONS[name](argv) if name in WITH_OPTIONS else BENCHMARKS[name]()
         failed += bool(code)
         print()

@@ -41,6 +41,7 @@ from lib.messaging.middleware.browser import BrowserShutdown
 from lib.messaging.middleware.dead_letters import describe
 from lib.messaging.middleware.event_log import EventLog
 from lib.messaging.middleware.event_loop import AsyncIO
+from lib.messaging.middleware.memory import ReleaseMemory
 from lib.messaging.middleware.metrics import Metrics
 from lib.messaging.rabbitmq import AppRabbitmqBroker
 
@@ -239,6 +240,7 @@ def build_middleware(settings: Settings,
     middleware: list[Middleware] = [
         # first, so its "after" hook runs last and sees what Retries decided
         EventLog(),
+        ReleaseMemory(),  # next to last after a message: what the others' hooks freed goes back too
         Metrics(),
         AgeLimit(),
         TimeLimit(time_limit=_ms(settings.actor_time_limit)),
