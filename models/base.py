@@ -75,7 +75,7 @@ class CodeField(peewee.Field):
         self.names = names
         self.codes = {name: code for code, name in enumerate(names)}
 
-    def db_value(self, value):
+    def db_value(self, value: str | int | None) -> int | None:
         if value is None or isinstance(value, int):
             return value
         try:
@@ -105,7 +105,7 @@ class ListingIdField(peewee.Field):
         # MySQL/MariaDB index a BLOB only by a prefix: a key column is a VARBINARY of the longest value
         return peewee.SQL("VARBINARY(257)" if is_mysql() else "BLOB")  # listing_ids.MAX_BYTES
 
-    def db_value(self, value):
+    def db_value(self, value: object) -> bytes | None:
         if value is None:
             return None
         if not isinstance(value, str):

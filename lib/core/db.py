@@ -293,7 +293,7 @@ def _uncoerced(node: Any) -> bool:
     return isinstance(node, peewee.Function) and getattr(node, "_coerce", True) is False
 
 
-def write_transaction():
+def write_transaction() -> Any:  # peewee's transaction (untyped), used as a context manager
     """A transaction that will write. On SQLite it takes the write lock up front (BEGIN IMMEDIATE): a
     deferred transaction that reads first and then writes gets "database is locked" at once, without
     waiting, when another writer got there in between."""
