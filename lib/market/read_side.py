@@ -33,6 +33,7 @@ from lib.market.series import outflow_sparklines
 from lib.market.statistics import day_of, hour_bucket
 from lib.market.values import IpRow, JsonObject, RowMeasures, SegmentMeasures, SegmentRow, WindowMeasures
 from lib.market.windows import HEAT_NEEDS, NEEDS, kind_measures, segment_measures, window_measures
+from lib.segments.character_store import UnknownIp
 from lib.segments.stored import GOODS, KINDS, configured_taxonomy
 from models import IpAlert, IpMetadata, IpStatsHourly
 
@@ -382,7 +383,7 @@ class ReadSide:
         def compute() -> JsonObject:
             ip = IpMetadata.get_or_none(IpMetadata.id == ip_id)
             if ip is None:
-                raise LookupError(f"no IP with id {ip_id}")
+                raise UnknownIp(ip_id)
             series = [{
                 "hour": self._display(r.hour_bucket), "inflow": r.inflow, "outflow": r.outflow,
                 "liquidity": float(r.liquidity_index) if r.liquidity_index is not None else None,
@@ -432,7 +433,7 @@ class ReadSide:
         def compute() -> JsonObject:
             ip = IpMetadata.get_or_none(IpMetadata.id == ip_id)
             if ip is None:
-                raise LookupError(f"no IP with id {ip_id}")
+                raise UnknownIp(ip_id)
             measures = segment_measures(ip_id, by, hours, now, detail_from=detail_horizon(self.settings, now))
             return {"ip_id": ip.id, "keyword": ip.keyword, "name": ip.display_name, "hours": hours, "by": by,
                     "segments": [row.to_json() for row in self._segment_rows(measures, by)]}
@@ -518,7 +519,7 @@ class ReadSide:
 
         def compute() -> JsonObject:
             if IpMetadata.get_or_none(IpMetadata.id == ip_id) is None:
-                raise LookupError(f"no IP with id {ip_id}")
+                raise UnknownIp(ip_id)
             floor = pruned_before()
             rows = day_series(ip_id, first, last, None if floor is None else naive_utc(floor))
 
