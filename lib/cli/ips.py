@@ -5,9 +5,13 @@ from __future__ import annotations
 import json
 import sys
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING
 
 from lib.cli.common import app_catalogue, app_read_side, command, parse_ip_id
 from lib.market.leaderboard_text import print_leaderboard
+
+if TYPE_CHECKING:
+    from lib.market.values import Measure, WindowMeasures
 
 
 @command("ip")
@@ -86,24 +90,24 @@ SERIES_COLUMNS = ["hour", "inflow", "outflow", "liquidity", "samples", "median_p
                   "avg_price", "min_price", "max_price"]
 
 
-def _measure_lines(measures: dict) -> list[str]:
-    def show(m: dict, fmt: str = "{:,.2f}") -> str:
-        return fmt.format(m["value"]) + f" (n={m['n']})" if m["value"] is not None else f"insufficient (n={m['n']})"
+def _measure_lines(measures: WindowMeasures) -> list[str]:
+    def show(m: Measure, fmt: str = "{:,.2f}") -> str:
+        return fmt.format(m.value) + f" (n={m.n})" if m.value is not None else f"insufficient (n={m.n})"
 
-    tts = measures["time_to_sell_hours"]
+    tts = measures.time_to_sell_hours
     return [
-        f"heat {show(measures['heat'], '{:.1f}')}, momentum {show(measures['momentum'], '{:+.1f}')}",
-        f"inflow {show(measures['inflow'], '{}')}, outflow {show(measures['outflow'], '{}')} (n: tracked hours), "
-        f"liquidity {show(measures['liquidity'])}",
-        f"sold price median {show(measures['median_price'], '¥{:,.0f}')}, quartiles "
-        f"{show(measures['p25_price'], '¥{:,.0f}')} – {show(measures['p75_price'], '¥{:,.0f}')}, trimmed mean "
-        f"{show(measures['trimmed_mean_price'], '¥{:,.0f}')}",
-        f"sell-through {show(measures['sell_through'], '{:.0%}')}; time to sell (h) median {show(tts['median'])}, "
-        f"quartiles {show(tts['p25'])} – {show(tts['p75'])} over {tts['listings']} listings",
-        f"price cuts {show(measures['price_cut_share'], '{:.0%}')}, median cut "
-        f"{show(measures['median_price_cut'], '{:.0%}')}",
-        f"supply {show(measures['supply'], '{:,}')} on sale, {show(measures['hours_of_supply'], '{:,.1f}')} hours of "
-        f"supply; coverage {show(measures['coverage'], '{:.0%}')}",
+        f"heat {show(measures.heat, '{:.1f}')}, momentum {show(measures.momentum, '{:+.1f}')}",
+        f"inflow {show(measures.inflow, '{}')}, outflow {show(measures.outflow, '{}')} (n: tracked hours), "
+        f"liquidity {show(measures.liquidity)}",
+        f"sold price median {show(measures.median_price, '¥{:,.0f}')}, quartiles "
+        f"{show(measures.p25_price, '¥{:,.0f}')} – {show(measures.p75_price, '¥{:,.0f}')}, trimmed mean "
+        f"{show(measures.trimmed_mean_price, '¥{:,.0f}')}",
+        f"sell-through {show(measures.sell_through, '{:.0%}')}; time to sell (h) median {show(tts.median)}, "
+        f"quartiles {show(tts.p25)} – {show(tts.p75)} over {tts.listings} listings",
+        f"price cuts {show(measures.price_cut_share, '{:.0%}')}, median cut "
+        f"{show(measures.median_price_cut, '{:.0%}')}",
+        f"supply {show(measures.supply, '{:,}')} on sale, {show(measures.hours_of_supply, '{:,.1f}')} hours of "
+        f"supply; coverage {show(measures.coverage, '{:.0%}')}",
         *_why_lines(measures),
     ]
 
@@ -114,11 +118,11 @@ SHOWN = [("heat", "heat"), ("momentum", "momentum"), ("median sold price", "medi
          ("coverage", "coverage")]
 
 
-def _why_lines(measures: dict) -> list[str]:
+def _why_lines(measures: WindowMeasures) -> list[str]:
     """Why each named measure is insufficient (docs/concepts/measures.md, "Insufficient")."""
-    named = [(label, measures[key]) for label, key in SHOWN]
-    named.append(("median time to sell", measures["time_to_sell_hours"]["median"]))
-    return [f"  {label}: {m['why']}" for label, m in named if m["value"] is None and m.get("why")]
+    named: list[tuple[str, Measure]] = [(label, getattr(measures, key)) for label, key in SHOWN]
+    named.append(("median time to sell", measures.time_to_sell_hours.median))
+    return [f"  {label}: {m.why}" for label, m in named if m.value is None and m.why]
 
 
 def _show_ip(args) -> int:
@@ -141,7 +145,9 @@ def _show_ip(args) -> int:
         return 0
     print(f"IP {detail['ip_id']}: {detail['keyword']} ({'active' if detail['active'] else 'disabled'}, "
           f"weight {detail['weight']}), last {detail['hours']} h in {detail['timezone']}")
-    for line in _measure_lines(detail["measures"]):
+    from lib.market.values import WindowMeasures
+
+    for line in _measure_lines(WindowMeasures.from_json(detail["measures"])):
         print("  " + line)
     print(f"{'HOUR':25}  {'IN':>5}  {'OUT':>5}  {'LIQ':>6}  {'N':>4}  {'MEDIAN':>8}  {'P25':>8}  {'P75':>8}  "
           f"{'MIN':>8}  {'MAX':>8}")

@@ -48,7 +48,7 @@ _VALUES = ("hours", "inflow", "outflow", "sample_count", "avg_price", "min_price
 
 
 def compute_days(ip_id: int, first: datetime, last: datetime,
-                 only: set[datetime] | None = None) -> dict[datetime, dict[str, Any]]:
+                 only: set[datetime] | None = None) -> dict[datetime, dict[str, Any]]:  # rows: column → value
     """The daily rows (values by day) of the IP's days from ``first`` to ``last`` (UTC midnights) that have
     hourly rows, or of the days in ``only`` among them: the one computation of a day's row (module docstring)."""
     end = last + ONE_DAY
@@ -139,13 +139,15 @@ def roll_up_pending(now: float) -> int:
     return done
 
 
-def day_series(ip_id: int, first: datetime, last: datetime, floor: datetime | None = None) -> list[dict[str, Any]]:
+def day_series(ip_id: int, first: datetime, last: datetime,
+               floor: datetime | None = None) -> list[dict[str, Any]]:  # daily rows as read: column → value
     """The IP's per-day rows from ``first`` to ``last`` (UTC midnights), oldest first, each with its ``day``:
     the stored daily rows, except the days that are pending or have none yet (today, the days before the first
     rollup), computed from the hourly rows the same way. ``floor``: the day the hourly rows start (pruned before
     it; None: never pruned): a stored day before it is read as it is."""
     query = (IpStatsDaily.select(IpStatsDaily.day, *[getattr(IpStatsDaily, n) for n in _VALUES])
              .where((IpStatsDaily.ip_id == ip_id) & (IpStatsDaily.day >= first) & (IpStatsDaily.day <= last)))
+    # the database's rows, column → value
     stored: dict[datetime, dict[str, Any]] = {r["day"]: r for r in cast(Iterable[dict[str, Any]], query.dicts())}
     fresh_from = max(first, floor) if floor is not None else first
     if StorageMark.get_or_none(StorageMark.name == BACKFILLED) is None:
@@ -182,7 +184,7 @@ class _PrunedDay:
         self.sold_by: dict[int, int] = {}
         self.sketches = {name: Sketch(acc, floor) for name, (acc, floor) in PRUNED_SKETCHES.items()}
 
-    def merge_row(self, row: dict[str, Any]) -> None:
+    def merge_row(self, row: dict[str, Any]) -> None:  # a daily row as read: column → value
         for name in PRUNED_COUNTS:
             self.counts[name] += row[name] or 0
         for k, c in decode_counts(row["pruned_sold_by"]).items():
@@ -190,7 +192,7 @@ class _PrunedDay:
         for name, (acc, floor) in PRUNED_SKETCHES.items():
             self.sketches[name].merge(Sketch.decode(acc, row[name], floor))
 
-    def values(self) -> dict[str, Any]:
+    def values(self) -> dict[str, Any]:  # the columns to write
         return {**self.counts, "pruned_sold_by": encode_counts(self.sold_by) or None,
                 **{name: sketch.encode() or None for name, sketch in self.sketches.items()}}
 
@@ -214,7 +216,7 @@ def summarize_pruned(ip_id: int, source_ids: list[str]) -> int:
         (IpStatsDaily.ip_id == ip_id) & IpStatsDaily.day.in_(sorted(days)))
     if is_mysql():
         stored = stored.for_update()
-    for row in cast(Iterable[dict[str, Any]], stored.dicts()):
+    for row in cast(Iterable[dict[str, Any]], stored.dicts()):  # the database's rows
         days[row["day"]].merge_row(row)
     rows = [{"ip_id": ip_id, "day": day, **summary.values()} for day, summary in sorted(days.items())]
     for start in range(0, len(rows), 200):
@@ -300,7 +302,7 @@ def _summarize_segments(ip_id: int, source_ids: list[str], facts: _Facts) -> Non
             & SegmentStatsDaily.day.in_(sorted(days)))
         if is_mysql():
             stored = stored.for_update()
-        for row in cast(Iterable[dict[str, Any]], stored.dicts()):
+        for row in cast(Iterable[dict[str, Any]], stored.dicts()):  # the database's rows
             days[row["day"]].merge_row(row)
             days[row["day"]].sales += row["pruned_sales"] or 0
         rows += [{"ip_id": ip_id, "kind": kind, "key": key, "day": day, **summary.values(),

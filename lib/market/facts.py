@@ -111,7 +111,8 @@ def sighting_key(status: str, price: int | None, created: float | None,
     return status, price, created, updated if status == SOLD else None
 
 
-def _run_row(ip_id: int, source_id: str, first: float, last: float, key: tuple) -> dict:
+def _run_row(ip_id: int, source_id: str, first: float, last: float,
+             key: tuple[str, int | None, float | None, float | None]) -> dict[str, Any]:  # a row to insert
     status, price, created, updated = key
     return {"ip_id": ip_id, "source_id": source_id, "crawled_at": first, "last_seen": last, "status": status,
             "price": price, "created": created, "updated": updated}
@@ -181,7 +182,7 @@ class _Writes:
 
     def __init__(self, ip_id: int) -> None:
         self.ip_id = ip_id
-        self.inserts: list[dict] = []
+        self.inserts: list[dict[str, Any]] = []  # listing_sightings rows to insert, read back by applied_to
         self.lasts: dict[float, list[tuple[str, float]]] = defaultdict(list)  # new last crawl → runs' keys
         # runs that go on past their last crawl: (that crawl, the new last) → runs' keys. A listing has one run at
         # most that ends at a given crawl (its runs never share a crawl), so these are found by listing and last
@@ -231,7 +232,7 @@ class _Writes:
         for start in range(0, len(self.deletes), CHUNK):
             ListingSighting.delete().where(runs_keyed(self.ip_id, self.deletes[start:start + CHUNK])).execute()
         insert_rows(ListingSighting, self.inserts)
-        self.__init__(self.ip_id)  # type: ignore[misc]
+        self.__init__(self.ip_id)  # type: ignore[misc]  # emptied for the next result: the fields of a new one
 
 
 def store_sightings(ip_id: int, crawled_at: float, items: Sequence[CrawlItem],
@@ -284,7 +285,8 @@ def store_sightings(ip_id: int, crawled_at: float, items: Sequence[CrawlItem],
     return written
 
 
-def _add_sighting(writes: _Writes, sid: str, at: float, key: tuple, runs: list[Run], before: float | None,
+def _add_sighting(writes: _Writes, sid: str, at: float, key: tuple[str, int | None, float | None, float | None],
+                  runs: list[Run], before: float | None,
                   after: float | None, repeated: bool) -> None:
     covering = next((r for r in runs if r.first <= at <= r.last), None)
     if covering is not None:
@@ -293,7 +295,8 @@ def _add_sighting(writes: _Writes, sid: str, at: float, key: tuple, runs: list[R
         # changed in the middle of a run: the run ends at the crawl before, and goes on from the crawl after
         writes.lasts[before].append((sid, covering.first))  # type: ignore[index]  # inside a run: a crawl before it
         writes.inserts.append(_run_row(writes.ip_id, sid, at, at, key))
-        writes.inserts.append(_run_row(writes.ip_id, sid, after, covering.last, covering.key))  # type: ignore[arg-type]
+        writes.inserts.append(_run_row(writes.ip_id, sid, after,  # type: ignore[arg-type]  # inside a run: set
+                                       covering.last, covering.key))
         return
     ending = next((r for r in runs if before is not None and r.last == before and r.key == key), None)
     starting = next((r for r in runs if after is not None and r.first == after and r.key == key), None)
@@ -315,7 +318,7 @@ def needs_derivation(item: CrawlItem, crawled_at: float, before: ItemState | Non
     return before is None or crawled_at <= before.last_seen or before.status != item.status
 
 
-def _event_row(ip_id: int, source_id: str, e: Event) -> dict:
+def _event_row(ip_id: int, source_id: str, e: Event) -> dict[str, Any]:  # a listing_events row to insert
     return {"ip_id": ip_id, "source_id": source_id, "kind": e.kind, "occurrence": e.occurrence,
             "event_at": e.event_at, "price": e.price, "listed_price": e.listed_price, "created_at": e.created_at}
 

@@ -225,7 +225,7 @@ class ItemStateStore:
         states = list(states)
         for start in range(0, len(states), CHUNK):
             chunk = states[start:start + CHUNK]
-            args: list = []
+            args: list[str | int | float] = []
             for _, s in chunk:
                 args += [s.status, "" if s.price is None else s.price, s.first_seen, s.last_seen,
                          int(self.ttl[s.status] * 1000), s.title_key or ""]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
+from typing import Any
 
 from lib.core.db import write_transaction
 from lib.market.facts import CHUNK, baseline_of, rebuild_ip_events, runs_keyed, sighting_key
@@ -18,7 +19,7 @@ from models import AppliedResult, IpStatsHourly, ItemSnapshot, ListingEvent, Lis
 logger = logging.getLogger(__name__)
 
 
-def snapshot_sightings(snap: ItemSnapshot) -> list[dict]:
+def snapshot_sightings(snap: ItemSnapshot) -> list[dict[str, Any]]:  # listing_sightings rows to insert
     """The sightings a snapshot implies: seen at ``first_seen`` and at ``last_seen``. A listing sold by its last
     sighting and seen earlier was on sale at its first (the state machine saw it change); one seen once was in
     that state then. Intermediate sightings (relists, price cuts) were never stored and are not invented."""
@@ -90,7 +91,8 @@ def compress_ip(ip_id: int) -> None:
     index = {at: k for k, at in enumerate(crawls)}
     lasts: dict[float, list[tuple[str, float]]] = defaultdict(list)
     deletes: list[tuple[str, float]] = []
-    run: tuple | None = None  # (key of its row: (source_id, first crawl), source_id, key, last)
+    # the run: (key of its row: (source_id, first crawl), source_id, key, last)
+    run: tuple[tuple[str, float], str, tuple[str, int | None, float | None, float | None], float] | None = None
     for sid, first, last, status, price, created, updated in rows:
         key = sighting_key(status, price, created, updated)
         last = first if last is None else last

@@ -93,7 +93,7 @@ class CrawlResult:
     crawled_at: float
     items: list[CrawlItem]
     pages_crawled: int = 0
-    errors: dict = field(default_factory=dict)
+    errors: dict[str, Any] = field(default_factory=dict)  # as the crawler's message carried them
     search: list[SearchTotal] = field(default_factory=list)
 
     @classmethod

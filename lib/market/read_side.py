@@ -7,7 +7,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -17,7 +17,7 @@ from redis.lock import Lock
 from lib.core import fast_json, keys
 from lib.core.clock import Clock, get_clock, naive_utc
 from lib.core.settings import Settings
-from lib.market import window_rows
+from lib.market import values, window_rows
 from lib.market.daily import day_series
 from lib.market.insufficient import left_out_why
 from lib.market.rankings import ASCENDING, LEADERBOARD_KINDS
@@ -31,7 +31,9 @@ from lib.market.retention import (
 )
 from lib.market.series import outflow_sparklines
 from lib.market.statistics import day_of, hour_bucket
+from lib.market.values import IpRow, JsonObject, RowMeasures, SegmentMeasures, SegmentRow, WindowMeasures
 from lib.market.windows import HEAT_NEEDS, NEEDS, kind_measures, segment_measures, window_measures
+from lib.segments.character_store import UnknownIp
 from lib.segments.stored import GOODS, KINDS, configured_taxonomy
 from models import IpAlert, IpMetadata, IpStatsHourly
 
@@ -87,15 +89,16 @@ def invalidate_caches(client: redis.Redis, ip_id: int) -> None:
         logger.warning("could not invalidate caches for IP %s: %s", ip_id, e)
 
 
-def _cached(client: redis.Redis | None, key: str, ttl: float, compute: Callable[[], Any], index: str,
-            failed: Callable[[redis.RedisError], None]) -> Any:
+def _cached(client: redis.Redis | None, key: str, ttl: float, compute: Callable[[], JsonObject], index: str,
+            failed: Callable[[redis.RedisError], None]) -> JsonObject:
     """``key``'s cached value, else ``compute()`` cached for ``ttl`` and listed in the set ``index``; a Redis
     error is handed to ``failed`` and the value read from the database."""
     if client is not None:
         try:
             hit = client.get(key)
             if hit is not None:
-                return fast_json.loads(hit)
+                cached: JsonObject = fast_json.loads(hit)
+                return cached
         except redis.RedisError as e:
             failed(e)
             client = None
@@ -105,7 +108,7 @@ def _cached(client: redis.Redis | None, key: str, ttl: float, compute: Callable[
     return value
 
 
-def _fill(client: redis.Redis, key: str, value: Any, ttl: float, index: str) -> None:
+def _fill(client: redis.Redis, key: str, value: JsonObject, ttl: float, index: str) -> None:
     """Cache ``value`` under ``key`` for ``ttl`` seconds, listed in the set ``index`` (a failure is logged)."""
     try:
         pipe = client.pipeline(transaction=True)  # key and index share a slot (keys.py), so also on a cluster
@@ -142,31 +145,19 @@ def _kept(lock: Lock, every: float) -> Iterator[None]:
         keeper.join(timeout=5)
 
 
-def leaderboard_row(ip_id: int, ip: IpMetadata, m: dict[str, Any]) -> dict[str, Any]:
+def leaderboard_row(ip_id: int, ip: IpMetadata, m: WindowMeasures) -> IpRow:
     """One IP's leaderboard row: each measure's value (None: insufficient) and the counts behind them."""
-    return {"ip_id": ip_id, "keyword": ip.keyword, "name": ip.display_name, **window_rows.row_measures(m)}
+    return IpRow(ip_id, ip.keyword, ip.display_name, RowMeasures.of(m))
 
 
-#: A segments export's columns: each measure's value and its n (time to sell: its quartiles, one n).
-SEGMENT_COLUMNS = ["key", "label", "inflow", "outflow", "tracked_hours", "liquidity", "median_price", "p25_price",
-                   "p75_price", "price_n", "trimmed_mean_price", "sell_through", "sell_through_n",
-                   "time_to_sell_median", "time_to_sell_p25", "time_to_sell_p75", "time_to_sell_n", "price_cut_share",
-                   "price_cut_n", "median_price_cut"]
+#: A segments export's columns (``segment_row``): the API's and the command line's.
+SEGMENT_COLUMNS = values.SEGMENT_COLUMNS
 
 
-def segment_row(segment: dict[str, Any]) -> dict[str, Any]:
-    """One segment as a flat row (``SEGMENT_COLUMNS``): the API's CSV export and the command line's."""
-    m = segment["measures"]
-    tts = m["time_to_sell_hours"]
-    return {"key": segment["key"], "label": segment["label"], "inflow": m["inflow"]["value"],
-            "outflow": m["outflow"]["value"], "tracked_hours": m["outflow"]["n"], "liquidity": m["liquidity"]["value"],
-            "median_price": m["median_price"]["value"], "p25_price": m["p25_price"]["value"],
-            "p75_price": m["p75_price"]["value"], "price_n": m["median_price"]["n"],
-            "trimmed_mean_price": m["trimmed_mean_price"]["value"], "sell_through": m["sell_through"]["value"],
-            "sell_through_n": m["sell_through"]["n"], "time_to_sell_median": tts["median"]["value"],
-            "time_to_sell_p25": tts["p25"]["value"], "time_to_sell_p75": tts["p75"]["value"],
-            "time_to_sell_n": tts["median"]["n"], "price_cut_share": m["price_cut_share"]["value"],
-            "price_cut_n": m["price_cut_share"]["n"], "median_price_cut": m["median_price_cut"]["value"]}
+def segment_row(segment: JsonObject) -> JsonObject:
+    """One segment of a (cached) segments answer as a flat row (``SEGMENT_COLUMNS``): the API's CSV export and the
+    command line's."""
+    return SegmentRow.from_json(segment).csv_row()
 
 
 class ReadSide:
@@ -200,7 +191,7 @@ class ReadSide:
         """The first hour (naive UTC) of the last ``hours`` hours, the current one included."""
         return hour_bucket(self.clock.now()) - timedelta(hours=hours - 1)
 
-    def leaderboard(self, by: str, hours: int, limit: int | None = 20) -> list[dict]:
+    def leaderboard(self, by: str, hours: int, limit: int | None = 20) -> list[JsonObject]:
         """Every IP whose ``by`` measure is sufficient over the last ``hours`` hours, ranked (largest first;
         ``time_to_sell`` fastest first), each row with its ``rank``; the first ``limit`` (None: all). From the
         window's cached board when warm; else, for a precomputed window, ranked and cut by the database from its
@@ -228,7 +219,7 @@ class ReadSide:
             self._cache_failed(e)
             return False
 
-    def ranking(self, by: str, hours: int) -> tuple[dict[str, Any], list[dict]]:
+    def ranking(self, by: str, hours: int) -> tuple[JsonObject, list[JsonObject]]:
         """The window's board (``board``) and every IP ranked by ``by`` from it."""
         if by not in LEADERBOARD_KINDS:
             raise ValueError(f"unknown leaderboard {by!r}; expected one of {', '.join(LEADERBOARD_KINDS)}")
@@ -247,7 +238,7 @@ class ReadSide:
         board, ranked = self.ranking(by, hours)
         return len(board["rows"]) - len(ranked), left_out_why(by, NEEDS, HEAT_NEEDS)
 
-    def board(self, hours: int) -> dict[str, Any]:
+    def board(self, hours: int) -> JsonObject:
         """The window's board: ``rows`` (one per IP with data, every measure a ranking sorts by), each IP's
         outflow ``sparklines`` (by IP id as a string) and ``computed_at`` (Unix seconds). From the cache while
         younger than CACHE_TTL; else computed once for all rankings, by one process at a time: the others wait
@@ -256,8 +247,8 @@ class ReadSide:
         return self._once(key, f"leaderboard:{hours}", lambda: self._board_from_db(hours),
                           lambda board: self._store(key, board))
 
-    def _once(self, key: str, lock_name: str, compute: Callable[[], dict[str, Any]],
-              store: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    def _once(self, key: str, lock_name: str, compute: Callable[[], JsonObject],
+              store: Callable[[JsonObject], None]) -> JsonObject:
         """``key``'s cached value; else ``compute()``d and ``store``d by one process at a time (the lock
         ``lock_name``), the others waiting for its result at most ``COMPUTE_WAIT`` before computing it themselves.
         Without Redis, computed here."""
@@ -267,7 +258,8 @@ class ReadSide:
         try:
             hit = client.get(key)
             if hit is not None:
-                return fast_json.loads(hit)
+                cached: JsonObject = fast_json.loads(hit)
+                return cached
             deadline = time.monotonic() + COMPUTE_WAIT
             while time.monotonic() < deadline:
                 computed = self._compute_under_lock(key, lock_name, compute, store, only_if_missing=True)
@@ -276,7 +268,8 @@ class ReadSide:
                 time.sleep(COMPUTE_POLL)  # another process computes it: its result lands under key
                 hit = client.get(key)
                 if hit is not None:
-                    return fast_json.loads(hit)
+                    cached = fast_json.loads(hit)
+                    return cached
             logger.warning("%s: still being computed elsewhere after %.0f s; computing it here", lock_name,
                            COMPUTE_WAIT)
         except redis.RedisError as e:
@@ -329,9 +322,9 @@ class ReadSide:
         hit = self.client.get(keys.leaderboard(hours))
         return None if hit is None else self.clock.now() - float(fast_json.loads(hit)["computed_at"])
 
-    def _compute_under_lock(self, key: str, lock_name: str, compute: Callable[[], dict[str, Any]],
-                            store: Callable[[dict[str, Any]], None], *,
-                            only_if_missing: bool) -> dict[str, Any] | None:
+    def _compute_under_lock(self, key: str, lock_name: str, compute: Callable[[], JsonObject],
+                            store: Callable[[JsonObject], None], *,
+                            only_if_missing: bool) -> JsonObject | None:
         """Compute and store ``key``'s value holding the lock ``lock_name`` (kept while it computes); None when
         another process holds it."""
         assert self.client is not None
@@ -343,7 +336,8 @@ class ReadSide:
             if only_if_missing:  # the holder before us may have just stored it
                 hit = self.client.get(key)
                 if hit is not None:
-                    return fast_json.loads(hit)
+                    cached: JsonObject = fast_json.loads(hit)
+                    return cached
             with _kept(lock, COMPUTE_LOCK_TTL / 3):
                 value = compute()
             store(value)
@@ -354,7 +348,7 @@ class ReadSide:
             except redis.RedisError as e:  # Redis went, or the lock was lost: it lapses by itself
                 logger.warning("%s: could not release its lock (%s)", lock_name, e)
 
-    def _store(self, key: str, board: dict[str, Any]) -> None:
+    def _store(self, key: str, board: JsonObject) -> None:
         assert self.client is not None
         # served until CACHE_TTL after it was computed (the bound on its staleness), never longer
         ttl = self.settings.cache_ttl - (self.clock.now() - board["computed_at"])
@@ -365,7 +359,7 @@ class ReadSide:
         except redis.RedisError as e:
             logger.warning("could not fill cache %s: %s", key, e)
 
-    def _board_from_db(self, hours: int) -> dict[str, Any]:
+    def _board_from_db(self, hours: int) -> JsonObject:
         """Every measure of every IP over the window, computed once for all the rankings."""
         computed_at = self.clock.now()
         read = window_rows.board_rows(hours, computed_at) if self.precomputed(hours) else None
@@ -375,21 +369,21 @@ class ReadSide:
                     "sparklines": {str(ip_id): line for ip_id, line in lines.items()}}
         measures = window_measures(None, hours, computed_at, detail_from=detail_horizon(self.settings, computed_at))
         names = {ip.id: ip for ip in IpMetadata.select().where(IpMetadata.id.in_(list(measures)))} if measures else {}
-        rows = [leaderboard_row(ip_id, names[ip_id], m) for ip_id, m in measures.items() if ip_id in names]
+        rows = [leaderboard_row(ip_id, names[ip_id], m).to_json() for ip_id, m in measures.items() if ip_id in names]
         since = hour_bucket(computed_at) - timedelta(hours=hours - 1)
         lines = outflow_sparklines([r["ip_id"] for r in rows], since, hours)
         # JSON object keys are strings: the same whether computed here or read from the cache
         return {"hours": hours, "computed_at": computed_at, "rows": rows,
                 "sparklines": {str(ip_id): line for ip_id, line in lines.items()}}
 
-    def ip_detail(self, ip_id: int, hours: int = 24) -> dict:
+    def ip_detail(self, ip_id: int, hours: int = 24) -> JsonObject:
         """The window's measures, hourly series and latest alerts of one IP."""
         self.check_window(hours)
 
-        def compute() -> dict:
+        def compute() -> JsonObject:
             ip = IpMetadata.get_or_none(IpMetadata.id == ip_id)
             if ip is None:
-                raise LookupError(f"no IP with id {ip_id}")
+                raise UnknownIp(ip_id)
             series = [{
                 "hour": self._display(r.hour_bucket), "inflow": r.inflow, "outflow": r.outflow,
                 "liquidity": float(r.liquidity_index) if r.liquidity_index is not None else None,
@@ -409,22 +403,24 @@ class ReadSide:
                                                .order_by(IpAlert.hour_bucket.desc()).limit(20)]
             return {"ip_id": ip.id, "keyword": ip.keyword, "name": ip.display_name, "active": ip.active,
                     "weight": ip.weight, "hours": hours, "timezone": self.settings.display_tz,
-                    "measures": self.measures(ip_id, hours),
+                    "measures": self.measures(ip_id, hours).to_json(),
                     "series": series, "alerts": alerts}
         return _cached(self.cache, keys.ip_cache(ip_id, f"detail:{hours}"), self.settings.cache_ttl, compute,
                        _ip_index(ip_id), self._cache_failed)
 
-    def measures(self, ip_id: int, hours: int) -> dict[str, Any]:
+    def measures(self, ip_id: int, hours: int) -> WindowMeasures:
         """The IP's measures over the window (all insufficient without data): from its row when the window is
         precomputed, else computed, reading past the detail horizon the same way before and after a pruning pass
         (``detail_horizon``)."""
         now = self.clock.now()
         detail = detail_horizon(self.settings, now)
         stored = window_rows.ip_measures(ip_id, hours, now) if self.precomputed(hours) else None
-        measures = window_measures([ip_id], hours, now, detail_from=detail).get(ip_id) if stored is None else stored
-        return measures or window_measures([ip_id], hours, now, empty=True, detail_from=detail)[ip_id]
+        if stored is not None:
+            return stored
+        return (window_measures([ip_id], hours, now, detail_from=detail).get(ip_id)
+                or window_measures([ip_id], hours, now, empty=True, detail_from=detail)[ip_id])
 
-    def segments(self, ip_id: int, hours: int, by: str) -> dict[str, Any]:
+    def segments(self, ip_id: int, hours: int, by: str) -> JsonObject:
         """The IP's segments of kind ``by`` (goods or character, docs/concepts/measures.md "Segments") with
         listings created or sold in the last ``hours`` hours, each with the window's measures restricted to its
         listings, most sold first.
@@ -434,17 +430,17 @@ class ReadSide:
         now = self.clock.now()
         self.check_segment_window(hours)
 
-        def compute() -> dict[str, Any]:
+        def compute() -> JsonObject:
             ip = IpMetadata.get_or_none(IpMetadata.id == ip_id)
             if ip is None:
-                raise LookupError(f"no IP with id {ip_id}")
+                raise UnknownIp(ip_id)
             measures = segment_measures(ip_id, by, hours, now, detail_from=detail_horizon(self.settings, now))
             return {"ip_id": ip.id, "keyword": ip.keyword, "name": ip.display_name, "hours": hours, "by": by,
-                    "segments": self._segment_rows(measures, by)}
+                    "segments": [row.to_json() for row in self._segment_rows(measures, by)]}
         return _cached(self.cache, keys.ip_cache(ip_id, f"segments:{by}:{hours}"), self.settings.cache_ttl,
                        compute, _ip_index(ip_id), self._cache_failed)
 
-    def segments_board(self, hours: int, by: str) -> dict[str, Any]:
+    def segments_board(self, hours: int, by: str) -> JsonObject:
         """What sells across franchises: each segment of kind ``by`` over every IP's listings
         (docs/concepts/measures.md "Segments"), most sold first; cached for CACHE_TTL like the leaderboard, and kept
         warm for the dashboard's windows by ``refresh_segment_boards``. Windows up to RETENTION_DETAIL."""
@@ -452,8 +448,8 @@ class ReadSide:
         # for a week at 10,000 IPs), and viewers arriving meanwhile would each start it again
         return self._once(*self._segments_board_parts(hours, by))
 
-    def _segments_board_parts(self, hours: int, by: str) -> tuple[str, str, Callable[[], dict[str, Any]],
-                                                                      Callable[[dict[str, Any]], None]]:
+    def _segments_board_parts(self, hours: int, by: str) -> tuple[str, str, Callable[[], JsonObject],
+                                                                      Callable[[JsonObject], None]]:
         """The board's cache key, its computation's lock, the computation and its store (the window checked)."""
         if by not in KINDS:
             raise ValueError(f"unknown kind of segment {by!r}; expected one of {', '.join(KINDS)}")
@@ -461,11 +457,11 @@ class ReadSide:
         self.check_segment_window(hours)
         key = keys.segments_board(by, hours)
 
-        def compute() -> dict[str, Any]:
+        def compute() -> JsonObject:
             measures = kind_measures(by, hours, now, detail_from=detail_horizon(self.settings, now))
-            return {"hours": hours, "by": by, "segments": self._segment_rows(measures, by)}
+            return {"hours": hours, "by": by, "segments": [row.to_json() for row in self._segment_rows(measures, by)]}
 
-        def store(board: dict[str, Any]) -> None:
+        def store(board: JsonObject) -> None:
             assert self.client is not None
             _fill(self.client, key, board, self.settings.cache_ttl, keys.cache_index("segments-board"))
         return key, f"segments-board:{by}:{hours}", compute, store
@@ -493,12 +489,12 @@ class ReadSide:
                     done.append((by, hours))
         return done
 
-    def _segment_rows(self, measures: dict[str, dict[str, Any]], by: str) -> list[dict[str, Any]]:
+    def _segment_rows(self, measures: dict[str, SegmentMeasures], by: str) -> list[SegmentRow]:
         """Segments most sold first (then most listed, then by key), each with its label."""
         labels = {t.id: t.ja for t in configured_taxonomy(self.settings).types} if by == GOODS else {}
-        ordered = sorted(measures, key=lambda key: (-(measures[key]["outflow"]["value"] or 0),
-                                                    -(measures[key]["inflow"]["value"] or 0), key))
-        return [{"key": key, "label": labels.get(key, key), "measures": measures[key]} for key in ordered]
+        ordered = sorted(measures, key=lambda key: (-(measures[key].outflow.value or 0),
+                                                    -(measures[key].inflow.value or 0), key))
+        return [SegmentRow(key, labels.get(key, key), measures[key]) for key in ordered]
 
     def drop_ip_caches(self, ip_ids: list[int]) -> None:
         """Drop these IPs' cached answers (their segments were derived again)."""
@@ -510,7 +506,7 @@ class ReadSide:
         """The longest per-day series answered: RETENTION_DAILY in whole days."""
         return max(1, int(self.settings.retention_daily // 86400))
 
-    def ip_days(self, ip_id: int, days: int) -> dict[str, Any]:
+    def ip_days(self, ip_id: int, days: int) -> JsonObject:
         """The IP's per-day series over the last ``days`` UTC days, today's partial day included
         (docs/operating/storage.md): flows, tracked hours and the sold-price median, quartiles, mean and range of each
         day, from the daily rows (``lib.market.daily.day_series``). Up to RETENTION_DAILY days, also before the hourly
@@ -521,9 +517,9 @@ class ReadSide:
         last = day_of(naive_utc(self.clock.now()))
         first = last - timedelta(days=days - 1)
 
-        def compute() -> dict[str, Any]:
+        def compute() -> JsonObject:
             if IpMetadata.get_or_none(IpMetadata.id == ip_id) is None:
-                raise LookupError(f"no IP with id {ip_id}")
+                raise UnknownIp(ip_id)
             floor = pruned_before()
             rows = day_series(ip_id, first, last, None if floor is None else naive_utc(floor))
 
@@ -539,7 +535,5 @@ class ReadSide:
         return _cached(self.cache, keys.ip_cache(ip_id, f"days:{days}:{last:%Y%m%d}"), self.settings.cache_ttl,
                        compute, _ip_index(ip_id), self._cache_failed)
 
-    def _display(self, naive_utc_dt) -> str:
-        from datetime import timezone
-
+    def _display(self, naive_utc_dt: datetime) -> str:
         return naive_utc_dt.replace(tzinfo=timezone.utc).astimezone(self.tz).isoformat()

@@ -190,7 +190,7 @@ class PruneReport:
     daily_rows: int = 0
     segment_daily_rows: int = 0
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:  # the report as printed (JSON) and logged
         return asdict(self) | {"horizon_utc": f"{naive_utc(self.horizon):%Y-%m-%d %H:%M}",
                                "detail_horizon_utc": f"{naive_utc(self.detail_horizon):%Y-%m-%d %H:%M}"}
 

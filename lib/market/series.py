@@ -14,6 +14,7 @@ from typing import Any, cast
 import peewee
 
 from lib.market import listing_urls
+from lib.market.values import JsonObject
 from models import CrawlSearchTotal, IpStatsHourly, ItemSnapshot
 
 #: Sparklines of windows up to this many hours are per hour, longer ones per day.
@@ -62,7 +63,7 @@ def shift_sparkline(line: list[int], since: datetime, new_since: datetime, hours
     return [line[moved + k] if 0 <= moved + k < len(line) else 0 for k in range(length)]
 
 
-def latest_sales(ip_id: int, limit: int = 20) -> list[dict[str, Any]]:
+def latest_sales(ip_id: int, limit: int = 20) -> list[JsonObject]:
     """The IP's most recently sold listings seen, newest first. ``sold_at``: the listing's last update when the
     site gave one, else when we last saw it (Unix seconds)."""
     sold_at = peewee.fn.COALESCE(ItemSnapshot.updated, ItemSnapshot.last_seen)
@@ -73,13 +74,13 @@ def latest_sales(ip_id: int, limit: int = 20) -> list[dict[str, Any]]:
     return [{"source_id": row["source_id"], "title": row["title"], "price": row["price"],
              "item_url": listing_urls.item_url(row["source_id"], row["url_forms"], row["item_url"]),
              "sold_at": float(row["sold_at"]) if row["sold_at"] is not None else None}
-            for row in cast(Iterable[dict[str, Any]], rows)]
+            for row in cast(Iterable[dict[str, Any]], rows)]  # the database's rows
 
 
-def search_totals(ip_id: int, since: float) -> list[dict[str, Any]]:
+def search_totals(ip_id: int, since: float) -> list[JsonObject]:
     """Per crawl since ``since`` (Unix seconds), oldest first: the site's count of the on-sale and sold searches
     (None where it gave none) and the listings our pages read of each."""
-    by_crawl: dict[tuple[float, str], dict[str, Any]] = defaultdict(dict)
+    by_crawl: dict[tuple[float, str], dict[str, int | None]] = defaultdict(dict)
     for row in (CrawlSearchTotal.select()
                 .where((CrawlSearchTotal.ip_id == ip_id) & (CrawlSearchTotal.crawled_at >= since))
                 .order_by(CrawlSearchTotal.crawled_at)):

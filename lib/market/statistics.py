@@ -69,7 +69,7 @@ def _price(value: float | None) -> Decimal | None:
     return None if value is None else _dec(value)
 
 
-def hour_values(inflow: int, outflow: int, prices: list[int]) -> dict[str, Any]:
+def hour_values(inflow: int, outflow: int, prices: list[int]) -> dict[str, Any]:  # an hourly row's columns
     """An hourly row's values (docs/concepts/measures.md, definition 4) from the hour's events: counts and, over the
     sales with a real price, the sample count, mean, median, quartiles and range."""
     return {
@@ -156,7 +156,7 @@ class AlertFinding:
     value: float
     threshold: float
     message: str
-    details: dict
+    details: dict[str, object]  # stored as JSON (``IpAlert.details``)
 
 
 OUTFLOW_SURGE = "outflow_surge"

@@ -258,8 +258,8 @@ def km_quantile(sold: Sketch, censored: Sketch, q: float) -> KmQuantile:
     """The ``q`` quantile of time to sell (module docstring): the estimate, and [lower, upper] holding the exact
     quantile (None ends: the curve of that tie order never reaches ``q``)."""
     level = 1 - q + 1e-12
-    high = next((k for k, s in _km(sold, censored, sales_first=True) if s <= level), "none")
-    low = next((k for k, s in _km(sold, censored, sales_first=False) if s <= level), "none")
-    estimate = None if high == "none" else sold.representative(high)  # type: ignore[arg-type]
-    return KmQuantile(estimate, None if low == "none" else sold.edges(low)[0],  # type: ignore[arg-type]
-                      None if high == "none" else sold.edges(high)[1])  # type: ignore[arg-type]
+    # the first bucket reaching the level, as a 1-tuple: its key may be None (the zero bucket), never reaching is None
+    high = next(((k,) for k, s in _km(sold, censored, sales_first=True) if s <= level), None)
+    low = next(((k,) for k, s in _km(sold, censored, sales_first=False) if s <= level), None)
+    return KmQuantile(None if high is None else sold.representative(high[0]),
+                      None if low is None else sold.edges(low[0])[0], None if high is None else sold.edges(high[0])[1])

@@ -33,6 +33,7 @@ from lib.core.settings import get_settings
 from lib.market.retention import detail_horizon, window_reach
 from lib.market.series import outflow_sparklines, shift_sparkline
 from lib.market.statistics import hour_bucket, tuples
+from lib.market.values import IpRow, JsonObject, RowMeasures, WindowMeasures
 from lib.market.windows import BASELINE, RECENT_HOURS, raw, window_measures
 from models import CrawlSearchTotal, IpMetadata, IpStatsHourly, IpWindowMeasures, IpWindowPending, StorageMark
 
@@ -59,20 +60,6 @@ def _detail(now: float) -> float:
 def precomputed_windows(windows: Iterable[int]) -> tuple[int, ...]:
     """The windows kept as rows: the standard ones and ``windows`` (LEADERBOARD_PRECOMPUTE)."""
     return tuple(sorted(set(STANDARD_WINDOWS) | set(windows)))
-
-
-def row_measures(m: dict[str, Any]) -> dict[str, Any]:
-    """A leaderboard row's measures (its values and the counts behind them), in the row's order."""
-    tts = m["time_to_sell_hours"]["median"]
-    heat_interval = m["heat"].get("interval")
-    return {"heat": m["heat"]["value"], "heat_n": m["heat"]["n"],
-            "heat_low": heat_interval[0] if heat_interval else None, "momentum": m["momentum"]["value"],
-            "inflow": m["inflow"]["value"], "outflow": m["outflow"]["value"], "tracked_hours": m["outflow"]["n"],
-            "liquidity": m["liquidity"]["value"],
-            "sell_through": m["sell_through"]["value"], "sell_through_n": m["sell_through"]["n"],
-            "median_price": m["median_price"]["value"], "median_price_n": m["median_price"]["n"],
-            "time_to_sell": tts["value"], "time_to_sell_n": tts["n"],
-            "supply": m["supply"]["value"], "coverage": m["coverage"]["value"]}
 
 
 def crossing_hours(hours: int, bucket: datetime) -> list[datetime]:
@@ -170,16 +157,16 @@ def stale_ips(hours: int, now: float) -> set[int] | None:
     return pending | crossing_ips(hours, rolled, current)
 
 
-def compute(ip_ids: Sequence[int], hours: int, now: float) -> dict[int, tuple[dict[str, Any], dict[str, Any]]]:
-    """The window's measures and outflow sparkline (``{"since": …, "line": […]}``) of each of these IPs that has
-    data (the others have no row, as they have no place on the board)."""
+def compute(ip_ids: Sequence[int], hours: int, now: float) -> dict[int, tuple[WindowMeasures, JsonObject]]:
+    """The window's measures and outflow sparkline (as stored: ``{"since": …, "line": […]}``) of each of these IPs
+    that has data (the others have no row, as they have no place on the board)."""
     measures = window_measures(list(ip_ids), hours, now, detail_from=_detail(now)) if ip_ids else {}
     since = hour_bucket(now) - (hours - 1) * HOUR
     lines = outflow_sparklines(list(measures), since, hours)
     return {i: (m, {"since": to_timestamp(since), "line": lines[i]}) for i, m in measures.items()}
 
 
-def _line(stored: dict[str, Any], hours: int, since: datetime, start: float) -> list[int]:
+def _line(stored: JsonObject, hours: int, since: datetime, start: float) -> list[int]:
     """A stored sparkline as of the window starting at ``since`` (``start`` in Unix seconds): as stored when the
     rows were rolled to its hour (the usual case; shifting every IP's line by nothing cost a third of a cold
     board's time at 10,000 IPs)."""
@@ -188,11 +175,13 @@ def _line(stored: dict[str, Any], hours: int, since: datetime, start: float) -> 
     return shift_sparkline(stored["line"], naive_utc(stored["since"]), since, hours)
 
 
-def _stored_row(ip_id: int, hours: int, now: float, m: dict[str, Any], line: dict[str, Any]) -> dict[str, Any]:
-    """The ``ip_window_measures`` row of one IP's window measures ``m`` and outflow sparkline ``line``."""
-    board = row_measures(m)
-    return {"ip_id": ip_id, "hours": hours, "computed_at": now, "row": json.dumps(board), "measures": json.dumps(m),
-            "sparkline": json.dumps(line), **{c: board[c] for c in SORT_COLUMNS}}
+def _stored_row(ip_id: int, hours: int, now: float, m: WindowMeasures, line: JsonObject) -> JsonObject:
+    """The ``ip_window_measures`` row of one IP's window measures ``m`` and outflow sparkline ``line``: the row's
+    measures and every measure as JSON, and the columns the boards sort by."""
+    board = RowMeasures.of(m)
+    return {"ip_id": ip_id, "hours": hours, "computed_at": now, "row": json.dumps(board.to_json()),
+            "measures": json.dumps(m.to_json()), "sparkline": json.dumps(line),
+            **{c: board.sort_value(c) for c in SORT_COLUMNS}}
 
 
 def _recompute(ip_ids: Sequence[int], hours: int, now: float) -> int:
@@ -265,9 +254,9 @@ def _name_join(query: Any) -> Any:
     return query.join(IpMetadata, on=(IpMetadata.id == IpWindowMeasures.ip_id))
 
 
-def board_rows(hours: int, now: float) -> tuple[list[dict[str, Any]], dict[int, list[int]]] | None:
-    """Every IP's leaderboard row of the window (``ip_id``, ``keyword``, ``name`` and ``row_measures``) and outflow
-    sparkline, from the rows, the stale ones computed on the spot; None when the rows cannot be read."""
+def board_rows(hours: int, now: float) -> tuple[list[JsonObject], dict[int, list[int]]] | None:
+    """Every IP's leaderboard row of the window (``IpRow`` as JSON: the stored rows are read as they are) and
+    outflow sparkline, from the rows, the stale ones computed on the spot; None when the rows cannot be read."""
     stale = stale_ips(hours, now)
     if stale is None:
         return None
@@ -282,23 +271,22 @@ def board_rows(hours: int, now: float) -> tuple[list[dict[str, Any]], dict[int, 
         if ip_id not in stale:
             rows.append({"ip_id": ip_id, "keyword": keyword, "name": name, **fast_json.loads(row)})
             lines[ip_id] = _line(fast_json.loads(line), hours, since, start)
-    fresh, names = _fresh(stale, hours, now)
-    for ip_id, (m, line) in fresh.items():
-        rows.append(names[ip_id] | row_measures(m))
-        lines[ip_id] = line["line"]
+    for row, line in _fresh(stale, hours, now):
+        rows.append(row.to_json())
+        lines[row.ip_id] = line["line"]
     return rows, lines
 
 
-def _fresh(stale: set[int], hours: int, now: float) -> tuple[dict[int, tuple[dict[str, Any], dict[str, Any]]],
-                                                               dict[int, dict[str, Any]]]:
+def _fresh(stale: set[int], hours: int, now: float) -> list[tuple[IpRow, JsonObject]]:
+    """The rows of the ``stale`` IPs with data, computed, each with its sparkline as stored."""
     fresh = compute(sorted(stale), hours, now)
-    names = {i: {"ip_id": i, "keyword": k, "name": n} for i, k, n in tuples(
+    names = {i: (k, n) for i, k, n in tuples(
         IpMetadata.select(IpMetadata.id, IpMetadata.keyword, IpMetadata.display_name)
         .where(IpMetadata.id.in_(list(fresh))))} if fresh else {}
-    return {i: v for i, v in fresh.items() if i in names}, names
+    return [(IpRow(i, *names[i], RowMeasures.of(m)), line) for i, (m, line) in fresh.items() if i in names]
 
 
-def top(by: str, hours: int, now: float, limit: int | None, ascending: bool) -> list[dict[str, Any]] | None:
+def top(by: str, hours: int, now: float, limit: int | None, ascending: bool) -> list[JsonObject] | None:
     """The first ``limit`` (None: all) IPs ranked by ``by`` over the window (rank 1 first; ties by outflow, then
     IP id), insufficient ones left out: sorted and cut by the database, the stale rows computed on the spot and
     merged in. None when the rows cannot be read."""
@@ -317,24 +305,25 @@ def top(by: str, hours: int, now: float, limit: int | None, ascending: bool) -> 
         query = query.limit(limit)
     rows = [{"ip_id": i, "keyword": k, "name": n, **fast_json.loads(row)} for i, k, n, row in tuples(query)]
     if stale:
-        fresh, names = _fresh(stale, hours, now)
-        rows += [r for r in (names[i] | row_measures(m) for i, (m, _) in fresh.items()) if r[by] is not None]
+        rows += [row.to_json() for row, _ in _fresh(stale, hours, now) if row.measures.sort_value(by) is not None]
         sign = 1 if ascending else -1
         rows.sort(key=lambda r: (sign * r[by], -(r["outflow"] or 0), r["ip_id"]))
         rows = rows[:limit]
     return rows
 
 
-def ip_measures(ip_id: int, hours: int, now: float) -> dict[str, Any] | None:
-    """The IP's measures over the window from its row ({} when it has none: no data), computed on the spot when
-    stale; None when the rows cannot be read."""
+def ip_measures(ip_id: int, hours: int, now: float) -> WindowMeasures | None:
+    """The IP's measures over the window from its row (all insufficient when it has none: no data), computed on the
+    spot when stale; None when the rows cannot be read."""
     current, rolled = hour_bucket(now), rolled_to(hours)
     if rolled is None or rolled > current or current - rolled > MAX_LAG_HOURS * HOUR:
         return None
     pending = IpWindowPending.select().where((IpWindowPending.hours == hours)
                                              & (IpWindowPending.ip_id == ip_id)).exists()
     if pending or ip_id in crossing_ips(hours, rolled, current, ip_id):
-        return window_measures([ip_id], hours, now, detail_from=_detail(now)).get(ip_id, {})
-    row = (IpWindowMeasures.select(IpWindowMeasures.measures)
-           .where((IpWindowMeasures.hours == hours) & (IpWindowMeasures.ip_id == ip_id)).first())
-    return {} if row is None else fast_json.loads(row.measures)
+        computed = window_measures([ip_id], hours, now, detail_from=_detail(now)).get(ip_id)
+    else:
+        row = (IpWindowMeasures.select(IpWindowMeasures.measures)
+               .where((IpWindowMeasures.hours == hours) & (IpWindowMeasures.ip_id == ip_id)).first())
+        computed = None if row is None else WindowMeasures.from_json(fast_json.loads(row.measures))
+    return computed or window_measures([ip_id], hours, now, empty=True, detail_from=_detail(now))[ip_id]

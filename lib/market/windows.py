@@ -1,11 +1,11 @@
 """Window measures (docs/concepts/measures.md, definition 5) and the heat score and momentum (definition 6), for many
 IPs at once.
 
-Every measure is a ``{"value": …, "n": …}`` pair: ``n`` is how many observations it rests on, and ``value`` is
+Every measure is a ``lib.market.values.Measure``: ``n`` is how many observations it rests on, and ``value`` is
 None ("insufficient") when ``n`` is below the measure's minimum — never 0 for lack of data. A measure that
-estimates something (sold-price quantiles, sell-through, time to sell, heat, momentum) also carries its 95 %
-``interval`` [low, high] (docs/concepts/measures.md, definition 8; None where insufficient or where no interval of its
-kind exists; a time to sell's ``high`` is None when the interval is open above).
+estimates something (sold-price quantiles, sell-through, time to sell, heat, momentum) is an ``Estimate``: it also
+carries its 95 % ``interval`` (low, high) (docs/concepts/measures.md, definition 8; None where insufficient or
+where no interval of its kind exists; a time to sell's ``high`` is None when the interval is open above).
 
 Long windows (docs/operating/storage.md): the per-listing facts of listings last seen before the *detail
 horizon* are pruned, summarized by UTC day in the daily rows. A window or previous window starting before the
@@ -33,6 +33,7 @@ from lib.market import insufficient, intervals, robust, summaries
 from lib.market.marks import details_pruned_before
 from lib.market.statistics import hour_bucket, hour_start, tuples
 from lib.market.summaries import Sketch
+from lib.market.values import Estimate, Interval, Measure, SegmentMeasures, TimeToSell, WindowMeasures
 from models import (
     CrawlSearchTotal,
     IpStatsDaily,
@@ -83,19 +84,19 @@ def raw(query: Any) -> list[tuple[Any, ...]]:
     return list(database.execute(query).fetchall())
 
 
-def measure(value: float | None, n: int, minimum: int = 1, places: int = 4) -> dict[str, Any]:
+def measure(value: float | None, n: int, minimum: int = 1, places: int = 4) -> Measure:
     if value is None or n < minimum:
-        return {"value": None, "n": n}
-    return {"value": round(value, places), "n": n}
+        return Measure(None, n)
+    return Measure(round(value, places), n)
 
 
-def estimate(value: float | None, n: int, minimum: int, places: int,
-             interval: tuple[float | None, float | None] | None) -> dict[str, Any]:
+def estimate(value: float | None, n: int, minimum: int, places: int, interval: Interval | None) -> Estimate:
     """``measure`` with its 95 % ``interval`` (None while the value is insufficient, or where none exists)."""
-    m = measure(value, n, minimum, places)
-    m["interval"] = None if m["value"] is None or interval is None else [
-        None if end is None else round(end, places) for end in interval]
-    return m
+    if value is None or n < minimum:
+        return Estimate(None, n)
+    low, high = interval if interval is not None else (None, None)
+    return Estimate(round(value, places), n, interval=None if interval is None else (
+        None if low is None else round(low, places), None if high is None else round(high, places)))
 
 
 @dataclass
@@ -215,7 +216,7 @@ def _load(ip_ids: Sequence[int] | None, w: Window) -> dict[int, _IpData]:
     ranges = _ranges(w)
     earliest = min(r[0] for r in ranges.values())
 
-    def of_ips(column):
+    def of_ips(column: Any) -> Any:
         return column.in_(list(ip_ids)) if ip_ids is not None else column.is_null(False)
 
     columns: list[Any] = [IpStatsHourly.ip_id]
@@ -305,7 +306,7 @@ def _share(sold: int, cohort: int) -> float | None:
     return sold / cohort if cohort >= MIN_CREATED else None
 
 
-def _time_to_sell(created: list[tuple[float, float | None, float | None]], start: float, end: float) -> dict:
+def _time_to_sell(created: list[tuple[float, float | None, float | None]], start: float, end: float) -> TimeToSell:
     """Kaplan–Meier over the listings created in the window: sold ones at sale − created, the others censored at
     their last sighting − created."""
     durations = []
@@ -319,14 +320,20 @@ def _time_to_sell(created: list[tuple[float, float | None, float | None]], start
     sales = sum(1 for _, observed in durations if observed)
     curve = robust.kaplan_meier(durations)
     # the curve itself, [hours, share still unsold], where it rests on enough sales to be drawn
-    drawn = [[round(t / 3600.0, 4), round(share, 4)] for t, share in curve] if sales >= MIN_SALES_TO_TIME else []
-    out: dict[str, Any] = {}
-    for name, p in TIME_QUANTILES.items():
+    drawn = _drawn(curve) if sales >= MIN_SALES_TO_TIME else ()
+    quartiles = []
+    for p in TIME_QUANTILES.values():
         v = robust.km_quantile(curve, p)
         ci = intervals.km_quantile_interval(durations, p) if sales >= MIN_SALES_TO_TIME else None
-        out[name] = estimate(None if v is None else v / 3600.0, sales, MIN_SALES_TO_TIME, 2,
-                             None if ci is None else _hours(ci))
-    return out | {"listings": len(durations), "curve": drawn}
+        quartiles.append(estimate(None if v is None else v / 3600.0, sales, MIN_SALES_TO_TIME, 2,
+                                  None if ci is None else _hours(ci)))
+    p25, median, p75 = quartiles
+    return TimeToSell(p25, median, p75, len(durations), drawn)
+
+
+def _drawn(curve: Sequence[tuple[float, float]]) -> tuple[tuple[float, float], ...]:
+    """A Kaplan–Meier curve's steps as drawn: (hours, share still unsold)."""
+    return tuple((round(t / 3600.0, 4), round(share, 4)) for t, share in curve)
 
 
 def _hours(interval: tuple[float, float | None]) -> tuple[float, float | None]:
@@ -337,7 +344,7 @@ def _wilson(share: float | None, cohort: int) -> tuple[float, float] | None:
     return None if share is None else intervals.wilson_interval(round(share * cohort), cohort)
 
 
-def _coverage(sold_totals: list[tuple[float, int]], sales: list[tuple[float, int | None, int | None]]) -> dict:
+def _coverage(sold_totals: list[tuple[float, int]], sales: list[tuple[float, int | None, int | None]]) -> Measure:
     """Observed sales between consecutive crawls against the growth of the sold search's total between them."""
     times = sorted(at for at, _, _ in sales)
     grown = observed = 0
@@ -348,19 +355,27 @@ def _coverage(sold_totals: list[tuple[float, int]], sales: list[tuple[float, int
     return measure(observed / grown if grown else None, grown, MIN_COVERAGE_SALES)
 
 
-def _heat(flows: _Flows, baseline: _Flows, sell_through: float | None, cohort: int) -> dict:
+@dataclass(frozen=True, slots=True)
+class _Heat:
+    """A window's heat and its variance, which momentum's interval needs too."""
+
+    heat: Estimate
+    variance: float | None = None
+
+
+def _heat(flows: _Flows, baseline: _Flows, sell_through: float | None, cohort: int) -> _Heat:
     """100 × (0.6 × outflow lift + 0.4 × sell-through); the lift maps log2(window rate / baseline rate), clamped
     to ±2 (¼× to 4×), onto 0–1 (0.5: as usual). Its interval: ``_heat_variance`` (the delta method), ± z·sd,
     within 0–100; ``variance`` is kept for momentum's."""
     n = flows.outflow + baseline.outflow
     if (baseline.hours < MIN_BASELINE_HOURS or not flows.hours or n < MIN_HEAT_SALES
             or sell_through is None):
-        return {"value": None, "n": n, "interval": None, "variance": None}
+        return _Heat(Estimate(None, n))
     rate, base = flows.outflow / flows.hours + RATE_FLOOR, baseline.outflow / baseline.hours + RATE_FLOOR
     lift = math.log2(rate / base)
     score = 100 * (0.6 * (max(-2.0, min(2.0, lift)) / 4 + 0.5) + 0.4 * sell_through)
     variance = _heat_variance(flows, baseline, rate, base, sell_through, cohort)
-    return {"value": round(score, 1), "n": n, "interval": _normal(score, variance, 0.0, 100.0), "variance": variance}
+    return _Heat(Estimate(round(score, 1), n, interval=_normal(score, variance, 0.0, 100.0)), variance)
 
 
 def _heat_variance(flows: _Flows, baseline: _Flows, rate: float, base: float, sell_through: float,
@@ -375,21 +390,20 @@ def _heat_variance(flows: _Flows, baseline: _Flows, rate: float, base: float, se
     return 100 ** 2 * ((0.6 / 4) ** 2 * var_lift + 0.4 ** 2 * p * (1 - p) / (cohort + 4))
 
 
-def _normal(value: float, variance: float, low: float, high: float) -> list[float]:
+def _normal(value: float, variance: float, low: float, high: float) -> tuple[float, float]:
     half = intervals.z_of(intervals.LEVEL) * math.sqrt(variance)
-    return [round(max(low, value - half), 1), round(min(high, value + half), 1)]
+    return round(max(low, value - half), 1), round(min(high, value + half), 1)
 
 
-def _momentum(heat: dict, previous: dict, flows: dict[str, _Flows], hours: int) -> dict:
+def _momentum(heat: _Heat, previous: _Heat, flows: dict[str, _Flows], hours: int) -> Estimate:
     """Heat minus the previous window's heat; its interval: ± z·sd, sd² = the two heats' variances − 2 × their
     covariance (``_heats_covariance``), within −100…100."""
-    n = min(heat["n"], previous["n"])
-    if heat["value"] is None or previous["value"] is None:
-        return {"value": None, "n": n, "interval": None}
-    value = round(heat["value"] - previous["value"], 1)
-    variance = heat["variance"] + previous["variance"] - 2 * _heats_covariance(flows, hours)
-    return {"value": value, "n": n,
-            "interval": _normal(heat["value"] - previous["value"], max(variance, 0.0), -100.0, 100.0)}
+    n = min(heat.heat.n, previous.heat.n)
+    now, before = heat.heat.value, previous.heat.value
+    if now is None or before is None or heat.variance is None or previous.variance is None:
+        return Estimate(None, n)
+    variance = heat.variance + previous.variance - 2 * _heats_covariance(flows, hours)
+    return Estimate(round(now - before, 1), n, interval=_normal(now - before, max(variance, 0.0), -100.0, 100.0))
 
 
 def _heats_covariance(flows: dict[str, _Flows], hours: int) -> float:
@@ -423,7 +437,33 @@ def _heats_covariance(flows: dict[str, _Flows], hours: int) -> float:
     return 100 ** 2 * (0.6 / 4) ** 2 * (with_previous_baseline - with_previous) / math.log(2) ** 2
 
 
-def _ip_measures(d: _IpData, w: Window) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class _PerListing:
+    """The per-listing measures a long window reads from the daily summaries as well (``_LongParts.measures``)."""
+
+    p25_price: Estimate
+    median_price: Estimate
+    p75_price: Estimate
+    trimmed_mean_price: Measure
+    time_to_sell_hours: TimeToSell
+    price_cut_share: Measure
+    median_price_cut: Measure
+
+
+def _detail_per_listing(d: _IpData, w: Window, prices: list[int], cuts: list[tuple[int, int]],
+                        cut_sizes: list[float]) -> _PerListing:
+    """The per-listing measures from the listings' own facts."""
+    p25, median, p75 = (estimate(robust.quantile(prices, q), len(prices), MIN_PRICES, 2,
+                                 intervals.quantile_interval(sorted(prices), q) if len(prices) >= MIN_PRICES else None)
+                        for q in PRICE_QUANTILES.values())
+    return _PerListing(
+        p25, median, p75, measure(robust.trimmed_mean(prices), len(prices), MIN_PRICES, 2),
+        _time_to_sell(d.created, w.cohort_start, w.now + 1e-6),
+        measure(len(cut_sizes) / len(cuts) if cuts else None, len(cuts), MIN_CUT_SAMPLES),
+        measure(robust.median(cut_sizes), len(cut_sizes), 1))
+
+
+def _ip_measures(d: _IpData, w: Window) -> WindowMeasures:
     flows, recent = d.flows["window"], d.flows["recent"]
     prices = [p for _, p, _ in d.sales if p is not None]
     cuts = [(listed, p) for _, p, listed in d.sales if p is not None and listed]
@@ -438,33 +478,29 @@ def _ip_measures(d: _IpData, w: Window) -> dict[str, Any]:
     previous_heat = _heat(d.flows["previous"], d.flows["previous_baseline"], _share(previous_sold, previous_cohort),
                           previous_cohort)
     recent_rate = recent.outflow / recent.hours if recent.hours else 0.0
-    measures = {
-        "inflow": measure(flows.inflow, flows.hours), "outflow": measure(flows.outflow, flows.hours),
-        "liquidity": measure(flows.outflow / flows.inflow if flows.inflow else None, flows.inflow),
-        **{name: estimate(robust.quantile(prices, q), len(prices), MIN_PRICES, 2,
-                          intervals.quantile_interval(sorted(prices), q) if len(prices) >= MIN_PRICES else None)
-           for name, q in PRICE_QUANTILES.items()},
-        "trimmed_mean_price": measure(robust.trimmed_mean(prices), len(prices), MIN_PRICES, 2),
-        "sell_through": estimate(sell_through, cohort, MIN_CREATED, 4, _wilson(sell_through, cohort)),
-        "time_to_sell_hours": _time_to_sell(d.created, w.cohort_start, w.now + 1e-6),
-        "price_cut_share": measure(len(cut_sizes) / len(cuts) if cuts else None, len(cuts), MIN_CUT_SAMPLES),
-        "median_price_cut": measure(robust.median(cut_sizes), len(cut_sizes), 1),
-        "supply": measure(d.supply, 1 if d.supply is not None else 0),
-        "hours_of_supply": measure(d.supply / recent_rate if d.supply is not None and recent_rate else None,
-                                   recent.outflow),
-        "coverage": _coverage(d.sold_totals, d.sales),
-        "heat": {k: v for k, v in heat.items() if k != "variance"},
-        "momentum": _momentum(heat, previous_heat, d.flows, w.hours),
-    }
-    if long is not None:
-        measures.update(long.measures(len(cuts)))
-    parts = {"baseline_hours": d.flows["baseline"].hours, "window_hours": flows.hours,
-             "sell_through_ok": sell_through is not None}
-    return insufficient.explain(measures, w.now, NEEDS, HEAT_NEEDS, parts, previous_heat["value"] is not None)
+    per = long.measures(len(cuts)) if long is not None else _detail_per_listing(d, w, prices, cuts, cut_sizes)
+    measures = WindowMeasures(
+        inflow=measure(flows.inflow, flows.hours), outflow=measure(flows.outflow, flows.hours),
+        liquidity=measure(flows.outflow / flows.inflow if flows.inflow else None, flows.inflow),
+        p25_price=per.p25_price, median_price=per.median_price, p75_price=per.p75_price,
+        trimmed_mean_price=per.trimmed_mean_price,
+        sell_through=estimate(sell_through, cohort, MIN_CREATED, 4, _wilson(sell_through, cohort)),
+        time_to_sell_hours=per.time_to_sell_hours, price_cut_share=per.price_cut_share,
+        median_price_cut=per.median_price_cut,
+        supply=measure(d.supply, 1 if d.supply is not None else 0),
+        hours_of_supply=measure(d.supply / recent_rate if d.supply is not None and recent_rate else None,
+                                recent.outflow),
+        coverage=_coverage(d.sold_totals, d.sales),
+        heat=heat.heat,
+        momentum=_momentum(heat, previous_heat, d.flows, w.hours),
+    )
+    parts = insufficient.HeatParts(baseline_hours=d.flows["baseline"].hours, window_hours=flows.hours,
+                                   sell_through_ok=sell_through is not None)
+    return insufficient.explain(measures, w.now, NEEDS, HEAT_NEEDS, parts, previous_heat.heat.value is not None)
 
 
 def window_measures(ip_ids: Sequence[int] | None, hours: int, now: float,
-                    empty: bool = False, detail_from: float | None = None) -> dict[int, dict[str, Any]]:
+                    empty: bool = False, detail_from: float | None = None) -> dict[int, WindowMeasures]:
     """Definition 5 and 6 measures of each IP (all with data when ``ip_ids`` is None) over the window;
     ``empty``: the measures of IPs without any data (all insufficient). ``detail_from``: the detail horizon at
     ``now`` (``lib.market.retention.detail_horizon``): the readers pass it so a window reads the same before and
@@ -476,12 +512,6 @@ def window_measures(ip_ids: Sequence[int] | None, hours: int, now: float,
     return {ip_id: _ip_measures(d, w) for ip_id, d in _load(ip_ids, w).items()}
 
 
-#: The measures a segment has (docs/concepts/measures.md "Segments"): those of its listings. The IP's search totals
-#: (supply, coverage) and the heat's 7-day baseline are not the segment's.
-SEGMENT_MEASURES = ("inflow", "outflow", "liquidity", "median_price", "p25_price", "p75_price", "trimmed_mean_price",
-                    "sell_through", "time_to_sell_hours", "price_cut_share", "median_price_cut")
-
-
 def _detail_floor(detail_from: float | None) -> float | None:
     """The detail horizon a window reads by: ``detail_from``, or a later one already pruned to (``window_measures``)."""
     floors = [f for f in (detail_from, details_pruned_before()) if f is not None]
@@ -489,7 +519,7 @@ def _detail_floor(detail_from: float | None) -> float | None:
 
 
 def segment_measures(ip_id: int, kind: str, hours: int, now: float,
-                     detail_from: float | None = None) -> dict[str, dict[str, Any]]:
+                     detail_from: float | None = None) -> dict[str, SegmentMeasures]:
     """The window measures (definition 5) of each segment of ``kind`` of the IP with listings created or sold in
     the window, by key: every definition restricted to the segment's listings (``listing_segments``), so a
     listing in two segments counts in both. Flows are the segment's events in the window's hours, each with the
@@ -504,7 +534,7 @@ def segment_measures(ip_id: int, kind: str, hours: int, now: float,
     return _segments(_SegmentListings(ip_id, kind), w, tracked)
 
 
-def kind_measures(kind: str, hours: int, now: float, detail_from: float | None = None) -> dict[str, dict[str, Any]]:
+def kind_measures(kind: str, hours: int, now: float, detail_from: float | None = None) -> dict[str, SegmentMeasures]:
     """``segment_measures`` across every IP: each segment of ``kind`` over all franchises' listings
     (docs/concepts/measures.md "Segments": "what sells across franchises"). Flows carry the window's hours (from
     the midnight a long window starts at) as ``n``."""
@@ -512,7 +542,7 @@ def kind_measures(kind: str, hours: int, now: float, detail_from: float | None =
     return _segments(_KindListings(kind), w, round((w.start - w.cohort_start) / 3600.0) + hours)
 
 
-def _segments(listings: _SegmentListings, w: Window, tracked: int) -> dict[str, dict[str, Any]]:
+def _segments(listings: _SegmentListings, w: Window, tracked: int) -> dict[str, SegmentMeasures]:
     """Each segment's measures: its listings' events of the window (and, for a long window, the summaries of its
     pruned listings), its flows counted from them (``tracked`` hours as their ``n``)."""
     data: dict[str, _IpData] = defaultdict(_IpData)
@@ -526,8 +556,9 @@ def _segments(listings: _SegmentListings, w: Window, tracked: int) -> dict[str, 
         inflow = sum(1 for at, _, _ in d.created if at < end) + sum(day["pruned_created"] for day in days)
         outflow = sum(1 for at, _, _ in d.sales if at < end) + sum(day["pruned_sales"] for day in days)
         d.flows["window"] = _Flows(inflow, outflow, tracked)
-        m = _ip_measures(d, w)
-        measures[key] = {name: m[name] for name in SEGMENT_MEASURES}
+        # a segment's measures are its listings' (docs/concepts/measures.md "Segments"): the IP's search totals
+        # (supply, coverage) and the heat's 7-day baseline are not the segment's
+        measures[key] = _ip_measures(d, w).segment()
     return measures
 
 
@@ -543,7 +574,7 @@ def window_bounds(hours: int, now: float) -> tuple[datetime, datetime]:
 class _Summaries:
     """The daily rows' summaries of pruned listings of one IP, from the previous window's cohort start on."""
 
-    days: list[dict[str, Any]] = field(default_factory=list)
+    days: list[dict[str, Any]] = field(default_factory=list)  # the daily rows as read: column name → value
 
 
 def _load_summaries(ip_ids: Sequence[int] | None, w: Window, data: dict[int, _IpData]) -> None:
@@ -635,7 +666,7 @@ class _LongParts:
                                            if day["day"] + timedelta(days=offset) < start)
         return parts
 
-    def measures(self, detail_cut_samples: int) -> dict[str, Any]:
+    def measures(self, detail_cut_samples: int) -> _PerListing:
         """The per-listing measures that read the summaries (the rest are as for any window)."""
         p = self.prices
         n_prices = p.count
@@ -644,20 +675,19 @@ class _LongParts:
         sales = self.sold_times.count
         # the interval: Greenwood's over the bucketed durations' risk sets (summaries.km_steps; definition 8)
         steps = summaries.km_steps(self.sold_times, self.censored) if sales >= MIN_SALES_TO_TIME else []
-        tts = {name: estimate(None if (v := summaries.km_quantile(self.sold_times, self.censored, q).estimate) is None
-                              else v / 3600.0, sales, MIN_SALES_TO_TIME, 2,
-                              None if (ci := intervals.km_steps_quantile_interval(steps, q)) is None else _hours(ci))
-               for name, q in TIME_QUANTILES.items()}
-        drawn = [[round(t / 3600.0, 4), round(share, 4)] for t, share in curve] if sales >= MIN_SALES_TO_TIME else []
-        return {
-            # the order-statistic interval's ranks read from the sketch (each end within its accuracy)
-            **{name: estimate(p.quantile(q), n_prices, MIN_PRICES, 2,
-                              None if (ranks := intervals.quantile_ranks(n_prices, q)) is None
-                              else (p.at_rank(ranks[0] - 1), p.at_rank(ranks[1] - 1)))
-               for name, q in PRICE_QUANTILES.items()},
-            "trimmed_mean_price": measure(p.trimmed_mean(robust.TRIM), n_prices, MIN_PRICES, 2),
-            "time_to_sell_hours": tts | {"listings": self.sold_times.count + self.censored.count, "curve": drawn},
-            "price_cut_share": measure(self.cuts.count / cut_samples if cut_samples else None, cut_samples,
-                                       MIN_CUT_SAMPLES),
-            "median_price_cut": measure(self.cuts.quantile(0.5), self.cuts.count, 1),
-        }
+        tts_p25, tts_median, tts_p75 = (
+            estimate(None if (v := summaries.km_quantile(self.sold_times, self.censored, q).estimate) is None
+                     else v / 3600.0, sales, MIN_SALES_TO_TIME, 2,
+                     None if (ci := intervals.km_steps_quantile_interval(steps, q)) is None else _hours(ci))
+            for q in TIME_QUANTILES.values())
+        drawn = _drawn(curve) if sales >= MIN_SALES_TO_TIME else ()
+        # the order-statistic interval's ranks read from the sketch (each end within its accuracy)
+        p25, median, p75 = (estimate(p.quantile(q), n_prices, MIN_PRICES, 2,
+                                     None if (ranks := intervals.quantile_ranks(n_prices, q)) is None
+                                     else (p.at_rank(ranks[0] - 1), p.at_rank(ranks[1] - 1)))
+                            for q in PRICE_QUANTILES.values())
+        return _PerListing(
+            p25, median, p75, measure(p.trimmed_mean(robust.TRIM), n_prices, MIN_PRICES, 2),
+            TimeToSell(tts_p25, tts_median, tts_p75, self.sold_times.count + self.censored.count, drawn),
+            measure(self.cuts.count / cut_samples if cut_samples else None, cut_samples, MIN_CUT_SAMPLES),
+            measure(self.cuts.quantile(0.5), self.cuts.count, 1))

@@ -1,5 +1,9 @@
 """``/api/v1``: the JSON (and CSV) the pages draw, for scripts too. Its OpenAPI document is at
-``/api/v1/openapi.json``."""
+``/api/v1/openapi.json``.
+
+The read side's refusals are answered by the application's handlers (``lib.web.app``), whichever route they
+come from: an IP no one has (``UnknownIp``) with 404, a window beyond what the storage keeps
+(``WindowBeyondRetention``) with 400; each route declares the ones it can answer (``problems``)."""
 
 from __future__ import annotations
 
@@ -19,7 +23,7 @@ from lib.market import series
 from lib.market.insufficient import left_out_why
 from lib.market.rankings import LEADERBOARD_KINDS
 from lib.market.read_side import COMMON_WINDOWS, SEGMENT_COLUMNS, ReadSide, segment_row
-from lib.market.retention import WindowBeyondRetention, max_segment_hours, max_window_hours
+from lib.market.retention import max_segment_hours, max_window_hours
 from lib.market.windows import HEAT_NEEDS, NEEDS
 from lib.messaging.dead_letters import DeadLetters, NotRequeueable
 from lib.web import schemas
@@ -135,10 +139,7 @@ def leaderboard(ctx: WebContext = Depends(context), hours: int = Depends(hours_p
                 format: Literal["json", "csv"] = "json") -> Any:
     if by not in LEADERBOARD_KINDS:
         raise HTTPException(400, f"unknown measure {by!r}; expected one of {', '.join(LEADERBOARD_KINDS)}")
-    try:
-        board, ranked = ctx.read_side.ranking(by, hours)  # every IP: the filter searches them all
-    except WindowBeyondRetention as e:
-        raise HTTPException(400, str(e)) from None
+    board, ranked = ctx.read_side.ranking(by, hours)  # every IP: the filter searches them all
     needle = q.strip().casefold()
     rows = [r for r in ranked
             if not needle or needle in str(r["name"]).casefold() or needle in str(r["keyword"]).casefold()][:limit]
@@ -154,12 +155,7 @@ def leaderboard(ctx: WebContext = Depends(context), hours: int = Depends(hours_p
 
 
 def _ip_detail(ctx: WebContext, ip_id: int, hours: int) -> dict[str, Any]:
-    try:
-        detail = dict(ctx.read_side.ip_detail(ip_id, hours))
-    except LookupError as e:
-        raise HTTPException(404, str(e)) from None
-    except WindowBeyondRetention as e:
-        raise HTTPException(400, str(e)) from None
+    detail = dict(ctx.read_side.ip_detail(ip_id, hours))
     detail["latest_sales"] = series.latest_sales(ip_id)
     detail["search_totals"] = series.search_totals(ip_id, ctx.read_side.clock.now() - hours * 3600)
     return detail
@@ -187,12 +183,7 @@ def ip_days(ip_id: IpId, ctx: WebContext = Depends(context),
                                           "/meta), reaching before the hourly rows' horizon; more is refused with "
                                           "400"),
             format: Literal["json", "csv"] = "json") -> Any:
-    try:
-        result = ctx.read_side.ip_days(ip_id, days)
-    except LookupError as e:
-        raise HTTPException(404, str(e)) from None
-    except WindowBeyondRetention as e:
-        raise HTTPException(400, str(e)) from None
+    result = ctx.read_side.ip_days(ip_id, days)
     if format == "csv":
         return _csv(result["series"], list(schemas.DayPoint.model_fields), f"animetop-ip-{ip_id}-{days}d.csv")
     return result
@@ -207,12 +198,7 @@ def ip_segments(ip_id: IpId, ctx: WebContext = Depends(context),
                                                "summaries); a longer one is refused with 400"),
                 by: Literal["goods", "character"] = Query("goods", description="goods types or characters"),
                 format: Literal["json", "csv"] = "json") -> Any:
-    try:
-        result = ctx.read_side.segments(ip_id, hours, by)
-    except LookupError as e:
-        raise HTTPException(404, str(e)) from None
-    except WindowBeyondRetention as e:
-        raise HTTPException(400, str(e)) from None
+    result = ctx.read_side.segments(ip_id, hours, by)
     if format == "csv":
         return _csv([segment_row(s) for s in result["segments"]], SEGMENT_COLUMNS,
                     f"animetop-ip-{ip_id}-{by}-{hours}h.csv")
@@ -227,10 +213,7 @@ def segments_board(ctx: WebContext = Depends(context),
                    by: Literal["goods", "character"] = Query("goods", description="goods types or characters"),
                    format: Literal["json", "csv"] = "json") -> Any:
     """What sells across franchises: each goods type (or character) over every IP's listings."""
-    try:
-        result = ctx.read_side.segments_board(hours, by)
-    except WindowBeyondRetention as e:
-        raise HTTPException(400, str(e)) from None
+    result = ctx.read_side.segments_board(hours, by)
     if format == "csv":
         return _csv([segment_row(s) for s in result["segments"]], SEGMENT_COLUMNS, f"animetop-{by}-{hours}h.csv")
     return result

@@ -18,7 +18,8 @@ from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoin
 from starlette.routing import Match
 
 from lib.core.redaction import redact_text
-from lib.market.retention import max_window_hours
+from lib.market.retention import WindowBeyondRetention, max_window_hours
+from lib.segments.character_store import UnknownIp
 from lib.web import characters_api
 from lib.web.api import IpId, WebContext, router
 from lib.web.openapi import document
@@ -80,6 +81,17 @@ async def database_unavailable(request: Request, exc: Exception) -> Response:
                         headers={"Retry-After": str(DATABASE_RETRY_AFTER)})
 
 
+async def unknown_ip(request: Request, exc: Exception) -> Response:
+    """404 for an IP no one has, from any route (the read side's answers, the character lists)."""
+    return await http_exception_handler(request, HTTPException(404, str(exc)))
+
+
+async def window_beyond_retention(request: Request, exc: Exception) -> Response:
+    """400 for a window (or a number of days) longer than the storage keeps: the request asks for what no setting
+    of this server answers (``max_hours``, ``max_days``, ``max_segment_hours`` of /meta)."""
+    return await http_exception_handler(request, HTTPException(400, str(exc)))
+
+
 def create_app(ctx: WebContext) -> FastAPI:
     """The application over ``ctx`` (see ``WebContext``)."""
     app = FastAPI(title="animetop", version="1", openapi_url="/api/v1/openapi.json", docs_url=None, redoc_url=None,
@@ -88,6 +100,9 @@ def create_app(ctx: WebContext) -> FastAPI:
     app.state.context = ctx
     app.add_middleware(SecurityHeaders)
     app.add_exception_handler(405, method_not_allowed)
+    # the read side's refusals, answered the same from every route (each route's ``responses`` declares them)
+    app.add_exception_handler(UnknownIp, unknown_ip)
+    app.add_exception_handler(WindowBeyondRetention, window_beyond_retention)
     # peewee's errors of the connection and of the server's state; a query the server refuses is an
     # OperationalError too on SQLite (a missing table), which is no client's fault either
     app.add_exception_handler(peewee.OperationalError, database_unavailable)

@@ -25,22 +25,18 @@ CONFLICT: dict[int | str, dict[str, Any]] = {409: {"model": schemas.Problem,
 
 
 def _listing(ip_id: int) -> dict[str, Any]:
-    try:
-        rows = store.stored_characters(ip_id)
-    except store.UnknownIp as e:
-        raise HTTPException(404, str(e)) from None
+    rows = store.stored_characters(ip_id)  # an unknown IP: 404 (lib.web.app)
     return {"ip_id": ip_id, "characters": [
         {"name": r.name, "aliases": list(r.aliases), "created_at": to_timestamp(r.created_at),
          "updated_at": to_timestamp(r.updated_at)} for r in rows]}
 
 
 def _changing(ctx: WebContext, ip_id: int, change, where: tuple[str | int, ...]) -> dict[str, Any]:
-    """The list after ``change()`` (truthy: it changed something), with the refusals as statuses. A change
-    segments the IP's stored listings again, so that its character segments follow the list at once."""
+    """The list after ``change()`` (truthy: it changed something), with the refusals as statuses (an unknown IP:
+    404, lib.web.app). A change segments the IP's stored listings again, so that its character segments follow the
+    list at once."""
     try:
         changed = bool(change())
-    except store.UnknownIp as e:
-        raise HTTPException(404, str(e)) from None
     except MatcherConflict as e:
         raise HTTPException(409, str(e)) from None
     except CharacterListError as e:  # what the body's schema states, should pydantic have let it through

@@ -70,5 +70,5 @@ def test_coverage_of_a_demo_like_run_stays_within_100_percent(db, settings):
     expected = expected_window(script, hours, now, MINIMUMS)["coverage"]
     assert expected is not None and 0.3 < expected <= 1.0, expected
     ip_id = deliver(settings, script, "in_order", 0)
-    got = window_measures([ip_id], hours, now)[ip_id]["coverage"]
+    got = window_measures([ip_id], hours, now)[ip_id].to_json()["coverage"]
     assert got["value"] is not None and round(got["value"], 3) == round(expected, 3)

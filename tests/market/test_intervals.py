@@ -403,7 +403,7 @@ def test_heat_interval_coverage_on_simulated_hours(window_rate, base_rate, cohor
         baseline = _Flows(outflow=sum(poisson(rng, base_rate) for _ in range(168)), hours=168)
         sold = sum(rng.random() < p for _ in range(cohort))
         heat = _heat(window, baseline, sold / cohort, cohort)
-        hits += covered(tuple(heat["interval"]), truth)
+        hits += covered(tuple(heat.heat.interval), truth)
     assert_coverage(hits, draws)
 
 
@@ -441,5 +441,5 @@ def test_momentum_interval_coverage_on_simulated_hours(hours, rates, cohort, p):
         cohort_sold = [sum(rng.random() < share for _ in range(n)) for n, share in zip(cohort, p)]
         heat = _heat(ranges["window"], ranges["baseline"], cohort_sold[0] / cohort[0], cohort[0])
         previous = _heat(ranges["previous"], ranges["previous_baseline"], cohort_sold[1] / cohort[1], cohort[1])
-        hits += covered(tuple(_momentum(heat, previous, ranges, hours)["interval"]), truth)
+        hits += covered(tuple(_momentum(heat, previous, ranges, hours).interval), truth)
     assert_coverage(hits, draws)

@@ -119,7 +119,7 @@ def test_segments_answer_long_windows_from_their_daily_summaries(db, short):  # 
     mine = segments(short, ip_id, now, WINDOW)
     assert set(board) == set(mine)
     for key, m in board.items():
-        assert {k: v for k, v in flatten(m, segment=True).items()} == flatten(mine[key], segment=True), key
+        assert {k: v for k, v in flatten(m.to_json(), segment=True).items()} == flatten(mine[key], segment=True), key
     # a second pass changes nothing
     assert prune(short, now).dormant_listings == 0
     assert segments(short, ip_id, now, WINDOW) == mine
@@ -175,7 +175,7 @@ def test_a_segments_window_before_the_first_segment_summaries_is_refused(db, sho
         side.segments(ip_id, 72, GOODS)
     with pytest.raises(WindowBeyondRetention, match="segments' daily summaries begin"):
         side.segments_board(72, GOODS)
-    assert side.measures(ip_id, 72)["inflow"]["n"] == 0  # the IP's window is answered
+    assert side.measures(ip_id, 72).inflow.n == 0  # the IP's window is answered
     # a later pass keeps the mark where it was
     prune(short, now + DAY)
     assert segments_summarized_from() == earlier

@@ -44,7 +44,7 @@ def history():
 
 
 def read(settings, ip_id: int, at: float, hours: int) -> dict:
-    return ReadSide(settings, None, FrozenClock(at)).measures(ip_id, hours)
+    return ReadSide(settings, None, FrozenClock(at)).measures(ip_id, hours).to_json()
 
 
 def counts(m: dict) -> dict:

@@ -95,7 +95,7 @@ def apply(settings, ip_id: int, script: Script, first: int = 0, task: str = "t")
 
 
 def measures(ip_id: int, now: float) -> dict[int, dict]:
-    return {hours: flatten(window_measures([ip_id], hours, now)[ip_id]) for hours in (1, 3, 6, 12)}
+    return {hours: flatten(window_measures([ip_id], hours, now)[ip_id].to_json()) for hours in (1, 3, 6, 12)}
 
 
 def assert_definition(script: Script, ip_id: int, now: float) -> None:

@@ -90,7 +90,7 @@ def check_segments(script: Script, ip_id: int, kind: str, segments: dict[str, se
                    now: float) -> dict[str, dict]:
     """Each segment's measures against the definitions over the script restricted to its listings; the
     segments answered are those with a listing created or sold in the window. Returns the expected values."""
-    got = {key: flatten(m, segment=True) for key, m in segment_measures(ip_id, kind, hours, now).items()}
+    got = {key: flatten(m.to_json(), segment=True) for key, m in segment_measures(ip_id, kind, hours, now).items()}
     expected = {key: expected_window(restricted(script, sids), hours, now, MINIMUMS)
                 for key, sids in segments.items()}
     assert set(got) == {key for key, e in expected.items() if e["inflow"] or e["outflow"]}, (hours, set(got))
@@ -224,7 +224,7 @@ def test_the_board_across_ips_pools_every_ips_listings_of_a_type(db, settings, e
     # the IPs' own boards add up to it
     for key in ("can_badge", "acrylic_stand"):
         per_ip = [segment_measures(ip, GOODS, hours, now).get(key) for ip in ips.values()]
-        assert sum(m["outflow"]["value"] for m in per_ip if m) == got[key]["outflow"]["value"]
+        assert sum(m.outflow.value for m in per_ip if m) == got[key]["outflow"]["value"]
     # the command line (on the wall clock, the scripted market's hours ahead of it: the table's shape, and JSON)
     table = run_cli(env, "segments", "board", "--hours", "24")
     assert table.returncode == 0, table.stderr

@@ -34,7 +34,7 @@ def test_window_measures_equal_the_definition(db, settings, seed):
     for hours in (6, 12, 24, 1):
         expected = expected_window(script, hours, now, MINIMUMS)
         for ip_id in ip_ids:
-            got = flatten(window_measures([ip_id], hours, now)[ip_id])
+            got = flatten(window_measures([ip_id], hours, now)[ip_id].to_json())
             wrong = {k: (got[k], expected[k]) for k in expected if not close(got[k], expected[k])}
             assert not wrong, (hours, wrong)
         if hours == 6:  # the script has enough for each measure here
@@ -49,7 +49,7 @@ def test_insufficient_is_not_zero(db, settings):
     script = make_script(6, n_crawls=3)
     ip_id = deliver(settings, script, "in_order", 6)
     now = max(at for at, _ in script.crawls) + 60
-    m = window_measures([ip_id], 1, now)[ip_id]
+    m = window_measures([ip_id], 1, now)[ip_id].to_json()
     for name in ("heat", "momentum"):
         assert m[name]["value"] is None  # no trailing baseline yet
     assert m["heat"]["n"] >= 0
@@ -65,7 +65,7 @@ def test_insufficient_says_why_and_when(db, settings):
     script = make_script(6, n_crawls=3)
     ip_id = deliver(settings, script, "in_order", 6)
     now = max(at for at, _ in script.crawls) + 60
-    m = window_measures([ip_id], 1, now)[ip_id]
+    m = window_measures([ip_id], 1, now)[ip_id].to_json()
     wants = {"median_price": (5, "sold prices in the window"), "sell_through": (10, "listings created in the window"),
              "price_cut_share": (5, "sales in the window seen on sale first"),
              "coverage": (10, "sales of growth in the sold search's total between the window's crawls")}

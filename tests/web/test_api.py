@@ -11,12 +11,14 @@ from datetime import timedelta
 from urllib.parse import quote
 
 import jsonschema
+import pytest
 
 from lib.core.clock import FrozenClock, naive_utc
 from lib.core.redis_client import state_redis
 from lib.core.settings import load_settings
 from lib.market.processing import CrawlResult, ResultProcessor
-from lib.market.read_side import SEGMENT_COLUMNS
+from lib.market.read_side import SEGMENT_COLUMNS, ReadSide
+from lib.market.retention import WindowBeyondRetention, max_segment_hours, max_window_hours
 from models import IpMetadata, IpStatsHourly, ItemSnapshot
 
 from ..helpers import wait_for
@@ -382,3 +384,35 @@ def test_status_shows_crawler_drift(dashboard, settings):
     drift = reply.json()["crawler_drift"]
     assert drift["crawls"] == CRAWLS and drift["pages_by_source"] == {"dom": 2 * CRAWLS}
     assert drift["alert"] == ["api_path_missing"]
+
+
+def test_refusals_answer_the_same_from_every_route(dashboard, settings):
+    """An IP no one has is answered 404 and a window past what the storage keeps 400, each with the read side's
+    reason as the body, from every route that reads them (one handler each, lib.web.app), as each route's
+    document states."""
+    side, doc = ReadSide(settings, None, dashboard.clock), openapi(dashboard)
+    url, ip = f"{dashboard.url}/api/v1", dashboard.ips[0].id
+    for path, route in [("/ips/999999", "/ips/{ip_id}"), ("/ips/999999/series.csv", "/ips/{ip_id}/series.csv"),
+                        ("/ips/999999/days", "/ips/{ip_id}/days"), ("/ips/999999/segments", "/ips/{ip_id}/segments")]:
+        reply = call(url + path)
+        assert (reply.status, reply.json()) == (404, {"detail": "no IP with id 999999"}), path
+        check_against_openapi(doc, f"/api/v1{route}", "get", reply)
+
+    def reason(refused) -> str:
+        with pytest.raises(WindowBeyondRetention) as e:
+            refused()
+        return str(e.value)
+
+    hours, segment_hours = max_window_hours(settings) + 1, max_segment_hours(settings) + 1
+    window = reason(lambda: side.check_window(hours))
+    segments = reason(lambda: side.check_segment_window(segment_hours))
+    days = reason(lambda: side.ip_days(ip, side.max_days() + 1))
+    for path, route, why in [(f"/leaderboard?hours={hours}", "/leaderboard", window),
+                             (f"/ips/{ip}?hours={hours}", "/ips/{ip_id}", window),
+                             (f"/ips/{ip}/series.csv?hours={hours}", "/ips/{ip_id}/series.csv", window),
+                             (f"/ips/{ip}/days?days={side.max_days() + 1}", "/ips/{ip_id}/days", days),
+                             (f"/ips/{ip}/segments?hours={segment_hours}", "/ips/{ip_id}/segments", segments),
+                             (f"/segments?hours={segment_hours}", "/segments", segments)]:
+        reply = call(url + path)
+        assert (reply.status, reply.json()) == (400, {"detail": why}), path
+        check_against_openapi(doc, f"/api/v1{route}", "get", reply)
