@@ -91,7 +91,7 @@ def _db_partitions(settings, drop_before: str | None) -> int:
                   f"open windows still read those hours", file=sys.stderr)
             return 2
         from lib.core.db import database
-        from lib.market.retention import roll_up
+        from lib.market.daily import roll_up
         from models import IpMetadata
 
         with database.atomic():

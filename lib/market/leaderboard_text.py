@@ -5,6 +5,12 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import TYPE_CHECKING
+
+from lib.market.values import JsonObject
+
+if TYPE_CHECKING:
+    from lib.market.read_side import ReadSide
 
 #: Leaderboard columns: (key, header, width, format of a value).
 BOARD_COLUMNS = [("heat", "HEAT", 6, "{:.1f}"), ("momentum", "MOM", 6, "{:+.1f}"), ("outflow", "OUT", 6, "{}"),
@@ -15,7 +21,7 @@ COUNT_OF = {"heat": "heat_n", "sell_through": "sell_through_n", "median_price": 
             "time_to_sell": "time_to_sell_n"}
 
 
-def _cell(row: dict, key: str, fmt: str) -> str:
+def _cell(row: JsonObject, key: str, fmt: str) -> str:
     value = row.get(key)
     if value is not None:
         return fmt.format(value)
@@ -29,7 +35,7 @@ CSV_COLUMNS = ["rank", "ip_id", "keyword", "heat", "heat_n", "momentum", "outflo
                "supply", "coverage", "tracked_hours"]
 
 
-def print_leaderboard(side, by: str, hours: int, limit: int | None, fmt: str = "table") -> None:
+def print_leaderboard(side: ReadSide, by: str, hours: int, limit: int | None, fmt: str = "table") -> None:
     """The first ``limit`` IPs ranked by ``by`` over the last ``hours`` hours of ``side`` (a ``ReadSide``), as a
     table (``BOARD_COLUMNS``), JSON or CSV: ``animetop leaderboard``, and the demo's closing board."""
     rows = side.leaderboard(by, hours, limit)

@@ -40,7 +40,7 @@ def _no_marks_table(error: peewee.DatabaseError) -> bool:
     if isinstance(cause, pymysql.MySQLError):
         return bool(cause.args) and cause.args[0] == MYSQL_NO_SUCH_TABLE
     if isinstance(cause, sqlite3.Error):
-        return not StorageMark.table_exists()
+        return not StorageMark.table_exists()  # type: ignore[no-untyped-call]  # peewee leaves it unannotated
     return False
 
 

@@ -19,6 +19,7 @@ import hashlib
 import hmac
 import secrets
 import time
+from collections.abc import Callable
 
 from fastapi import HTTPException, Request
 from fastapi.security import APIKeyCookie, HTTPBearer
@@ -44,7 +45,7 @@ class OperatorAuth:
       clock: seconds since the epoch, for session expiry (real time: sessions are about people).
     """
 
-    def __init__(self, token: str | None, clock=time.time) -> None:
+    def __init__(self, token: str | None, clock: Callable[[], float] = time.time) -> None:
         self.token = token
         self.clock = clock
         self._key = hashlib.sha256(b"animetop-dashboard\0" + token.encode()).digest() if token else b""

@@ -3,6 +3,7 @@ read by anyone, changed by the operator (the token, as requeue and purge of dead
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Path
@@ -31,7 +32,8 @@ def _listing(ip_id: int) -> dict[str, Any]:
          "updated_at": to_timestamp(r.updated_at)} for r in rows]}
 
 
-def _changing(ctx: WebContext, ip_id: int, change, where: tuple[str | int, ...]) -> dict[str, Any]:
+def _changing(ctx: WebContext, ip_id: int, change: Callable[[], object],
+              where: tuple[str | int, ...]) -> dict[str, Any]:
     """The list after ``change()`` (truthy: it changed something), with the refusals as statuses (an unknown IP:
     404, lib.web.app). A change segments the IP's stored listings again, so that its character segments follow the
     list at once."""
