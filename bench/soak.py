@@ -123,7 +123,7 @@ def market(tmp: Path, options: Options) -> Iterator[tuple[Settings, DemoClock, l
     from lib.core.clock import set_clock
     from lib.core.db import bind_database
     from lib.core.redis_client import state_redis
-    from lib.core.schema import create_tables
+    from lib.market.schema import create_tables
     from lib.scheduling.catalogue import Catalogue
     from lib.scheduling.schedule import ScheduleStore
 

@@ -27,15 +27,23 @@ def crawl_settings(env, sim, chromium):
                                              SCHEDULER_PAGES_SOLD="1", CRAWL_PAGE_TIMEOUT="30s"))
 
 
-def browsers() -> list[int]:
-    """This test process's browser processes (Chromium's zygotes and renderers are theirs)."""
-    return children(os.getpid())
+def browsers(before: set[int]) -> list[int]:
+    """The browser processes this test process started (Chromium's zygotes and renderers are theirs): its children
+    but those it had ``before`` (an earlier test of the same worker may leave a child, a zombie until reaped)."""
+    return [pid for pid in children(os.getpid()) if pid not in before]
+
+
+def started_since(before: set[int]) -> set[int]:
+    """The processes below this one that were not there ``before``."""
+    return set(descendants(os.getpid())) - before
 
 
 @pytest.mark.parametrize("held", ["on_sale", "sold"])
 def test_a_crawl_cancelled_mid_page_stops_and_leaves_nothing_behind(crawl_settings, sim, held):
     """Cancelled while a page waits for its API answer: the first page (which also scrolls while it loads, a
     child task of the page) or the next one."""
+
+    before = set(descendants(os.getpid()))
 
     async def go() -> None:
         crawler = Crawler.from_settings(crawl_settings)
@@ -45,7 +53,7 @@ def test_a_crawl_cancelled_mid_page_stops_and_leaves_nothing_behind(crawl_settin
             browser = crawler.manager.browser
             assert browser is not None
             pages_between_crawls = browser.page_count()
-            assert browsers() == [browser.pid]
+            assert browsers(before) == [browser.pid]
             loads, api_calls = sim.counters["pages"], sim.counters["api"]
             if held == "on_sale":
                 sim.set_mode("slow", delay_ms=HELD_MS)
@@ -64,7 +72,7 @@ def test_a_crawl_cancelled_mid_page_stops_and_leaves_nothing_behind(crawl_settin
             # the cut-short page's tab is closed, not kept; no other browser was started
             await wait_until(lambda: browser.page_count() == pages_between_crawls - 1, timeout=5,
                              what="the cancelled crawl's tab to close")
-            assert crawler.manager.browser is browser and browsers() == [browser.pid]
+            assert crawler.manager.browser is browser and browsers(before) == [browser.pid]
             after = await crawler.crawl(1, KEYWORD, "t-after")
             assert after["pages_crawled"] == 2 and after["errors"] == {}
             assert len(after["items"]) == len(sim.truth(KEYWORD, {"on_sale"}, 1)) + len(
@@ -72,7 +80,7 @@ def test_a_crawl_cancelled_mid_page_stops_and_leaves_nothing_behind(crawl_settin
         finally:
             sim.set_mode("normal")
             await crawler.close()
-        await wait_until(lambda: not descendants(os.getpid()), timeout=10, what="every Chromium process to exit")
+        await wait_until(lambda: not started_since(before), timeout=10, what="every Chromium process to exit")
 
     asyncio.run(go())
 

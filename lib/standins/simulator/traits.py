@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from functools import cache
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -205,7 +205,7 @@ def parse_traits(raw: dict[str, Any]) -> Traits:
     )
 
 
-@cache
+@lru_cache(maxsize=8)  # one entry per traits file; the tests read a few
 def load_traits(path: Path = TRAITS_FILE) -> Traits:
     """The traits of ``path`` (default: the shipped ``market_traits.toml``)."""
     with path.open("rb") as f:
