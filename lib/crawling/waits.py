@@ -11,10 +11,14 @@ never raises a child's outcome and always raises the caller's cancellation (docs
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
+#: How long a cancelled child is waited for: a child that honours its cancellation ends within a turn or two.
+CANCEL_BOUND = 5.0
 
 
 def retrieve(future: asyncio.Future[Any]) -> None:
@@ -44,13 +48,16 @@ async def within(awaitable: Awaitable[T], seconds: float) -> T:
 
 
 async def cancel_and_wait(*tasks: asyncio.Future[Any] | None) -> None:
-    """Cancel the unfinished ``tasks`` (None: no task) and wait until every one has ended; their outcomes are
-    dropped. The caller's own cancellation during the wait propagates; a child's ``CancelledError`` is only that
-    child's outcome."""
+    """Cancel the unfinished ``tasks`` (None: no task) and wait until every one has ended, at most
+    ``CANCEL_BOUND``; their outcomes are dropped. The caller's own cancellation during the wait propagates; a
+    child's ``CancelledError`` is only that child's outcome."""
     children = {task for task in tasks if task is not None}
     for task in children:
         task.add_done_callback(retrieve)
         task.cancel()
     running = {task for task in children if not task.done()}
     if running:
-        await asyncio.wait(running)
+        _, stuck = await asyncio.wait(running, timeout=CANCEL_BOUND)
+        if stuck:  # a child that ignores its cancellation is left to end on its own, not waited for forever
+            logger.warning("%d cancelled crawler task(s) still running after %.0f s; left to end on their own",
+                           len(stuck), CANCEL_BOUND)

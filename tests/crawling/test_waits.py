@@ -72,6 +72,30 @@ def test_cancel_and_wait_ends_the_children_and_drops_their_outcomes():
     assert asyncio.run(go()) == (True, True)
 
 
+def test_cancel_and_wait_gives_up_on_a_child_that_ignores_its_cancellation(monkeypatch, caplog):
+    """Every wait has a bound: a child that swallows its cancellation is left running, with a WARNING."""
+    monkeypatch.setattr("lib.crawling.waits.CANCEL_BOUND", 0.2)
+
+    async def stubborn(go_on: asyncio.Event) -> None:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            await go_on.wait()  # ignores it
+
+    async def go() -> bool:
+        go_on = asyncio.Event()
+        child = asyncio.ensure_future(stubborn(go_on))
+        await asyncio.sleep(0)
+        await asyncio.wait_for(cancel_and_wait(child), BOUND)
+        still_running = not child.done()
+        go_on.set()
+        await asyncio.wait({child}, timeout=BOUND)
+        return still_running
+
+    assert asyncio.run(go())
+    assert "still running after" in caplog.text
+
+
 def test_a_cancellation_that_comes_with_the_result_is_not_lost():
     """``asyncio.wait_for`` before Python 3.12 returns the result and drops the cancellation when both come in the
     same turn of the loop; ``result_within`` and ``within`` raise the cancellation."""
