@@ -8,8 +8,8 @@ answers have always had.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, fields
+from typing import Any, TypeVar, get_type_hints
 
 #: A JSON object: the form a value leaves in (answers, caches, stored rows) and is read back from, and nowhere else.
 JsonObject = dict[str, Any]
@@ -20,6 +20,31 @@ Interval = tuple[float | None, float | None]
 
 def _interval(data: list[float | None] | None) -> Interval | None:
     return None if data is None else (data[0], data[1])
+
+
+M = TypeVar("M")
+
+
+def _fields_to_json(value: Any) -> JsonObject:
+    """A dataclass of measures as JSON: each field's ``to_json``, under its name, in the order of the fields."""
+    return {f.name: getattr(value, f.name).to_json() for f in fields(value)}
+
+
+#: Each class of measures' fields with their types (two classes: ``SegmentMeasures``, ``WindowMeasures``).
+_FIELD_TYPES: dict[type, tuple[tuple[str, Any], ...]] = {}
+
+
+def _field_types(cls: type) -> tuple[tuple[str, Any], ...]:
+    found = _FIELD_TYPES.get(cls)
+    if found is None:
+        hints = get_type_hints(cls)
+        found = _FIELD_TYPES[cls] = tuple((f.name, hints[f.name]) for f in fields(cls))
+    return found
+
+
+def _fields_from_json(cls: type[M], data: JsonObject) -> M:
+    """``_fields_to_json`` read back: each field by its type's ``from_json``."""
+    return cls(**{name: kind.from_json(data[name]) for name, kind in _field_types(cls)})
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,25 +147,11 @@ class SegmentMeasures:
     median_price_cut: Measure
 
     def to_json(self) -> JsonObject:
-        return {"inflow": self.inflow.to_json(), "outflow": self.outflow.to_json(),
-                "liquidity": self.liquidity.to_json(), "median_price": self.median_price.to_json(),
-                "p25_price": self.p25_price.to_json(), "p75_price": self.p75_price.to_json(),
-                "trimmed_mean_price": self.trimmed_mean_price.to_json(), "sell_through": self.sell_through.to_json(),
-                "time_to_sell_hours": self.time_to_sell_hours.to_json(),
-                "price_cut_share": self.price_cut_share.to_json(),
-                "median_price_cut": self.median_price_cut.to_json()}
+        return _fields_to_json(self)
 
     @classmethod
     def from_json(cls, data: JsonObject) -> SegmentMeasures:
-        return cls(inflow=Measure.from_json(data["inflow"]), outflow=Measure.from_json(data["outflow"]),
-                   liquidity=Measure.from_json(data["liquidity"]),
-                   median_price=Estimate.from_json(data["median_price"]),
-                   p25_price=Estimate.from_json(data["p25_price"]), p75_price=Estimate.from_json(data["p75_price"]),
-                   trimmed_mean_price=Measure.from_json(data["trimmed_mean_price"]),
-                   sell_through=Estimate.from_json(data["sell_through"]),
-                   time_to_sell_hours=TimeToSell.from_json(data["time_to_sell_hours"]),
-                   price_cut_share=Measure.from_json(data["price_cut_share"]),
-                   median_price_cut=Measure.from_json(data["median_price_cut"]))
+        return _fields_from_json(cls, data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,29 +191,11 @@ class WindowMeasures:
                                self.price_cut_share, self.median_price_cut)
 
     def to_json(self) -> JsonObject:
-        return {"inflow": self.inflow.to_json(), "outflow": self.outflow.to_json(),
-                "liquidity": self.liquidity.to_json(), "p25_price": self.p25_price.to_json(),
-                "median_price": self.median_price.to_json(), "p75_price": self.p75_price.to_json(),
-                "trimmed_mean_price": self.trimmed_mean_price.to_json(), "sell_through": self.sell_through.to_json(),
-                "time_to_sell_hours": self.time_to_sell_hours.to_json(),
-                "price_cut_share": self.price_cut_share.to_json(), "median_price_cut": self.median_price_cut.to_json(),
-                "supply": self.supply.to_json(), "hours_of_supply": self.hours_of_supply.to_json(),
-                "coverage": self.coverage.to_json(), "heat": self.heat.to_json(), "momentum": self.momentum.to_json()}
+        return _fields_to_json(self)
 
     @classmethod
     def from_json(cls, data: JsonObject) -> WindowMeasures:
-        return cls(inflow=Measure.from_json(data["inflow"]), outflow=Measure.from_json(data["outflow"]),
-                   liquidity=Measure.from_json(data["liquidity"]), p25_price=Estimate.from_json(data["p25_price"]),
-                   median_price=Estimate.from_json(data["median_price"]),
-                   p75_price=Estimate.from_json(data["p75_price"]),
-                   trimmed_mean_price=Measure.from_json(data["trimmed_mean_price"]),
-                   sell_through=Estimate.from_json(data["sell_through"]),
-                   time_to_sell_hours=TimeToSell.from_json(data["time_to_sell_hours"]),
-                   price_cut_share=Measure.from_json(data["price_cut_share"]),
-                   median_price_cut=Measure.from_json(data["median_price_cut"]),
-                   supply=Measure.from_json(data["supply"]), hours_of_supply=Measure.from_json(data["hours_of_supply"]),
-                   coverage=Measure.from_json(data["coverage"]), heat=Estimate.from_json(data["heat"]),
-                   momentum=Estimate.from_json(data["momentum"]))
+        return _fields_from_json(cls, data)
 
 
 @dataclass(frozen=True, slots=True)
