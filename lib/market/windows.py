@@ -20,7 +20,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -30,6 +30,7 @@ import peewee
 from lib.core.clock import naive_utc, to_timestamp
 from lib.core.db import database, is_mysql
 from lib.market import insufficient, intervals, robust, summaries
+from lib.market.columns import CreatedRows, SaleRows
 from lib.market.marks import details_pruned_before
 from lib.market.statistics import hour_bucket, hour_start, tuples
 from lib.market.summaries import Sketch
@@ -78,10 +79,11 @@ RATE_FLOOR = 1 / 24
 RECENT_HOURS = 24
 
 
-def raw(query: Any) -> list[tuple[Any, ...]]:
+def raw(query: Any) -> Iterator[tuple[Any, ...]]:
     """A select's rows as the driver returns them: no per-value conversion (none of these columns needs one),
-    which is most of the cost of reading a month of events."""
-    return list(database.execute(query).fetchall())
+    which is most of the cost of reading a month of events. Streamed, not fetched whole: a week's rows held at
+    once at every refresh would set the worker's memory high-water mark by the window's size."""
+    return iter(database.execute(query))
 
 
 def measure(value: float | None, n: int, minimum: int = 1, places: int = 4) -> Measure:
@@ -109,8 +111,8 @@ class _Flows:
 @dataclass
 class _IpData:
     flows: dict[str, _Flows] = field(default_factory=lambda: defaultdict(_Flows))
-    sales: list[tuple[float, int | None, int | None]] = field(default_factory=list)  # (at, price, listed)
-    created: list[tuple[float, float | None, float | None]] = field(default_factory=list)  # (at, sold, last seen)
+    sales: SaleRows = field(default_factory=SaleRows)  # (at, price, listed)
+    created: CreatedRows = field(default_factory=CreatedRows)  # (at, sold, last seen)
     previous_cohort: tuple[int, int] = (0, 0)  # listings created in the previous window, and how many sold in it
     supply: int | None = None
     sold_totals: list[tuple[float, int]] = field(default_factory=list)
@@ -294,7 +296,7 @@ def _load_listings(listings: _Listings, w: Window, data: dict[Any, _IpData]) -> 
         data[unit].created.append((at, sold_at, last_seen))
 
 
-def _sell_through(created: list[tuple[float, float | None, float | None]], start: float,
+def _sell_through(created: Iterable[tuple[float, float | None, float | None]], start: float,
                   end: float) -> tuple[float | None, int]:
     """Of the listings created in [start, end), the share seen sold before ``end`` (still open ones count as not
     sold), and the cohort's size; None below ``MIN_CREATED``."""
@@ -306,7 +308,7 @@ def _share(sold: int, cohort: int) -> float | None:
     return sold / cohort if cohort >= MIN_CREATED else None
 
 
-def _time_to_sell(created: list[tuple[float, float | None, float | None]], start: float, end: float) -> TimeToSell:
+def _time_to_sell(created: Iterable[tuple[float, float | None, float | None]], start: float, end: float) -> TimeToSell:
     """Kaplan–Meier over the listings created in the window: sold ones at sale − created, the others censored at
     their last sighting − created."""
     durations = []
@@ -344,7 +346,7 @@ def _wilson(share: float | None, cohort: int) -> tuple[float, float] | None:
     return None if share is None else intervals.wilson_interval(round(share * cohort), cohort)
 
 
-def _coverage(sold_totals: list[tuple[float, int]], sales: list[tuple[float, int | None, int | None]]) -> Measure:
+def _coverage(sold_totals: list[tuple[float, int]], sales: Iterable[tuple[float, int | None, int | None]]) -> Measure:
     """Observed sales between consecutive crawls against the growth of the sold search's total between them."""
     times = sorted(at for at, _, _ in sales)
     grown = observed = 0
