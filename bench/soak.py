@@ -28,10 +28,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from lib.core.settings import Settings
 from lib.operations.demo_clock import DemoClock
@@ -286,7 +288,7 @@ def soak_in_process(options: Options) -> list[Growth]:
             context = multiprocessing.get_context("spawn")
             try:
                 with context.Pool(1, _start_crawler, (options.pages, settings.mercari_base_url)) as pool:
-                    for sent, message in enumerate(pool.imap(_crawl, plan, chunksize=4), start=1):
+                    for sent, message in enumerate(_ahead(pool, plan, 2 * options.threads + 2), start=1):
                         clock.set(message["crawled_at"])
                         process_result.send(**message)
                         applied = _applied_at_least(sent - 2 * options.threads)
@@ -302,6 +304,19 @@ def soak_in_process(options: Options) -> list[Growth]:
             finally:
                 worker.stop()
     return [growth("worker", samples, options.warmup)]
+
+
+def _ahead(pool: Any, jobs: list[tuple[int, str, str, float]], most: int) -> Iterator[dict]:
+    """The crawls of ``jobs`` in order, at most ``most`` made ahead of the one taken: ``Pool.imap`` would keep every
+    crawl the child has made and the worker has not yet taken in this process, and that backlog (half a megabyte a
+    crawl) would count as the worker's growth."""
+    pending: deque[Any] = deque()
+    for job in jobs:
+        pending.append(pool.apply_async(_crawl, (job,)))
+        if len(pending) > most:
+            yield pending.popleft().get(timeout=600)
+    while pending:
+        yield pending.popleft().get(timeout=600)
 
 
 def _applied_at_least(count: int, timeout: float = 600.0) -> int:
