@@ -112,11 +112,13 @@ class ListingEvent(BaseModel):
 class ListingRelist(BaseModel):
     """A listing recognised as a relist: the same goods as ``goods_id``, the goods' first listing, listed again by
     the same seller (docs/concepts/measures.md, definition 2). The goods' events are kept under ``goods_id``;
-    ``relisted_at``: when the relist was created. Keyed by IP and the relist's listing, with no row id."""
+    ``relist_of``: the listing it replaced (the goods' first, or an earlier relist); ``relisted_at``: when the
+    relist was created. Keyed by IP and the relist's listing, with no row id."""
 
     ip_id = peewee.IntegerField()
     source_id = ListingIdField()
     goods_id = ListingIdField()
+    relist_of = ListingIdField()
     relisted_at = peewee.DoubleField()
 
     class Meta:
@@ -124,7 +126,7 @@ class ListingRelist(BaseModel):
         model_metadata_class = NaturalKeyMetadata
         primary_key = peewee.CompositeKey("ip_id", "source_id")
         without_rowid = True
-        indexes = ((("ip_id", "goods_id"), False), (("ip_id", "relisted_at"), False))
+        indexes = ((("ip_id", "goods_id"), False), (("ip_id", "relist_of"), False), (("ip_id", "relisted_at"), False))
 
 
 class IpAlert(BaseModel):

@@ -8,12 +8,13 @@ A new listing is recognised as the relist of an earlier one of the IP when
   one, or the earlier one with one word added at its start or end (relisters mark the new listing: 再出品, 値下げ,
   【即購入OK】…). Words are what ``normalize`` keeps apart;
 * the earlier listing was created at most ``RELIST_WITHIN`` before it, was never seen sold (its goods did not
-  sell: a second copy of sold goods is new supply) and was not seen on sale after the new one was created (two
-  copies on sale at once are two goods).
+  sell: a second copy of sold goods is new supply), was not seen on sale after the new one was created (two
+  copies on sale at once are two goods) and was not relisted already (a listing is deleted once). Of several, the
+  latest created.
 
-The earlier listing is found by one index lookup per result, on ``item_snapshots`` (IP, seller, fingerprint of the
-normalized title), whatever the IP's history. The link is stored in ``listing_relists`` (the relist → the goods'
-first listing); the goods' events are derived from the sightings of all its listings and kept under the first
+The earlier listing is found by two index lookups per result, on ``item_snapshots`` (IP, seller, fingerprint of the
+normalized title) and on ``listing_relists`` (the listings replaced), whatever the IP's history. The link is
+stored in ``listing_relists`` (the relist → the listing it replaced, and the goods' first listing); the goods' events are derived from the sightings of all its listings and kept under the first
 listing's id (``lib.market.facts.rederive``), so its sale, sold under any listing, is the sale of the goods first
 listed then.
 
@@ -68,7 +69,7 @@ def _when(item: CrawlItem, crawled_at: float) -> float:
 
 def find_relists(ip_id: int, crawled_at: float, new: Sequence[CrawlItem], within: float,
                  on_sale: Collection[str] = ()) -> dict[str, str]:
-    """Of these listings new to the IP, the relists: relist → the goods' first listing. ``on_sale``: the listings
+    """Of these listings new to the IP, the relists: relist → the listing it replaced. ``on_sale``: the listings
     the result saw on sale (seen now, after the new ones were created: not deleted)."""
     wanted = {item.source_id: (item, earlier_titles(item.title)) for item in new if item.seller is not None}
     wanted = {sid: (item, keys) for sid, (item, keys) in wanted.items() if keys}
@@ -87,24 +88,39 @@ def find_relists(ip_id: int, crawled_at: float, new: Sequence[CrawlItem], within
                        & ItemSnapshot.title_match.in_(ParameterList(keys))
                        & (ItemSnapshot.status == ON_SALE) & (ItemSnapshot.last_seen >= earliest))):
             found[seller].append(Candidate(sid, key, first_seen if created is None else created, last_seen))
+    # a listing relisted already was deleted then: another listing of its title is other goods
+    replaced = _relisted(ip_id, sorted({c.source_id for found_of in found.values() for c in found_of}))
     links: dict[str, str] = {}
-    for sid, (item, titles) in wanted.items():
+    for sid, (item, titles) in sorted(wanted.items(), key=lambda w: (_when(w[1][0], crawled_at), w[0])):
         at = _when(item, crawled_at)
         earlier = [c for c in found.get(item.seller or "", []) if c.source_id not in wanted
-                   and c.source_id not in on_sale and c.title_match in titles
+                   and c.source_id not in on_sale and c.source_id not in replaced and c.title_match in titles
                    and at - within <= c.created < at and c.last_seen < at]
         if earlier:
             links[sid] = max(earlier, key=lambda c: (c.created, c.source_id)).source_id
-    # a relist of a relist is the same goods: linked to the goods' first listing
-    goods = goods_of(ip_id, sorted(set(links.values())))
-    return {sid: goods.get(first, first) for sid, first in links.items()}
+            replaced.add(links[sid])
+    return links
+
+
+def _relisted(ip_id: int, source_ids: Sequence[str]) -> set[str]:
+    """Those of these listings that a stored relist replaced."""
+    out: set[str] = set()
+    for start in range(0, len(source_ids), CHUNK):
+        out.update(sid for (sid,) in tuples(
+            ListingRelist.select(ListingRelist.relist_of)
+            .where((ListingRelist.ip_id == ip_id)
+                   & ListingRelist.relist_of.in_(ParameterList(source_ids[start:start + CHUNK])))))
+    return out
 
 
 def store_relists(ip_id: int, links: dict[str, str], items: Sequence[CrawlItem], crawled_at: float) -> None:
-    """Keep the links ``find_relists`` found (in the result's transaction)."""
+    """Keep the links ``find_relists`` found (relist → the listing it replaced), in the result's transaction, each
+    with its goods' first listing (a relist of a relist is the same goods)."""
     when = {item.source_id: _when(item, crawled_at) for item in items}
-    insert_rows(ListingRelist, [{"ip_id": ip_id, "source_id": sid, "goods_id": goods, "relisted_at": when[sid]}
-                                for sid, goods in links.items()], conflict="ignore")
+    goods = goods_of(ip_id, sorted(set(links.values())))
+    insert_rows(ListingRelist, [{"ip_id": ip_id, "source_id": sid, "goods_id": goods.get(previous, previous),
+                                 "relist_of": previous, "relisted_at": when[sid]}
+                                for sid, previous in links.items()], conflict="ignore")
 
 
 def goods_of(ip_id: int, source_ids: Sequence[str]) -> dict[str, str]:
