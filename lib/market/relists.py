@@ -14,9 +14,9 @@ A new listing is recognised as the relist of an earlier one of the IP when
 
 The earlier listing is found by two index lookups per result, on ``item_snapshots`` (IP, seller, fingerprint of the
 normalized title) and on ``listing_relists`` (the listings replaced), whatever the IP's history. The link is
-stored in ``listing_relists`` (the relist → the listing it replaced, and the goods' first listing); the goods' events are derived from the sightings of all its listings and kept under the first
-listing's id (``lib.market.facts.rederive``), so its sale, sold under any listing, is the sale of the goods first
-listed then.
+stored in ``listing_relists`` (the relist → the listing it replaced, and the goods' first listing); the goods'
+events are derived from the sightings of all its listings and kept under the first listing's id
+(``lib.market.facts.rederive``), so its sale, sold under any listing, is the sale of the goods first listed then.
 
 The link is made when the relist is first applied, from the listings stored then: a relist whose earlier listing
 reaches the database only later (a late result of an older crawl) stays a new listing.
