@@ -135,3 +135,32 @@ def test_an_auction_counts_in_the_flows_and_stays_out_of_the_fixed_price_statist
     assert (row.outflow, row.sample_count, float(row.median_price)) == (2, 1, 2000.0)
     sales = {e[0]: e[4] for e in events(ip) if e[1] == "sold"}
     assert sales == {"a": None, "f": 2000}
+
+
+def test_an_existing_database_gains_what_relists_and_auctions_need(proc, ip):
+    """``animetop db init`` on a database of an earlier version: the snapshots' new columns (nullable or with a
+    default) and the links' table are added, and listings stored before them simply have no seller."""
+    from playhouse.migrate import SchemaMigrator, migrate
+
+    from lib.core.db import database
+    from lib.market.schema import create_tables
+
+    crawl = Crawls(proc, ip)
+    crawl(T0 + 60, item("base", T0 - H, "ちいかわ ぬいぐるみ", seller=OTHER))
+    crawl(T0 + H, item("e", T0 + H - 600))
+    migrator = SchemaMigrator.from_database(database.obj)
+    for index in database.get_indexes("item_snapshots"):
+        if "seller" in index.columns:
+            migrate(migrator.drop_index("item_snapshots", index.name))
+    for column in ("seller", "title_match", "auction"):
+        migrate(migrator.drop_column("item_snapshots", column))
+    database.drop_tables([ListingRelist])
+    create_tables()
+    assert {"seller", "title_match", "auction"} <= {c.name for c in database.get_columns("item_snapshots")}
+    assert any(index.columns == ["ip_id", "seller", "title_match"] for index in database.get_indexes("item_snapshots"))
+    # the listing stored before has no seller: its relist is new goods; one stored after is recognised
+    out = crawl(T0 + DAY, item("r", T0 + DAY - 600))
+    assert (out.inflow, out.relisted) == (1, 0)
+    crawl(T0 + DAY + H, item("f", T0 + DAY + H - 600, "鬼滅の刃 缶バッジ"))
+    out = crawl(T0 + 2 * DAY, item("g", T0 + 2 * DAY - 600, "鬼滅の刃 缶バッジ 再出品"))
+    assert (out.inflow, out.relisted) == (0, 1) and links(ip) == {"g": "f"}
