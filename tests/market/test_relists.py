@@ -164,3 +164,24 @@ def test_an_existing_database_gains_what_relists_and_auctions_need(proc, ip):
     crawl(T0 + DAY + H, item("f", T0 + DAY + H - 600, "鬼滅の刃 缶バッジ"))
     out = crawl(T0 + 2 * DAY, item("g", T0 + 2 * DAY - 600, "鬼滅の刃 缶バッジ 再出品"))
     assert (out.inflow, out.relisted) == (0, 1) and links(ip) == {"g": "f"}
+
+
+def test_a_relisted_goods_is_pruned_whole_once_all_its_listings_are_dormant(proc, ip, settings):
+    """Its events come from all its listings: pruning the first listing alone while a relist is still seen would
+    lose the goods' creation and leave the relist's sale to be derived without it."""
+    import dataclasses
+
+    from lib.market.retention import prune
+
+    small = dataclasses.replace(settings, retention_window=2 * H, retention_detail=2 * DAY)
+    crawl = Crawls(proc, ip)
+    crawl(T0 + 60, item("base", T0 - H, "ちいかわ ぬいぐるみ", seller=OTHER))
+    crawl(T0 + H, item("e", T0 + H - 600))
+    crawl(T0 + DAY, item("r", T0 + DAY - 600, TITLE + " 再出品"))
+    sold = T0 + 11 * DAY
+    crawl(T0 + 12 * DAY, item("r", T0 + DAY - 600, TITLE + " 再出品", "sold", updated=sold))
+    report = prune(small, T0 + 12 * DAY + H)
+    assert report.detail_horizon > T0 + H  # the first listing alone would be dormant
+    assert [e[:3] for e in events(ip)] == [("e", "created", 0), ("e", "sold", 0)] and links(ip) == {"r": "e"}
+    prune(small, T0 + 30 * DAY)  # now all of it is dormant: pruned together, its link too
+    assert events(ip) == [] and links(ip) == {}
