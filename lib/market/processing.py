@@ -286,14 +286,17 @@ class ResultProcessor:
                 "ip_id": ip_id, "source_id": c.item.source_id, "title": c.item.title, "price": c.item.price,
                 "status": c.item.status, "image_url": image_url, "item_url": item_url, "url_forms": forms,
                 "first_seen": c.after.first_seen, "last_seen": c.after.last_seen, "created": c.item.created,
-                "updated": c.item.updated, "seller": c.item.seller, "title_match": title_match(c.item.title),
+                "updated": c.item.updated, "seller": c.item.seller,
+                "title_match": title_match(c.item.title),
                 "auction": c.item.auction,
             })
-        # the seller is kept as first stored: a later sighting read from the DOM, which shows none, does not drop it
+        # the seller and the title's fingerprint are kept as first stored: a later sighting read from the DOM, which
+        # shows no seller, does not drop it, and the index on them (relists' lookup) is not rewritten by every
+        # result (an upsert setting an indexed column updates the index, changed or not)
         preserve: list[peewee.Field] = [ItemSnapshot.title, ItemSnapshot.price, ItemSnapshot.status,
                                         ItemSnapshot.image_url, ItemSnapshot.item_url, ItemSnapshot.url_forms,
                                         ItemSnapshot.last_seen, ItemSnapshot.created, ItemSnapshot.updated,
-                                        ItemSnapshot.title_match, ItemSnapshot.auction]
+                                        ItemSnapshot.auction]
         insert_rows(ItemSnapshot, rows, conflict="update", target=[ItemSnapshot.ip_id, ItemSnapshot.source_id],
                     preserve=preserve)
 
