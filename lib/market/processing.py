@@ -329,9 +329,9 @@ class ResultProcessor:
         outcome = self.persist(result, ip, changes, baseline)
         self.apply_states(result, changes)
         self.close_loop(result)
-        logger.info("result %s of IP %s %s: %d items, %s, inflow %d, outflow %d, %d alert(s) in %.0f ms",
+        logger.info("result %s of IP %s %s: %d items, %s, inflow %d, outflow %d, relisted %d, %d alert(s) in %.0f ms",
                     result.task_id, result.ip_id, "applied" if outcome.applied else "was already applied",
                     len(result.items), "baseline" if baseline else outcome.transitions, outcome.inflow,
-                    outcome.outflow, len(outcome.alerts), (time.perf_counter() - started) * 1000)
+                    outcome.outflow, outcome.relisted, len(outcome.alerts), (time.perf_counter() - started) * 1000)
         return outcome
 
