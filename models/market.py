@@ -25,7 +25,8 @@ class ItemSnapshot(BaseModel):
     # the fingerprint of the normalized title (``lib.market.relists.title_match``): what a relist is recognised by
     seller = ExactCharField(max_length=32, null=True)
     title_match = peewee.CharField(max_length=16, null=True)
-    auction = peewee.BooleanField(default=False)  # an auction: its price is the current bid
+    # an auction: its price is the current bid (None: stored before auctions were recognised)
+    auction = peewee.BooleanField(null=True, default=False)
 
     class Meta:
         table_name = "item_snapshots"
