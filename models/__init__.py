@@ -6,7 +6,16 @@ from .collect import CollectedRow, CollectionTask
 from .crawl import CrawlSearchTotal
 from .execution_state import JobExecutionState
 from .ip import IpMetadata
-from .market import AlertDelivery, AppliedResult, IpAlert, IpStatsHourly, ItemSnapshot, ListingEvent, ListingSighting
+from .market import (
+                     AlertDelivery,
+                     AppliedResult,
+                     IpAlert,
+                     IpStatsHourly,
+                     ItemSnapshot,
+                     ListingEvent,
+                     ListingRelist,
+                     ListingSighting,
+)
 from .pool import Content, Title
 from .retention import IpDayPending, IpStatsDaily, StorageMark
 from .segment import ListingSegment, SegmentStatsDaily
@@ -15,13 +24,12 @@ from .window import IpWindowMeasures, IpWindowPending
 #: Every table ``animetop db init`` creates, in dependency order.
 ALL_MODELS: list[type[BaseModel]] = [
     IpMetadata, JobExecutionState, ItemSnapshot, IpStatsHourly, IpAlert, AppliedResult, Title, Content,
-    CollectionTask, CollectedRow, AlertDelivery, CrawlSearchTotal, ListingSighting, ListingEvent,
+    CollectionTask, CollectedRow, AlertDelivery, CrawlSearchTotal, ListingSighting, ListingEvent, ListingRelist,
     IpStatsDaily, IpDayPending, StorageMark, IpWindowMeasures, IpWindowPending, IpCharacter, ListingSegment,
     SegmentStatsDaily,
 ]
 
 __all__ = ["ALL_MODELS", "AlertDelivery", "AppliedResult", "BaseModel", "CollectedRow", "CollectionTask", "Content",
            "CrawlSearchTotal", "IpAlert", "IpCharacter", "IpDayPending", "IpMetadata", "IpStatsDaily", "IpStatsHourly",
-           "IpWindowMeasures", "IpWindowPending", "ItemSnapshot",
-           "JobExecutionState", "ListingEvent", "ListingSegment", "ListingSighting", "SegmentStatsDaily", "StorageMark",
-           "Title"]
+           "IpWindowMeasures", "IpWindowPending", "ItemSnapshot", "JobExecutionState", "ListingEvent", "ListingRelist",
+           "ListingSegment", "ListingSighting", "SegmentStatsDaily", "StorageMark", "Title"]

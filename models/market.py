@@ -21,10 +21,17 @@ class ItemSnapshot(BaseModel):
     last_seen = peewee.DoubleField()
     created = peewee.DoubleField(null=True)
     updated = peewee.DoubleField(null=True)
+    # the seller's keyed hash as the crawler sent it (never the seller's id; None: not known, as from the DOM) and
+    # the fingerprint of the normalized title (``lib.market.relists.title_match``): what a relist is recognised by
+    seller = ExactCharField(max_length=32, null=True)
+    title_match = peewee.CharField(max_length=16, null=True)
+    # an auction: its price is the current bid (None: stored before auctions were recognised)
+    auction = peewee.BooleanField(null=True, default=False)
 
     class Meta:
         table_name = "item_snapshots"
-        indexes = ((("ip_id", "source_id"), True),)
+        # the second finds a seller's earlier listings of a title (a relist's goods) by index
+        indexes = ((("ip_id", "source_id"), True), (("ip_id", "seller", "title_match"), False))
 
 
 class IpStatsHourly(BaseModel):
@@ -101,6 +108,26 @@ class ListingEvent(BaseModel):
                    (("kind", "event_at", "ip_id", "source_id", "price", "listed_price"), False))
         #: indexes of earlier versions that ``animetop db init`` drops (``lib.market.schema``)
         retired_indexes = (("kind", "hour_bucket", "ip_id", "event_at", "source_id", "price", "listed_price"),)
+
+
+class ListingRelist(BaseModel):
+    """A listing recognised as a relist: the same goods as ``goods_id``, the goods' first listing, listed again by
+    the same seller (docs/concepts/measures.md, definition 2). The goods' events are kept under ``goods_id``;
+    ``relist_of``: the listing it replaced (the goods' first, or an earlier relist); ``relisted_at``: when the
+    relist was created. Keyed by IP and the relist's listing, with no row id."""
+
+    ip_id = peewee.IntegerField()
+    source_id = ListingIdField()
+    goods_id = ListingIdField()
+    relist_of = ListingIdField()
+    relisted_at = peewee.DoubleField()
+
+    class Meta:
+        table_name = "listing_relists"
+        model_metadata_class = NaturalKeyMetadata
+        primary_key = peewee.CompositeKey("ip_id", "source_id")
+        without_rowid = True
+        indexes = ((("ip_id", "goods_id"), False), (("ip_id", "relist_of"), False), (("ip_id", "relisted_at"), False))
 
 
 class IpAlert(BaseModel):

@@ -6,7 +6,7 @@ import email.utils
 import pytest
 
 from lib.core.errors import BadMessage
-from lib.crawling.listings import item_from_api, item_from_cell
+from lib.crawling.listings import item_from_api, item_from_cell, seller_hash
 from lib.crawling.page_fetch import retry_after_seconds
 from lib.market.item_state import CrawlItem
 
@@ -59,3 +59,38 @@ def test_the_pipeline_takes_the_flag_only_with_a_null_price():
         CrawlItem.parse({**base, "price": 300, "price_flag": "placeholder"})
     with pytest.raises(BadMessage):
         CrawlItem.parse({**base, "price": None, "price_flag": 7})
+
+
+#: A hit of an auction in the shape the search API answers it (take-kun/mercapi PR #50, its recorded example: the
+#: ``auction_info`` map, numbers as numbers, a day's bidding; the price is the current bid).
+AUCTION_HIT = {**API, "id": "m70000000001", "sellerId": "123456789", "price": "3200", "auction_info": {
+    "id": "a1b2c3", "start_time": 1738972800, "expected_end_time": 1739059199, "bid_deadline_duration_seconds": 40000,
+    "bid_total_duration_seconds": 86399, "total_bids": 3, "highest_bid": 3200, "state": "STATE_ONGOING"}}
+
+
+def test_an_auction_is_recognised_by_its_auction_info_and_shows_its_bid():
+    item = item_from_api(AUCTION_HIT, "https://jp.mercari.com")
+    assert item["auction"] is True and item["price"] == 3200
+    assert item_from_api(API, "b")["auction"] is False
+    assert item_from_api({**API, "auction_info": None}, "b")["auction"] is False  # a null map: fixed price
+    assert CrawlItem.parse(item).auction is True
+    with pytest.raises(BadMessage):
+        CrawlItem.parse({**item, "auction": "yes"})
+
+
+def test_the_seller_is_kept_as_a_keyed_hash_never_as_its_id():
+    key = b"a key of sixteen characters"
+    item = item_from_api(AUCTION_HIT, "b", seller_key=key)
+    assert item["seller"] == seller_hash("123456789", key) and "123456789" not in str(item)
+    assert len(item["seller"]) == 16
+    assert item_from_api({**AUCTION_HIT, "id": "m2"}, "b", seller_key=key)["seller"] == item["seller"]  # same seller
+    assert item_from_api({**AUCTION_HIT, "sellerId": "123456780"}, "b", seller_key=key)["seller"] != item["seller"]
+    assert item_from_api(AUCTION_HIT, "b", seller_key=b"another key of 16 chars")["seller"] != item["seller"]
+    assert item_from_api(AUCTION_HIT, "b")["seller"] is None  # no key: the seller is not kept
+    assert item_from_api(API, "b", seller_key=key)["seller"] is None  # a hit without a seller
+    # the DOM shows no seller: relists cannot be recognised from it
+    cell = item_from_cell({"href": "/item/m1", "name": "x", "label": "", "sold": False, "price": "¥4,500"}, "b")
+    assert cell["seller"] is None and cell["auction"] is False
+    assert CrawlItem.parse(item).seller == item["seller"]
+    with pytest.raises(BadMessage):
+        CrawlItem.parse({**item, "seller": "x" * 33})

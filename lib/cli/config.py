@@ -17,7 +17,7 @@ def cmd_settings(args) -> int:
     settings = app_settings()
     for spec in SPECS:
         value = getattr(settings, spec.name.lower())
-        if ("PASSWORD" in spec.name or "TOKEN" in spec.name) and value:
+        if ("PASSWORD" in spec.name or "TOKEN" in spec.name or "SECRET" in spec.name) and value:
             value = "***"
         elif isinstance(value, tuple):  # proxy URLs (redacted) or leaderboard windows (hours)
             value = ",".join(redact_url(v) if isinstance(v, str) else f"{v}h" for v in value)

@@ -103,6 +103,10 @@ class Settings:
             "Lifetime of an on-sale item's state.")
     analyzer_item_ttl_sold: float = setting("48h", parsers.parse_duration,
             "Lifetime of a sold item's state.")
+    relist_within: float = setting("8d", parsers.parse_duration,
+            "How long after a seller's listing another of theirs with the same title counts as its relist, not as "
+            "new goods (docs/concepts/measures.md, definition 2). At most RETENTION_DETAIL: the earlier listing "
+            "must still be stored.")
     weight_min: float = setting("0.25", parsers.positive_float,
             "Lowest weight an IP can drift to (longest interval).")
     weight_max: float = setting("4.0", parsers.positive_float,
@@ -161,6 +165,11 @@ class Settings:
             "Page loads per minute to the site, fleet-wide: however many crawler processes and machines run, at "
             "most this many begin in any minute (per proxy where PROXY_URLS are set), shared through Redis. "
             "0: no limit.")
+    seller_hash_secret: str | None = setting(None, parsers.secret_token,
+            "Key of the keyed hash the crawler keeps of each listing's seller id, to recognise a seller's relists "
+            "(docs/concepts/crawling.md): the raw id is never stored. The same on every crawler; changing it "
+            "breaks the link between listings hashed before and after. Unset: seller ids are not kept and "
+            "relists are counted as new listings.")
     # title/content pools (docs/operating/pools.md)
     pool_size: int = setting("5000", parsers.positive_int,
             "Rows a title/content pool is filled up to.")

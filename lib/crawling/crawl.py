@@ -19,6 +19,7 @@ from lib.core.recorders import observe_rate_wait, observe_tab_recovery
 from lib.core.settings import Settings
 from lib.crawling.browsers import BrowserManager
 from lib.crawling.driver import Browser, DriverError, Tab, find_chromium
+from lib.crawling.listings import seller_key
 from lib.crawling.page_fetch import (
     API_GRACE,
     API_GRACE_AFTER_MISS,
@@ -172,7 +173,8 @@ class Crawler:
                                         timeout=self.settings.crawl_page_timeout,
                                         first_page=number == 1 and label == "on_sale",
                                         cross_check=number == 1, search_status=label,
-                                        api_grace=API_GRACE_AFTER_MISS if self._api_missed else API_GRACE)
+                                        api_grace=API_GRACE_AFTER_MISS if self._api_missed else API_GRACE,
+                                        seller_key=seller_key(self.settings))
             except PageError as e:
                 stalled = isinstance(e, TabStalled)
                 # a page timeout in a tab that gives no frame (a navigation that never ends in a frozen tab):

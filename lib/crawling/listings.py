@@ -5,14 +5,23 @@ Prices that are prices: a listing the site marks as having no price (the API's n
 the placeholder ¥9,999,999 (shown for no-price listings, and set by sellers to mean "not for sale"), is carried
 with ``price: None`` and ``price_flag`` saying why (``no_price``, ``placeholder``); a cell with no readable
 price has ``price_flag: "missing"``. None of them enters price statistics (they skip a null price).
+
+Relists and auctions (docs/concepts/crawling.md, "What the crawler keeps"): an API hit's seller id is kept only as
+``seller``, a keyed hash (``seller_hash``, the key being the SELLER_HASH_SECRET setting), never as the id itself;
+the DOM shows no seller, so a listing read from the page has none. A hit with an ``auction_info`` map is an auction
+(``auction: True``): its price is the current bid, carried as the price but kept out of the fixed-price
+statistics by the pipeline.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import re
 from collections import Counter
 from typing import Any
 
+from lib.core.settings import Settings
 from lib.crawling import selectors as sel
 
 NO_PRICE, PLACEHOLDER, MISSING = "no_price", "placeholder", "missing"
@@ -37,12 +46,37 @@ def _number(value: Any) -> int | None:
     return int(value)
 
 
+def seller_hash(seller_id: str, key: bytes) -> str:
+    """The seller's keyed hash (HMAC-BLAKE2b, 64 bits): the same seller, the same hash, under one key; without the
+    key, no way back to the id short of trying every id with it. 16 hex digits."""
+    return hmac.new(key, seller_id.encode(), hashlib.blake2b).hexdigest()[:16]
+
+
+def seller_key(settings: Settings) -> bytes | None:
+    """The key of the sellers' hash (SELLER_HASH_SECRET), or None when it is unset (sellers are not kept)."""
+    return settings.seller_hash_secret.encode() if settings.seller_hash_secret else None
+
+
+def _seller_of(raw: dict[str, Any], key: bytes | None) -> str | None:
+    seller = raw.get(sel.API_SELLER)
+    if key is None or seller is None or seller == "" or isinstance(seller, (bool, dict, list)):
+        return None
+    return seller_hash(str(seller), key)
+
+
+def is_auction(raw: dict[str, Any]) -> bool:
+    """Whether a hit is an auction: it carries an ``auction_info`` map (a fixed-price hit has none, or null)."""
+    return isinstance(raw.get(sel.API_AUCTION), dict)
+
+
 def has_no_price_flag(raw: dict[str, Any]) -> bool:
     return any(value is True and _NO_PRICE_FLAG.match(name) for name, value in raw.items())
 
 
-def item_from_api(raw: dict[str, Any], base_url: str, search_status: str = "on_sale") -> dict[str, Any]:
-    """One API item as a crawl item. An unknown status value takes the status of the search that listed it."""
+def item_from_api(raw: dict[str, Any], base_url: str, search_status: str = "on_sale",
+                  seller_key: bytes | None = None) -> dict[str, Any]:
+    """One API item as a crawl item. An unknown status value takes the status of the search that listed it.
+    ``seller_key``: the key of the seller's hash (None: the seller is not kept)."""
     api_status = raw.get("status")
     if api_status == sel.API_ON_SALE:
         status = "on_sale"
@@ -57,6 +91,7 @@ def item_from_api(raw: dict[str, Any], base_url: str, search_status: str = "on_s
         "status": status, "image_url": (raw.get("thumbnails") or [""])[0],
         "item_url": f"{base_url.rstrip('/')}/{'shops/product' if shops else 'item'}/{raw['id']}",
         "created": _number(raw.get("created")), "updated": _number(raw.get("updated")),
+        "seller": _seller_of(raw, seller_key), "auction": is_auction(raw),
     }
 
 
@@ -107,7 +142,7 @@ def item_from_cell(cell: dict[str, Any], base_url: str) -> dict[str, Any] | None
         "source_id": match.group(1), "title": name, "price": price, "price_flag": flag,
         "status": "sold" if cell.get("sold") or "売り切れ" in label else "on_sale",
         "image_url": cell.get("image") or "", "item_url": f"{base_url.rstrip('/')}{href}",
-        "created": None, "updated": None,
+        "created": None, "updated": None, "seller": None, "auction": False,
     }
 
 

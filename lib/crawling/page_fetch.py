@@ -312,8 +312,9 @@ def _detect_block(status: int | None, title: str, text: str) -> str | None:
 
 async def fetch_page(tab: Tab, url: str, base_url: str, *, timeout: float, first_page: bool,
                      use_api: bool = True, cross_check: bool = False, search_status: str = "on_sale",
-                     api_grace: float = API_GRACE) -> PageResult:
-    """One search page's items; raises ``PageError`` with its kind.
+                     api_grace: float = API_GRACE, seller_key: bytes | None = None) -> PageResult:
+    """One search page's items; raises ``PageError`` with its kind. ``seller_key``: the key of the sellers' hash
+    (lib/crawling/listings.py; None: sellers are not kept).
 
     ``use_api=False`` reads the DOM only; ``cross_check`` compares the cells in view with a captured API
     response (a cheap sample: disagreements are counted as an anomaly)."""
@@ -322,7 +323,7 @@ async def fetch_page(tab: Tab, url: str, base_url: str, *, timeout: float, first
     with tab.page_deadline(timeout):
         try:
             return await _fetch_page(tab, url, base_url, timeout, first_page, use_api, cross_check, search_status,
-                                     api_grace)
+                                     api_grace, seller_key)
         except RenderingStopped as e:
             raise TabStalled(str(e)) from None
         except asyncio.TimeoutError as e:
@@ -330,7 +331,8 @@ async def fetch_page(tab: Tab, url: str, base_url: str, *, timeout: float, first
 
 
 async def _fetch_page(tab: Tab, url: str, base_url: str, timeout: float, first_page: bool, use_api: bool,
-                      cross_check: bool, search_status: str, api_grace: float) -> PageResult:
+                      cross_check: bool, search_status: str, api_grace: float,
+                      seller_key: bytes | None = None) -> PageResult:
     started = asyncio.get_running_loop().time()
     try:
         # a page that loaded normally has its text read with its readiness (a block page shown with a success
@@ -347,18 +349,19 @@ async def _fetch_page(tab: Tab, url: str, base_url: str, timeout: float, first_p
     scrolling = asyncio.ensure_future(_human_scroll(tab)) if first_page else None
     try:
         return await _read(tab, base_url, timeout, started, use_api, cross_check, search_status, api_grace,
-                           scrolling)
+                           scrolling, seller_key)
     finally:
         await _stop(scrolling)
 
 
 async def _read(tab: Tab, base_url: str, timeout: float, started: float, use_api: bool, cross_check: bool,
-                search_status: str, api_grace: float, scrolling: asyncio.Task[None] | None) -> PageResult:
+                search_status: str, api_grace: float, scrolling: asyncio.Task[None] | None,
+                seller_key: bytes | None = None) -> PageResult:
     """The page's items once it is loading: from the API's answer, or else from the DOM."""
     left = max(1.0, timeout - (asyncio.get_running_loop().time() - started))
     api, dom_ready = await _first_signal(tab, left, use_api, api_grace)
     if api is not None:
-        result = page_from_api(api, base_url, search_status)
+        result = page_from_api(api, base_url, search_status, seller_key)
         if result is not None:
             if cross_check and result.items:
                 await _cross_check(tab, base_url, result)
@@ -420,7 +423,8 @@ async def _first_signal(tab: Tab, timeout: float, use_api: bool, grace: float) -
         await cancel_and_wait(dom, api)
 
 
-def page_from_api(api: ApiResponse, base_url: str, search_status: str) -> PageResult | None:
+def page_from_api(api: ApiResponse, base_url: str, search_status: str,
+                  seller_key: bytes | None = None) -> PageResult | None:
     """The page from the API's answer; None when the answer cannot be read (the DOM is then read)."""
     if api.status in (403, 429):
         raise PageError(ErrorKind.BLOCKED, f"API HTTP {api.status}",
@@ -440,7 +444,7 @@ def page_from_api(api: ApiResponse, base_url: str, search_status: str) -> PageRe
             raise PageError(ErrorKind.BLOCKED, f"soft block: no items while numFound={num_found}")
         return PageResult(items=[], num_found=num_found, has_next=False, source="api", anomalies=anomalies)
     try:
-        items = [item_from_api(raw, base_url, search_status) for raw in payload["items"]]
+        items = [item_from_api(raw, base_url, search_status, seller_key) for raw in payload["items"]]
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise PageError(ErrorKind.PARSE, f"unexpected API item: {e}") from None
     return PageResult(items=items, num_found=num_found, has_next=bool(meta.get("nextPageToken")), source="api",

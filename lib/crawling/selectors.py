@@ -36,6 +36,10 @@ API_META_FIELDS = {"numFound": str, "nextPageToken": str}
 API_ON_SALE = "ITEM_STATUS_ON_SALE"
 API_SOLD = ("ITEM_STATUS_SOLD_OUT", "ITEM_STATUS_TRADING")
 API_SHOPS_TYPE = "ITEM_TYPE_BEYOND"
+#: The hit's seller (kept only as a keyed hash, lib/crawling/listings.py) and an auction's terms (a hit of an auction
+#: carries this map: its ``id``, ``total_bids``, ``highest_bid``, ``state``…; its ``price`` is the current bid).
+API_SELLER = "sellerId"
+API_AUCTION = "auction_info"
 
 #: Text of Cloudflare's block and challenge pages.
 BLOCK_MARKERS = ("Just a moment", "Verify you are human", "Attention Required", "Sorry, you have been blocked",

@@ -17,6 +17,7 @@ import peewee
 
 from lib.core.db import ParameterList, insert_rows
 from lib.market.item_state import ON_SALE, SOLD, CrawlItem, ItemState
+from lib.market.relists import goods_groups
 from lib.market.statistics import hour_bucket, tuples
 from models import AppliedResult, ListingEvent, ListingSighting
 
@@ -251,7 +252,9 @@ def store_sightings(ip_id: int, crawled_at: float, items: Sequence[CrawlItem],
     before, after, repeated = neighbours
     newest = after is None and not repeated
     writes = _Writes(ip_id)
-    seen = {i.source_id: sighting_key(i.status, i.price, i.created, i.updated) for i in items}
+    # an auction's price is its current bid, not an asking price: its sightings carry none, so its sale counts as
+    # outflow and stays out of the fixed-price statistics (docs/concepts/measures.md, definition 3)
+    seen = {i.source_id: sighting_key(i.status, None if i.auction else i.price, i.created, i.updated) for i in items}
     ids = list(seen)
     whole: dict[str, list[Run]] = {}
     for start in range(0, len(ids), CHUNK):
@@ -331,9 +334,14 @@ def rederive(ip_id: int, source_ids: Sequence[str], baseline_at: float, floor: f
     outcome = FactsOutcome(hours=set())
     assert outcome.hours is not None
     for start in range(0, len(source_ids), CHUNK):
-        chunk = list(source_ids[start:start + CHUNK])
-        sightings = (listing_sightings(ip_id, chunk) if runs is None
-                     else _sightings_of({sid: runs[sid] for sid in chunk}))
+        # a relisted goods' events come from the sightings of all its listings, under its first listing's id
+        groups = goods_groups(ip_id, list(source_ids[start:start + CHUNK]))
+        chunk = sorted({sid for members in groups.values() for sid in members})
+        given = [sid for sid in chunk if runs is not None and sid in runs]
+        sightings = _sightings_of({sid: runs[sid] for sid in given}) if runs is not None else {}
+        rest = [sid for sid in chunk if sid not in given]
+        if rest:
+            sightings.update(listing_sightings(ip_id, rest))
         stored: dict[tuple[str, str, int], Event] = {
             (sid, kind, occurrence): Event(kind, occurrence, event_at, price, listed_price, created_at)
             for sid, kind, occurrence, event_at, price, listed_price, created_at in tuples(
@@ -341,7 +349,8 @@ def rederive(ip_id: int, source_ids: Sequence[str], baseline_at: float, floor: f
                                     ListingEvent.event_at, ListingEvent.price, ListingEvent.listed_price,
                                     ListingEvent.created_at)
                 .where((ListingEvent.ip_id == ip_id) & ListingEvent.source_id.in_(ParameterList(chunk))))}
-        wanted = {(sid, e.kind, e.occurrence): e for sid in chunk for e in derive_events(sightings[sid], baseline_at)}
+        wanted = {(goods, e.kind, e.occurrence): e for goods, members in groups.items()
+                  for e in goods_events(members, sightings, baseline_at)}
         if floor is not None:
             wanted = {key: e for key, e in wanted.items() if e.event_at >= floor}
             stored = {key: e for key, e in stored.items() if e.event_at >= floor or key in wanted}
@@ -362,6 +371,18 @@ def rederive(ip_id: int, source_ids: Sequence[str], baseline_at: float, floor: f
             outcome.outflow += e.kind == SOLD_EVENT
         insert_rows(ListingEvent, new_rows)
     return outcome
+
+
+def goods_events(members: Sequence[str], sightings: dict[str, list[Sighting]], baseline_at: float) -> list[Event]:
+    """The events of one goods: ``members`` its listings, the first one first (a listing alone, or a listing and
+    its relists), from all their sightings. A relisted goods whose first listing's sightings are gone (pruned) was
+    created before the storage floor: its relists add no creation."""
+    if len(members) == 1:
+        return derive_events(sightings.get(members[0], []), baseline_at)
+    events = derive_events([s for sid in members for s in sightings.get(sid, [])], baseline_at)
+    if not sightings.get(members[0]):
+        events = [e for e in events if e.kind != CREATED]
+    return events
 
 
 def listing_sightings(ip_id: int, source_ids: Sequence[str]) -> dict[str, list[Sighting]]:

@@ -25,6 +25,8 @@ ON_SALE = "on_sale"
 SOLD = "sold"
 STATUSES = (ON_SALE, SOLD)
 
+#: Longest seller hash a result may carry (the crawler sends 16 hex digits).
+SELLER_LENGTH = 32
 #: Most items in one script call.
 CHUNK = 500
 #: The fields a state is read as, in order (``_READ`` answers them, item after item).
@@ -61,6 +63,10 @@ class CrawlItem:
     updated: float | None = None
     #: Why a listing has no price (the crawler's rule, lib/crawling/listings.py): "no_price", "placeholder", …
     price_flag: str | None = None
+    #: The seller's keyed hash (never the id itself; None when the page showed no seller or none is kept), and
+    #: whether the listing is an auction (its price is then the current bid): docs/concepts/crawling.md.
+    seller: str | None = None
+    auction: bool = False
 
     @classmethod
     def parse(cls, raw: Any) -> CrawlItem:
@@ -84,10 +90,17 @@ class CrawlItem:
             value = raw.get(name)
             if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool)):
                 raise BadMessage(f"item {source_id}: {name} must be a Unix time or null")
+        seller = raw.get("seller")
+        if seller is not None and (not isinstance(seller, str) or not seller or len(seller) > SELLER_LENGTH):
+            raise BadMessage(f"item {source_id}: seller must be a hash of at most {SELLER_LENGTH} characters or null")
+        auction = raw.get("auction", False)
+        if not isinstance(auction, bool):
+            raise BadMessage(f"item {source_id}: auction must be true or false")
         return cls(
             source_id=source_id, title=str(raw.get("title") or "")[:500], price=price, status=status,
             image_url=str(raw.get("image_url") or "")[:500], item_url=str(raw.get("item_url") or "")[:500],
-            created=raw.get("created"), updated=raw.get("updated"), price_flag=price_flag,
+            created=raw.get("created"), updated=raw.get("updated"), price_flag=price_flag, seller=seller,
+            auction=auction,
         )
 
 

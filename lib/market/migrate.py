@@ -24,13 +24,14 @@ def snapshot_sightings(snap: ItemSnapshot) -> list[dict[str, Any]]:  # listing_s
     sighting and seen earlier was on sale at its first (the state machine saw it change); one seen once was in
     that state then. Intermediate sightings (relists, price cuts) were never stored and are not invented."""
     base = {"ip_id": snap.ip_id, "source_id": snap.source_id, "created": snap.created}
+    price = None if snap.auction else snap.price  # an auction's bid is no asking price (store_sightings)
     last = {**base, "crawled_at": snap.last_seen, "last_seen": snap.last_seen, "status": snap.status,
-            "price": snap.price, "updated": snap.updated if snap.status == SOLD else None}
+            "price": price, "updated": snap.updated if snap.status == SOLD else None}
     if snap.first_seen == snap.last_seen:
         return [last]
     first_status = ON_SALE if snap.status == SOLD else snap.status
     return [{**base, "crawled_at": snap.first_seen, "last_seen": snap.first_seen, "status": first_status,
-             "price": snap.price, "updated": None}, last]
+             "price": price, "updated": None}, last]
 
 
 def ips_without_facts() -> list[int]:

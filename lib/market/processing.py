@@ -42,6 +42,7 @@ from lib.market.facts import (
 )
 from lib.market.item_state import SOLD, STATUSES, Change, CrawlItem, ItemState, ItemStateStore, decide
 from lib.market.read_side import invalidate_caches
+from lib.market.relists import find_relists, store_relists, title_match
 from lib.market.retention import details_pruned_before
 from lib.market.statistics import (
     adjusted_weight,
@@ -122,6 +123,7 @@ class Outcome:
     transitions: dict[str, int] = field(default_factory=dict)
     inflow: int = 0
     outflow: int = 0
+    relisted: int = 0  # new listings recognised as relists (not inflow)
     weight: float | None = None
     alerts: list[int] = field(default_factory=list)
 
@@ -205,6 +207,12 @@ class ResultProcessor:
             # others' titles are read (new listings, retitled ones, states that do not know)
             unsure = [c for c in changes if c.before is None or c.before.title_key != c.after.title_key]
             previous_titles = stored_titles(result.ip_id, [c.item.source_id for c in unsure])
+            # listings the IP never stored: a relist of an earlier one is not new goods (lib/market/relists.py)
+            new = [c.item for c in unsure if c.item.source_id not in previous_titles]
+            relists = find_relists(result.ip_id, result.crawled_at, new, self.settings.relist_within,
+                                   {i.source_id for i in result.items if i.status != SOLD})
+            outcome.relisted = len(relists)
+            store_relists(result.ip_id, relists, new, result.crawled_at)
             self._upsert_snapshots(result.ip_id, changes)
             segment_applied(result.ip_id, {c.item.source_id: c.item.title for c in unsure}, previous_titles,
                             lambda: Segmenter.for_ip(self.settings, result.ip_id))
@@ -278,11 +286,17 @@ class ResultProcessor:
                 "ip_id": ip_id, "source_id": c.item.source_id, "title": c.item.title, "price": c.item.price,
                 "status": c.item.status, "image_url": image_url, "item_url": item_url, "url_forms": forms,
                 "first_seen": c.after.first_seen, "last_seen": c.after.last_seen, "created": c.item.created,
-                "updated": c.item.updated,
+                "updated": c.item.updated, "seller": c.item.seller,
+                "title_match": title_match(c.item.title),
+                "auction": c.item.auction,
             })
+        # the seller and the title's fingerprint are kept as first stored: a later sighting read from the DOM, which
+        # shows no seller, does not drop it, and the index on them (relists' lookup) is not rewritten by every
+        # result (an upsert setting an indexed column updates the index, changed or not)
         preserve: list[peewee.Field] = [ItemSnapshot.title, ItemSnapshot.price, ItemSnapshot.status,
                                         ItemSnapshot.image_url, ItemSnapshot.item_url, ItemSnapshot.url_forms,
-                                        ItemSnapshot.last_seen, ItemSnapshot.created, ItemSnapshot.updated]
+                                        ItemSnapshot.last_seen, ItemSnapshot.created, ItemSnapshot.updated,
+                                        ItemSnapshot.auction]
         insert_rows(ItemSnapshot, rows, conflict="update", target=[ItemSnapshot.ip_id, ItemSnapshot.source_id],
                     preserve=preserve)
 
@@ -315,9 +329,9 @@ class ResultProcessor:
         outcome = self.persist(result, ip, changes, baseline)
         self.apply_states(result, changes)
         self.close_loop(result)
-        logger.info("result %s of IP %s %s: %d items, %s, inflow %d, outflow %d, %d alert(s) in %.0f ms",
+        logger.info("result %s of IP %s %s: %d items, %s, inflow %d, outflow %d, relisted %d, %d alert(s) in %.0f ms",
                     result.task_id, result.ip_id, "applied" if outcome.applied else "was already applied",
                     len(result.items), "baseline" if baseline else outcome.transitions, outcome.inflow,
-                    outcome.outflow, len(outcome.alerts), (time.perf_counter() - started) * 1000)
+                    outcome.outflow, outcome.relisted, len(outcome.alerts), (time.perf_counter() - started) * 1000)
         return outcome
 

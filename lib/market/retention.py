@@ -43,6 +43,7 @@ from lib.core.settings import Settings
 from lib.market.daily import roll_up, summarize_pruned
 from lib.market.marks import DETAILS_PRUNED_BEFORE, PRUNED_BEFORE, details_pruned_before, pruned_before
 from lib.market.marks import mark as _mark
+from lib.market.relists import goods_groups
 from lib.market.statistics import HOUR, hour_bucket, tuples
 from lib.market.windows import BASELINE
 from models import (
@@ -53,6 +54,7 @@ from models import (
     IpStatsHourly,
     ItemSnapshot,
     ListingEvent,
+    ListingRelist,
     ListingSegment,
     ListingSighting,
     SegmentStatsDaily,
@@ -261,6 +263,11 @@ def _prune_ip(ip_id: int, limit: float, detail: float, report: PruneReport, *, d
     dormant = [sid for (sid,) in tuples(
         ListingSighting.select(ListingSighting.source_id).where(ListingSighting.ip_id == ip_id)
         .group_by(ListingSighting.source_id).having(peewee.fn.MAX(ListingSighting.last_seen) < detail))]
+    # a relisted goods' events are derived from all its listings (lib/market/relists.py): pruned together, once all
+    # of them are dormant
+    groups = goods_groups(ip_id, dormant)
+    quiet = set(dormant)
+    dormant = sorted({sid for members in groups.values() if quiet.issuperset(members) for sid in members})
     report.dormant_listings += len(dormant)
     for start in range(0, len(dormant), CHUNK):
         chunk = dormant[start:start + CHUNK]
@@ -273,6 +280,7 @@ def _prune_ip(ip_id: int, limit: float, detail: float, report: PruneReport, *, d
                                                         & ItemSnapshot.source_id.in_(chunk)).execute()
         report.segments += ListingSegment.delete().where((ListingSegment.ip_id == ip_id)
                                                          & ListingSegment.source_id.in_(chunk)).execute()
+        ListingRelist.delete().where((ListingRelist.ip_id == ip_id) & ListingRelist.source_id.in_(chunk)).execute()
     crawled = AppliedResult.crawled_at
     first, last = (AppliedResult.select(peewee.fn.MIN(crawled), peewee.fn.MAX(crawled))
                    .where(AppliedResult.ip_id == ip_id).scalar(as_tuple=True))

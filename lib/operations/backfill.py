@@ -33,6 +33,7 @@ def past_crawl(sim: MarketSimulator, keyword: str, ip_id: int, task_id: str, at:
     crawler reads (``search_plan``) as the simulator's API answered them at that time."""
     from lib.crawling.crawl import add_page, search_plan
     from lib.crawling.driver import ApiResponse
+    from lib.crawling.listings import seller_key
     from lib.crawling.page_fetch import page_from_api
 
     items: dict[str, dict[str, Any]] = {}
@@ -43,7 +44,8 @@ def past_crawl(sim: MarketSimulator, keyword: str, ip_id: int, task_id: str, at:
         read: set[str] = set()
         for number in range(1, page_count + 1):
             answer = sim.answer_for(keyword, status_param, number, at)
-            result = page_from_api(ApiResponse(200, {}, answer), settings.mercari_base_url, label)
+            result = page_from_api(ApiResponse(200, {}, answer), settings.mercari_base_url, label,
+                                   seller_key(settings))
             assert result is not None  # the simulator's answer in normal mode is always readable
             add_page(result, items, total, read)
             pages += 1

@@ -1,0 +1,151 @@
+"""Relists: a listing that its seller listed before, deleted and listed again (a new id, the same goods) is not new
+supply (docs/concepts/measures.md, definition 2).
+
+A new listing is recognised as the relist of an earlier one of the IP when
+
+* the crawler kept a seller for both (API hits: ``CrawlItem.seller``, a keyed hash) and it is the same;
+* the titles match: after the segments' normalization (``lib.segments.normalize.fold``) the new title is the earlier
+  one, or the earlier one with one word added at its start or end (relisters mark the new listing: 再出品, 値下げ,
+  【即購入OK】…). Words are what ``normalize`` keeps apart;
+* the earlier listing was created at most ``RELIST_WITHIN`` before it, was never seen sold (its goods did not
+  sell: a second copy of sold goods is new supply), was not seen on sale after the new one was created (two
+  copies on sale at once are two goods) and was not relisted already (a listing is deleted once). Of several, the
+  latest created.
+
+The earlier listing is found by two index lookups per result, on ``item_snapshots`` (IP, seller, fingerprint of the
+normalized title) and on ``listing_relists`` (the listings replaced), whatever the IP's history. The link is
+stored in ``listing_relists`` (the relist → the listing it replaced, and the goods' first listing); the goods'
+events are derived from the sightings of all its listings and kept under the first listing's id
+(``lib.market.facts.rederive``), so its sale, sold under any listing, is the sale of the goods first listed then.
+
+The link is made when the relist is first applied, from the listings stored then: a relist whose earlier listing
+reaches the database only later (a late result of an older crawl) stays a new listing.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from collections import defaultdict
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+from lib.core.db import ParameterList, insert_rows
+from lib.market.item_state import ON_SALE, CrawlItem
+from lib.market.statistics import tuples
+from lib.segments.normalize import compact, normalize
+from models import ItemSnapshot, ListingRelist
+
+CHUNK = 500
+
+
+@functools.lru_cache(maxsize=32768)
+def title_match(title: str) -> str | None:
+    """The fingerprint of a title's normalized form (64 bits; None for a title with no word). Cached: a listing's
+    title comes back with every crawl that sees it, and normalizing one costs about 17 µs."""
+    folded = compact(normalize(title))
+    return hashlib.blake2b(folded.encode(), digest_size=8).hexdigest() if folded else None
+
+
+def earlier_titles(title: str) -> set[str]:
+    """The fingerprints of the titles a relist titled ``title`` may have had first: the same, or without its first
+    or last word."""
+    words = normalize(title).split(" ")
+    forms = [words] + ([words[1:], words[:-1]] if len(words) > 1 else [])
+    return {key for form in forms if (key := title_match(" ".join(form))) is not None}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """An earlier listing of the IP that a new one may relist."""
+
+    source_id: str
+    title_match: str
+    created: float
+    last_seen: float
+
+
+def _when(item: CrawlItem, crawled_at: float) -> float:
+    """When a listing was created: the site's time, else the crawl that first saw it."""
+    return item.created if item.created is not None else crawled_at
+
+
+def find_relists(ip_id: int, crawled_at: float, new: Sequence[CrawlItem], within: float,
+                 on_sale: Collection[str] = ()) -> dict[str, str]:
+    """Of these listings new to the IP, the relists: relist → the listing it replaced. ``on_sale``: the listings
+    the result saw on sale (seen now, after the new ones were created: not deleted)."""
+    wanted = {item.source_id: (item, earlier_titles(item.title)) for item in new if item.seller is not None}
+    wanted = {sid: (item, keys) for sid, (item, keys) in wanted.items() if keys}
+    if not wanted:
+        return {}
+    sellers = sorted({item.seller for item, _ in wanted.values() if item.seller is not None})
+    keys = sorted({key for _, found in wanted.values() for key in found})
+    earliest = min(_when(item, crawled_at) for item, _ in wanted.values()) - within
+    found: dict[str, list[Candidate]] = defaultdict(list)
+    for start in range(0, len(sellers), CHUNK):
+        for sid, seller, key, created, first_seen, last_seen in tuples(
+                ItemSnapshot.select(ItemSnapshot.source_id, ItemSnapshot.seller, ItemSnapshot.title_match,
+                                    ItemSnapshot.created, ItemSnapshot.first_seen, ItemSnapshot.last_seen)
+                .where((ItemSnapshot.ip_id == ip_id)
+                       & ItemSnapshot.seller.in_(ParameterList(sellers[start:start + CHUNK]))
+                       & ItemSnapshot.title_match.in_(ParameterList(keys))
+                       & (ItemSnapshot.status == ON_SALE) & (ItemSnapshot.last_seen >= earliest))):
+            found[seller].append(Candidate(sid, key, first_seen if created is None else created, last_seen))
+    # a listing relisted already was deleted then: another listing of its title is other goods
+    replaced = _relisted(ip_id, sorted({c.source_id for found_of in found.values() for c in found_of}))
+    links: dict[str, str] = {}
+    for sid, (item, titles) in sorted(wanted.items(), key=lambda w: (_when(w[1][0], crawled_at), w[0])):
+        at = _when(item, crawled_at)
+        earlier = [c for c in found.get(item.seller or "", []) if c.source_id not in wanted
+                   and c.source_id not in on_sale and c.source_id not in replaced and c.title_match in titles
+                   and at - within <= c.created < at and c.last_seen < at]
+        if earlier:
+            links[sid] = max(earlier, key=lambda c: (c.created, c.source_id)).source_id
+            replaced.add(links[sid])
+    return links
+
+
+def _relisted(ip_id: int, source_ids: Sequence[str]) -> set[str]:
+    """Those of these listings that a stored relist replaced."""
+    out: set[str] = set()
+    for start in range(0, len(source_ids), CHUNK):
+        out.update(sid for (sid,) in tuples(
+            ListingRelist.select(ListingRelist.relist_of)
+            .where((ListingRelist.ip_id == ip_id)
+                   & ListingRelist.relist_of.in_(ParameterList(source_ids[start:start + CHUNK])))))
+    return out
+
+
+def store_relists(ip_id: int, links: dict[str, str], items: Sequence[CrawlItem], crawled_at: float) -> None:
+    """Keep the links ``find_relists`` found (relist → the listing it replaced), in the result's transaction, each
+    with its goods' first listing (a relist of a relist is the same goods)."""
+    when = {item.source_id: _when(item, crawled_at) for item in items}
+    goods = goods_of(ip_id, sorted(set(links.values())))
+    insert_rows(ListingRelist, [{"ip_id": ip_id, "source_id": sid, "goods_id": goods.get(previous, previous),
+                                 "relist_of": previous, "relisted_at": when[sid]}
+                                for sid, previous in links.items()], conflict="ignore")
+
+
+def goods_of(ip_id: int, source_ids: Sequence[str]) -> dict[str, str]:
+    """Of these listings, the relists: relist → the goods' first listing."""
+    out: dict[str, str] = {}
+    for start in range(0, len(source_ids), CHUNK):
+        out.update(tuples(ListingRelist.select(ListingRelist.source_id, ListingRelist.goods_id)
+                          .where((ListingRelist.ip_id == ip_id)
+                                 & ListingRelist.source_id.in_(ParameterList(source_ids[start:start + CHUNK])))))
+    return out
+
+
+def goods_groups(ip_id: int, source_ids: Sequence[str]) -> dict[str, list[str]]:
+    """The goods these listings belong to, each with all its listings (the first one first): two index reads of
+    the links. A listing with no relist is goods of its own."""
+    relisted = goods_of(ip_id, source_ids)
+    firsts = sorted({relisted.get(sid, sid) for sid in source_ids})
+    groups: dict[str, list[str]] = {goods: [goods] for goods in firsts}
+    for start in range(0, len(firsts), CHUNK):
+        for sid, goods in sorted(tuples(
+                ListingRelist.select(ListingRelist.source_id, ListingRelist.goods_id)
+                .where((ListingRelist.ip_id == ip_id)
+                       & ListingRelist.goods_id.in_(ParameterList(firsts[start:start + CHUNK]))))):
+            groups[goods].append(sid)
+    return groups

@@ -1,0 +1,187 @@
+"""Relists and auctions through the real result path (docs/concepts/measures.md, definitions 2 and 3): a seller's
+relist of unsold goods is not inflow and its sale is the goods' sale, from their first listing; an auction is
+counted in the flows and kept out of the fixed-price statistics."""
+
+import pytest
+
+from lib.core.clock import FrozenClock
+from lib.core.redis_client import state_redis
+from lib.market.processing import CrawlResult, ResultProcessor
+from lib.market.statistics import tuples
+from lib.scheduling.catalogue import Catalogue
+from lib.scheduling.schedule import ScheduleStore
+from models import IpStatsHourly, ListingEvent, ListingRelist
+
+H, DAY = 3600.0, 86400.0
+T0 = 1_800_000_000.0 - (1_800_000_000.0 % H)
+TITLE = "鬼滅の刃 アクスタ 炭治郎"
+SELLER, OTHER = "0123456789abcdef", "fedcba9876543210"
+
+
+def item(sid, created, title=TITLE, status="on_sale", price=1000, seller=SELLER, updated=None, auction=False):
+    return {"source_id": sid, "title": title, "price": price, "status": status, "created": created,
+            "updated": updated, "seller": seller, "auction": auction}
+
+
+@pytest.fixture
+def proc(db, settings):
+    return ResultProcessor(settings, state_redis(settings), FrozenClock(T0))
+
+
+@pytest.fixture
+def ip(db, settings):
+    return Catalogue(ScheduleStore(state_redis(settings)), settings, FrozenClock(T0)).add("鬼滅の刃")
+
+
+class Crawls:
+    def __init__(self, proc, ip):
+        self.proc, self.ip, self.n = proc, ip, 0
+
+    def __call__(self, at, *items):
+        self.n += 1
+        return self.proc.apply(CrawlResult.parse(self.ip.id, f"t{self.n}", at, list(items)))
+
+
+def flows(ip):
+    inflow = outflow = 0
+    for i, o in tuples(IpStatsHourly.select(IpStatsHourly.inflow, IpStatsHourly.outflow)
+                       .where(IpStatsHourly.ip_id == ip.id)):
+        inflow, outflow = inflow + i, outflow + o
+    return inflow, outflow
+
+
+def events(ip):
+    return sorted(tuples(ListingEvent.select(ListingEvent.source_id, ListingEvent.kind, ListingEvent.occurrence,
+                                             ListingEvent.event_at, ListingEvent.price, ListingEvent.listed_price,
+                                             ListingEvent.created_at).where(ListingEvent.ip_id == ip.id)))
+
+
+def links(ip):
+    return dict(tuples(ListingRelist.select(ListingRelist.source_id, ListingRelist.goods_id)
+                       .where(ListingRelist.ip_id == ip.id)))
+
+
+@pytest.mark.parametrize("relist_title", [
+    TITLE,                          # the same title
+    TITLE + " 再出品",  # a word added at the end
+    "【値下げ】" + TITLE,  # … or at the start
+    "鬼滅の刃　ｱｸｽﾀ　炭治郎",  # the same title as the segments normalize it (full-width space, half-width kana)
+])
+def test_a_relist_is_not_new_supply_and_its_sale_is_the_goods_sale(proc, ip, relist_title):
+    crawl = Crawls(proc, ip)
+    crawl(T0 + 60, item("base", T0 - H, "ちいかわ ぬいぐるみ", seller=OTHER))
+    first = T0 + H - 600
+    assert crawl(T0 + H, item("e", first, price=1200)).inflow == 1
+    relisted = T0 + DAY - 600  # the first listing was deleted: no crawl sees it after this
+    out = crawl(T0 + DAY, item("r", relisted, relist_title, price=1000))
+    assert (out.inflow, out.relisted) == (0, 1)
+    assert links(ip) == {"r": "e"}
+    sold = T0 + DAY + H
+    out = crawl(T0 + DAY + 2 * H, item("r", relisted, relist_title, "sold", 1000, updated=sold))
+    assert out.outflow == 1
+    # the goods' events, under its first listing: created once, sold from its first listing (time to sell), the
+    # cut from its first price shown
+    assert events(ip) == [("e", "created", 0, first, None, None, None), ("e", "sold", 0, sold, 1000, 1200, first)]
+    assert flows(ip) == (1, 1)
+
+
+def test_a_relist_of_a_relist_is_the_same_goods(proc, ip):
+    crawl = Crawls(proc, ip)
+    crawl(T0 + 60, item("base", T0 - H, "ちいかわ ぬいぐるみ", seller=OTHER))
+    crawl(T0 + H, item("e", T0 + H - 600))
+    crawl(T0 + DAY, item("r1", T0 + DAY - 600))
+    out = crawl(T0 + 2 * DAY, item("r2", T0 + 2 * DAY - 600, TITLE + " 早い者勝ち"))
+    assert (out.inflow, out.relisted) == (0, 1) and links(ip) == {"r1": "e", "r2": "e"}
+    crawl(T0 + 2 * DAY + H, item("r2", T0 + 2 * DAY - 600, TITLE + " 早い者勝ち", "sold", updated=T0 + 2 * DAY + 60))
+    assert [e[:3] for e in events(ip)] == [("e", "created", 0), ("e", "sold", 0)] and flows(ip) == (1, 1)
+
+
+@pytest.mark.parametrize("case", ["another seller", "another title", "past the bound", "first one sold",
+                                  "both on sale", "no seller", "two words added"])
+def test_what_is_not_a_relist(proc, ip, settings, case):
+    crawl = Crawls(proc, ip)
+    crawl(T0 + 60, item("base", T0 - H, "ちいかわ ぬいぐるみ", seller=OTHER))
+    first = T0 + H - 600
+    crawl(T0 + H, item("e", first, seller=None if case == "no seller" else SELLER))
+    at = T0 + (settings.relist_within + DAY if case == "past the bound" else DAY)
+    later = {"title": TITLE, "seller": SELLER}
+    if case == "another seller":
+        later["seller"] = OTHER
+    elif case == "another title":
+        later["title"] = "鬼滅の刃 アクスタ 禰豆子"  # a word changed: other goods
+    elif case == "no seller":
+        later["seller"] = None  # read from the page (the DOM shows no seller)
+    elif case == "two words added":
+        later["title"] = TITLE + " 再出品 値下げ"
+    elif case == "first one sold":
+        crawl(T0 + 2 * H, item("e", first, status="sold", updated=T0 + 2 * H - 60))
+    seen = [item("e", first)] if case == "both on sale" else []  # the first listing still on sale: two goods
+    out = crawl(at, item("r", at - 600, **later), *seen)
+    assert (out.inflow, out.relisted) == (1, 0)
+    assert links(ip) == {}
+
+
+def test_an_auction_counts_in_the_flows_and_stays_out_of_the_fixed_price_statistics(proc, ip):
+    crawl = Crawls(proc, ip)
+    crawl(T0 + 60, item("base", T0 - H, "ちいかわ ぬいぐるみ", seller=OTHER))
+    assert crawl(T0 + H, item("a", T0 + H - 600, price=500, auction=True),
+                 item("f", T0 + H - 600, "鬼滅の刃 缶バッジ", price=2000)).inflow == 2
+    crawl(T0 + 2 * H - 60, item("a", T0 + H - 600, price=800, auction=True),  # a bid
+          item("f", T0 + H - 600, "鬼滅の刃 缶バッジ", price=2000))
+    out = crawl(T0 + 3 * H - 60, item("a", T0 + H - 600, status="sold", price=900, auction=True, updated=T0 + 2 * H),
+                item("f", T0 + H - 600, "鬼滅の刃 缶バッジ", status="sold", price=2000, updated=T0 + 2 * H + 60))
+    assert out.outflow == 2
+    row = IpStatsHourly.get((IpStatsHourly.ip_id == ip.id) & (IpStatsHourly.outflow > 0))
+    assert (row.outflow, row.sample_count, float(row.median_price)) == (2, 1, 2000.0)
+    sales = {e[0]: e[4] for e in events(ip) if e[1] == "sold"}
+    assert sales == {"a": None, "f": 2000}
+
+
+def test_an_existing_database_gains_what_relists_and_auctions_need(proc, ip):
+    """``animetop db init`` on a database of an earlier version: the snapshots' new columns (nullable or with a
+    default) and the links' table are added, and listings stored before them simply have no seller."""
+    from playhouse.migrate import SchemaMigrator, migrate
+
+    from lib.core.db import database
+    from lib.market.schema import create_tables
+
+    crawl = Crawls(proc, ip)
+    crawl(T0 + 60, item("base", T0 - H, "ちいかわ ぬいぐるみ", seller=OTHER))
+    crawl(T0 + H, item("e", T0 + H - 600))
+    migrator = SchemaMigrator.from_database(database.obj)
+    for index in database.get_indexes("item_snapshots"):
+        if "seller" in index.columns:
+            migrate(migrator.drop_index("item_snapshots", index.name))
+    for column in ("seller", "title_match", "auction"):
+        migrate(migrator.drop_column("item_snapshots", column))
+    database.drop_tables([ListingRelist])
+    create_tables()
+    assert {"seller", "title_match", "auction"} <= {c.name for c in database.get_columns("item_snapshots")}
+    assert any(index.columns == ["ip_id", "seller", "title_match"] for index in database.get_indexes("item_snapshots"))
+    # the listing stored before has no seller: its relist is new goods; one stored after is recognised
+    out = crawl(T0 + DAY, item("r", T0 + DAY - 600))
+    assert (out.inflow, out.relisted) == (1, 0)
+    crawl(T0 + DAY + H, item("f", T0 + DAY + H - 600, "鬼滅の刃 缶バッジ"))
+    out = crawl(T0 + 2 * DAY, item("g", T0 + 2 * DAY - 600, "鬼滅の刃 缶バッジ 再出品"))
+    assert (out.inflow, out.relisted) == (0, 1) and links(ip) == {"g": "f"}
+
+
+def test_a_relisted_goods_is_pruned_whole_once_all_its_listings_are_dormant(proc, ip, settings):
+    """Its events come from all its listings: pruning the first listing alone while a relist is still seen would
+    lose the goods' creation and leave the relist's sale to be derived without it."""
+    import dataclasses
+
+    from lib.market.retention import prune
+
+    small = dataclasses.replace(settings, retention_window=2 * H, retention_detail=2 * DAY)
+    crawl = Crawls(proc, ip)
+    crawl(T0 + 60, item("base", T0 - H, "ちいかわ ぬいぐるみ", seller=OTHER))
+    crawl(T0 + H, item("e", T0 + H - 600))
+    crawl(T0 + DAY, item("r", T0 + DAY - 600, TITLE + " 再出品"))
+    sold = T0 + 11 * DAY
+    crawl(T0 + 12 * DAY, item("r", T0 + DAY - 600, TITLE + " 再出品", "sold", updated=sold))
+    report = prune(small, T0 + 12 * DAY + H)
+    assert report.detail_horizon > T0 + H  # the first listing alone would be dormant
+    assert [e[:3] for e in events(ip)] == [("e", "created", 0), ("e", "sold", 0)] and links(ip) == {"r": "e"}
+    prune(small, T0 + 30 * DAY)  # now all of it is dormant: pruned together, its link too
+    assert events(ip) == [] and links(ip) == {}
