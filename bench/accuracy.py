@@ -30,10 +30,11 @@ from lib.crawling.listings import item_from_api
 from lib.market import windows
 from lib.market.processing import CrawlResult, ResultProcessor
 from lib.market.schema import create_tables
+from lib.market.values import Estimate, Measure
 from lib.scheduling.catalogue import Catalogue
 from lib.scheduling.schedule import ScheduleStore
 from lib.standins.simulator.model import DAY, HOUR, MarketModel
-from lib.standins.simulator.realistic import RealisticSearch
+from lib.standins.simulator.realistic import PAGE_SIZE, Page, RealisticSearch
 from lib.standins.simulator.stories import ON_SALE, SOLD_OUT, TRADING, Burst
 from lib.standins.simulator.truth import TrueFlow, true_flows
 from models import IpStatsHourly, ListingEvent
@@ -73,8 +74,16 @@ def crawl(search: RealisticSearch, keyword: str, t: float, plan: dict[str, int],
     for label, statuses in SEARCHES:
         total = {"num_found": None, "pages": 0, "items": 0}
         read: set[str] = set()
+        # the search's real results once, for all its pages (``search.page`` finds them again for each page);
+        # past them, the pages as the search serves them (padding)
+        wanted = plan[label] * PAGE_SIZE
+        real = search.results(keyword, statuses, t, needed=wanted + 1)
+        num_found = search.num_found(keyword, statuses, t)
         for number in range(1, plan[label] + 1):
-            page = search.page(keyword, statuses, number, t)
+            if len(real) > wanted:
+                page = Page(tuple(real[(number - 1) * PAGE_SIZE:number * PAGE_SIZE]), num_found, True)
+            else:
+                page = search.page(keyword, statuses, number, t)
             answer = search.answer_of(page, number, t)
             served.requests += 1
             total["pages"] += 1
@@ -102,9 +111,9 @@ class DayRow:
     keyword: str
     size: float
     day: int
-    inflow: int
+    inflow: float
     true_inflow: int
-    outflow: int
+    outflow: float
     true_outflow: int
     price: float | None
     true_price: float | None
@@ -117,6 +126,9 @@ class DayRow:
     padded_counted: int
     relists_created: int
     relists_counted: int
+    #: per flow: None where it was counted, else whether the estimate's 95 % interval held the truth
+    inflow_held: bool | None = None
+    outflow_held: bool | None = None
 
 
 def measured_day(ip_id: int, start: float, end: float) -> tuple[int, int, float | None]:
@@ -133,6 +145,14 @@ def measured_day(ip_id: int, start: float, end: float) -> tuple[int, int, float 
         (ListingEvent.ip_id == ip_id) & (ListingEvent.kind == "sold") & (ListingEvent.event_at >= start)
         & (ListingEvent.event_at < end) & ListingEvent.price.is_null(False)).tuples()]
     return inflow, outflow, statistics.median(prices) if prices else None
+
+
+def held(m: Measure, truth: int) -> bool | None:
+    """None for a counted flow; for an estimated one, whether its interval holds ``truth``."""
+    if not isinstance(m, Estimate) or m.interval is None:
+        return None
+    low, high = m.interval
+    return (low is None or low <= truth) and (high is None or truth <= high)
 
 
 def true_heat(truth: TrueFlow, baseline: Sequence[TrueFlow]) -> float | None:
@@ -174,8 +194,9 @@ def run_market(model: MarketModel, keywords: Sequence[str], days: int, plan: dic
         relists_by_id = served[kw].relists
         for day, truth in enumerate(truths):
             start, end = truth.start, truth.end
-            inflow, outflow, price = measured_day(ids[kw], start, end)
+            _, _, price = measured_day(ids[kw], start, end)
             m = windows.window_measures([ids[kw]], 24, end - 1.0)[ids[kw]]
+            inflow, outflow = m.inflow.value or 0.0, m.outflow.value or 0.0
             created = {sid for (sid,) in ListingEvent.select(ListingEvent.source_id).where(
                 (ListingEvent.ip_id == ids[kw]) & (ListingEvent.kind == "created") & (ListingEvent.event_at >= start)
                 & (ListingEvent.event_at < end)).tuples()}
@@ -187,7 +208,8 @@ def run_market(model: MarketModel, keywords: Sequence[str], days: int, plan: dic
                 price, truth.sold_price_median, m.sell_through.value, truth.sell_through,
                 m.time_to_sell_hours.median.value, truth.time_to_sell_median_hours, m.heat.value,
                 true_heat(truth, truths[max(0, day - 7):day]) if m.heat.value is not None else None,
-                len(counted & served[kw].padded), truth.relisted, len(created & relists_by_id)))
+                len(counted & served[kw].padded), truth.relisted, len(created & relists_by_id),
+                held(m.inflow, truth.listed + truth.relisted), held(m.outflow, truth.sold)))
     r.flushdb()
     database.close()
     return rows, served
@@ -214,7 +236,8 @@ def _within(pairs: list[tuple[float, float]], tolerance: float) -> str:
 
 
 HEADER = ("| IP size (new listings an hour) | IP-days | requests | inflow measured/true (days within ±3 %) "
-          "| outflow measured/true (days within ±5 %) | sold-price median error | sell-through error "
+          "| inflow estimated: interval held the truth | outflow measured/true (days within ±5 %) "
+          "| outflow estimated: interval held the truth | sold-price median error | sell-through error "
           "| time to sell error | heat error | padded counted | relists counted as new |")
 
 
@@ -223,7 +246,7 @@ def table(rows: list[DayRow], served: dict[str, Served]) -> list[str]:
     by_class: dict[str, list[DayRow]] = defaultdict(list)
     for row in rows:
         by_class[size_class(row.size)].append(row)
-    lines = [HEADER, "|---|" + "---:|" * 10]
+    lines = [HEADER, "|---|" + "---:|" * 12]
     for _, name in CLASSES:
         days = by_class.get(name)
         if not days:
@@ -237,7 +260,9 @@ def table(rows: list[DayRow], served: dict[str, Served]) -> list[str]:
         lines.append(
             f"| {name}: {', '.join(f'{s:g}' for s in sizes)} | {len(days)} | {requests:,} "
             f"| {_ratio(*inflow)} ({_within([(r.inflow, r.true_inflow) for r in days], 0.03)}) "
+            f"| {_held([r.inflow_held for r in days])} "
             f"| {_ratio(*outflow)} ({_within([(r.outflow, r.true_outflow) for r in days], 0.05)}) "
+            f"| {_held([r.outflow_held for r in days])} "
             f"| {_median_error([(r.price, r.true_price) for r in days])} "
             f"| {_median_error([(r.sell_through, r.true_sell_through) for r in days], points=True)} "
             f"| {_median_error([(r.time_to_sell, r.true_time_to_sell) for r in days])} "
@@ -245,6 +270,12 @@ def table(rows: list[DayRow], served: dict[str, Served]) -> list[str]:
             f"| {sum(r.padded_counted for r in days):,} "
             f"| {sum(r.relists_counted for r in days):,} of {relists:,} |")
     return lines
+
+
+def _held(held: list[bool | None]) -> str:
+    """How many of the IP-days with an estimate had its interval hold the truth."""
+    estimated = [h for h in held if h is not None]
+    return f"{sum(estimated)} of {len(estimated)}" if estimated else "counted"
 
 
 def _heat_error(days: list[DayRow]) -> str:
