@@ -78,7 +78,7 @@ def crawl(search: RealisticSearch, keyword: str, t: float, plan: dict[str, int],
         # past them, the pages as the search serves them (padding)
         wanted = plan[label] * PAGE_SIZE
         real = search.results(keyword, statuses, t, needed=wanted + 1)
-        num_found = search.num_found(keyword, statuses, t)
+        num_found = site_total(search, keyword, label, statuses, t)
         for number in range(1, plan[label] + 1):
             if len(real) > wanted:
                 page = Page(tuple(real[(number - 1) * PAGE_SIZE:number * PAGE_SIZE]), num_found, True)
@@ -102,6 +102,20 @@ def crawl(search: RealisticSearch, keyword: str, t: float, plan: dict[str, int],
         total["items"] = len(read)
         totals[label] = total
     return list(items.values()), totals
+
+
+#: The site's totals (``numFound``) of each IP's searches, by (keyword, search, quarter of a day).
+_TOTALS: dict[tuple[str, str, int], int] = {}
+
+
+def site_total(search: RealisticSearch, keyword: str, label: str, statuses: frozenset[str], t: float) -> int:
+    """The search's ``numFound``, as the site reports it, read anew every 6 hours: counting it is most of the cost
+    of building a large IP's pages, and no measure in the table reads it (supply does; coverage only where
+    outflow is counted)."""
+    key = (keyword, label, int(t // (6 * HOUR)))
+    if key not in _TOTALS:
+        _TOTALS[key] = search.num_found(keyword, statuses, t)
+    return _TOTALS[key]
 
 
 @dataclass(frozen=True)
@@ -177,6 +191,7 @@ def run_market(model: MarketModel, keywords: Sequence[str], days: int, plan: dic
     catalogue = Catalogue(ScheduleStore(r), settings, clock)
     processor = ResultProcessor(settings, r, clock)
     search = RealisticSearch(model)
+    _TOTALS.clear()
     ids = {kw: catalogue.add(kw).id for kw in keywords}
     served = {kw: Served() for kw in keywords}
     for hour in range(days * 24 + 1):
