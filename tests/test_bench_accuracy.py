@@ -69,6 +69,7 @@ def test_ips_fall_in_their_size_class():
 
 
 @pytest.mark.slow  # a day of two IPs' hourly crawls through the worker's processing
+@pytest.mark.timeout(900)
 def test_bench_accuracy_prints_its_table(redis_server, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "BENCH_REDIS_URL": redis_server,
            "BENCH_REDIS_DBS": f"{STATE_DB},{BROKER_DB}"}
