@@ -281,12 +281,20 @@ def _load_reach(ip_ids: Sequence[int] | None, w: Window, data: dict[int, _IpData
     (docs/concepts/measures.md, "Estimates")."""
     of_ips = (CrawlSearchTotal.ip_id.in_(list(ip_ids)) if ip_ids is not None
               else CrawlSearchTotal.ip_id.is_null(False))
+    in_window = (CrawlSearchTotal.crawled_at >= w.start - 2 * 3600.0) & (CrawlSearchTotal.crawled_at <= w.now)
+    # only the IPs with a crawl whose pages fell short of a listing's life are read crawl by crawl: most IPs'
+    # searches end on their pages (no reach) or reach back further
+    short_ips = [ip_id for (ip_id,) in raw(
+        CrawlSearchTotal.select(CrawlSearchTotal.ip_id).distinct()
+        .where(of_ips & in_window & CrawlSearchTotal.reach.is_null(False)
+               & (CrawlSearchTotal.reach > CrawlSearchTotal.crawled_at - reach.MAX_AGE_HOURS * 3600.0)))]
+    if not short_ips:
+        return
     rows: dict[int, dict[float, dict[str, tuple[float | None, float | None]]]] = defaultdict(dict)
     for ip_id, at, status, far, newest in raw(
             CrawlSearchTotal.select(CrawlSearchTotal.ip_id, CrawlSearchTotal.crawled_at, CrawlSearchTotal.status,
                                     CrawlSearchTotal.reach, CrawlSearchTotal.newest)
-            .where(of_ips & (CrawlSearchTotal.crawled_at >= w.start - 2 * 3600.0)
-                   & (CrawlSearchTotal.crawled_at <= w.now))):
+            .where(CrawlSearchTotal.ip_id.in_(short_ips) & in_window)):
         rows[ip_id].setdefault(at, {})[status] = (far, newest)
     short: list[int] = []
     for ip_id, crawls in rows.items():
