@@ -1,4 +1,5 @@
-"""``python -m bench accuracy [--days N] [--sizes 0.3,3,40,250,1200] [--seed S]``: how close each measure comes to
+"""``python -m bench accuracy [--days N] [--sizes 0.3,3,40,250,1200] [--seed S]`` (2 days by default; docs/benchmarks.md
+runs ``--days 7``): how close each measure comes to
 the realistic market's truth (docs/concepts/simulator.md), per IP size class, with the requests it cost.
 
 A market of IPs across the size range (new listings an hour, one of them with a ×4 burst) is crawled every hour
@@ -299,7 +300,7 @@ def _heat_error(days: list[DayRow]) -> str:
 
 
 def options(argv: list[str]) -> tuple[int, tuple[float, ...], int]:
-    days, sizes, seed = 7, SIZES, 1
+    days, sizes, seed = 2, SIZES, 1
     rest = list(argv)
     while rest:
         if len(rest) >= 2 and rest[0] == "--days" and rest[1].isdigit() and int(rest[1]) > 0:
