@@ -7,6 +7,7 @@ database and reuse it next time; ``--ips 10000``: the market's size; ``--days N`
 import sys
 
 from . import (
+    accuracy,
     collect,
     crawl,
     dashboard,
@@ -28,9 +29,9 @@ BENCHMARKS = {"encoding": encoding.main, "schedule_tick": schedule_tick.main, "p
               "pool": pool.main, "collect": collect.main, "crawl": crawl.main, "leaderboard": leaderboard.main,
               "dashboard": dashboard.main, "days": days.main, "load": load.main,
               "storage": storage.main, "long_windows": long_windows.main, "segments": segments.main,
-              "segments_board": segments_board.main, "soak": soak.main}
+              "segments_board": segments_board.main, "soak": soak.main, "accuracy": accuracy.main}
 #: Benchmarks run only when named: a soak takes half an hour.
-ONLY_NAMED = {"soak"}
+ONLY_NAMED = {"soak", "accuracy"}
 
 #: Benchmarks that take options (``process_result``: ``--db mysql://…``; ``load``, ``storage``: their scales;
 #: ``leaderboard``, ``dashboard``, ``days``, ``long_windows``, ``segments_board``: ``--db PATH``, ``--ips N``; the first
@@ -38,7 +39,7 @@ ONLY_NAMED = {"soak"}
 WITH_OPTIONS = {"process_result": process_result.main, "load": load.main, "storage": storage.main,
                 "leaderboard": leaderboard.main,
                 "dashboard": dashboard.main, "days": days.main, "long_windows": long_windows.main,
-                "segments_board": segments_board.main, "soak": soak.main}
+                "segments_board": segments_board.main, "soak": soak.main, "accuracy": accuracy.main}
 
 
 def main(argv: list[str]) -> int:

@@ -16,6 +16,10 @@ class CrawlSearchTotal(BaseModel):
     num_found = peewee.IntegerField(null=True)  # the search's total as the site reported it; None: not reported
     pages_read = peewee.IntegerField()
     items_read = peewee.IntegerField()  # distinct listings on those pages
+    # how far back the pages reached, by creation time (lib.market.reach): the oldest ``created`` on them when the
+    # crawl read all its planned pages (None: the search ended on them, or no page gave a time), and the newest
+    reach = peewee.DoubleField(null=True)
+    newest = peewee.DoubleField(null=True)
 
     class Meta:
         table_name = "crawl_search_totals"

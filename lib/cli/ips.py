@@ -94,10 +94,19 @@ def _measure_lines(measures: WindowMeasures) -> list[str]:
     def show(m: Measure, fmt: str = "{:,.2f}") -> str:
         return fmt.format(m.value) + f" (n={m.n})" if m.value is not None else f"insufficient (n={m.n})"
 
+    def flow(m: Measure) -> str:
+        """A counted flow, or an estimate where the pages could not reach back, with its 95 % interval."""
+        from lib.market.values import Estimate  # as the module's other imports of the market: when a command runs
+
+        if isinstance(m, Estimate) and m.interval is not None and m.value is not None:
+            low, high = m.interval
+            return f"≈{m.value:,.0f} (estimate, 95 % {low:,.0f}–{high:,.0f}; n={m.n})"
+        return show(m, '{}')
+
     tts = measures.time_to_sell_hours
     return [
         f"heat {show(measures.heat, '{:.1f}')}, momentum {show(measures.momentum, '{:+.1f}')}",
-        f"inflow {show(measures.inflow, '{}')}, outflow {show(measures.outflow, '{}')} (n: tracked hours), "
+        f"inflow {flow(measures.inflow)}, outflow {flow(measures.outflow)} (n: tracked hours), "
         f"liquidity {show(measures.liquidity)}",
         f"sold price median {show(measures.median_price, '¥{:,.0f}')}, quartiles "
         f"{show(measures.p25_price, '¥{:,.0f}')} – {show(measures.p75_price, '¥{:,.0f}')}, trimmed mean "

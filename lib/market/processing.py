@@ -87,6 +87,17 @@ class SearchTotal:
                    count("pages", raw.get("pages")), count("items", raw.get("items")))
 
 
+def search_reach(items: list[CrawlItem], status: str, read_to_plan: bool) -> dict[str, float | None]:
+    """How far back a search's pages reached by creation time (docs/concepts/measures.md, "Estimates"): its
+    listings' oldest ``created`` when the crawl read every page its plan names (the search may go on past them;
+    one that ended sooner was seen whole: None), and their newest. A listing seen on both searches counts for the
+    sold one (it sold while the crawl read them)."""
+    times = [item.created for item in items if item.status == status and item.created is not None]
+    if not times:
+        return {"reach": None, "newest": None}
+    return {"reach": float(min(times)) if read_to_plan else None, "newest": float(max(times))}
+
+
 @dataclass(frozen=True)
 class CrawlResult:
     ip_id: int
@@ -269,13 +280,14 @@ class ResultProcessor:
         refresh_hours(ip_id, facts.hours or set(), tracked)
         return facts
 
-    @staticmethod
-    def _insert_search_totals(result: CrawlResult) -> None:
+    def _insert_search_totals(self, result: CrawlResult) -> None:
         if result.search:
+            planned = {"on_sale": self.settings.scheduler_pages_on_sale, SOLD: self.settings.scheduler_pages_sold}
             CrawlSearchTotal.insert_many([{
                 "task_id": result.task_id, "ip_id": result.ip_id, "crawled_at": result.crawled_at,
                 "status": total.status, "num_found": total.num_found, "pages_read": total.pages_read,
                 "items_read": total.items_read,
+                **search_reach(result.items, total.status, total.pages_read >= planned[total.status]),
             } for total in result.search]).execute()
 
     def _upsert_snapshots(self, ip_id: int, changes: list[Change]) -> None:

@@ -69,12 +69,16 @@ class Measure:
 
     @classmethod
     def from_json(cls, data: JsonObject) -> Measure:
+        if "interval" in data and cls is Measure:  # a count estimated where the pages could not see it (inflow)
+            return Estimate.from_json(data)
         return cls(data["value"], data["n"], data.get("why"))
 
 
 @dataclass(frozen=True, slots=True)
 class Estimate(Measure):
-    """A measure that estimates something, with its 95 % interval.
+    """A measure that estimates something, with its 95 % interval. Inflow and outflow are counts (``Measure``)
+    where the crawls saw them, and estimates where their pages could not reach back (docs/concepts/measures.md,
+    "Estimates"): their JSON then carries an ``interval``.
 
     Parameters:
       interval: (low, high); None while the value is insufficient, or where no interval of its kind exists.

@@ -29,7 +29,7 @@ import peewee
 
 from lib.core.clock import naive_utc, to_timestamp
 from lib.core.db import database, is_mysql
-from lib.market import insufficient, intervals, robust, summaries
+from lib.market import insufficient, intervals, reach, robust, summaries
 from lib.market.columns import CreatedRows, SaleRows
 from lib.market.marks import details_pruned_before
 from lib.market.statistics import hour_bucket, hour_start, tuples
@@ -115,6 +115,9 @@ class _IpData:
     created: CreatedRows = field(default_factory=CreatedRows)  # (at, sold, last seen)
     previous_cohort: tuple[int, int] = (0, 0)  # listings created in the previous window, and how many sold in it
     supply: int | None = None
+    crawls: list[reach.CrawlReach] = field(default_factory=list)  # the window's crawls' reach (estimates)
+    inflow_hours: dict[int, float] = field(default_factory=dict)  # inflow by hour before the window (estimates)
+    reference: reach.AgeReference | None = None  # ages at sale where pages reached back (outflow estimate)
     sold_totals: list[tuple[float, int]] = field(default_factory=list)
     summaries: _Summaries | None = None  # pruned listings' daily summaries in reach (long windows)
 
@@ -264,9 +267,83 @@ def _load(ip_ids: Sequence[int] | None, w: Window) -> dict[int, _IpData]:
             .order_by(CrawlSearchTotal.crawled_at)):
         if num_found is not None:
             data[ip_id].sold_totals.append((at, num_found))
+    _load_reach(ip_ids, w, data)
     if w.long:
         _load_summaries(ip_ids, w, data)
     return data
+
+
+#: How long before a window the reference ages at sale and the inflow by hour are read (a listing's life).
+REACH_HISTORY = timedelta(hours=reach.MAX_AGE_HOURS)
+
+
+def _load_reach(ip_ids: Sequence[int] | None, w: Window, data: dict[int, _IpData]) -> None:
+    """Each IP's crawls of the window with how far their pages reached back (``lib.market.reach``); for the IPs
+    whose sold pages fell short, the inflow by hour of a listing's life before and the reference ages at sale
+    (docs/concepts/measures.md, "Estimates")."""
+    of_ips = (CrawlSearchTotal.ip_id.in_(list(ip_ids)) if ip_ids is not None
+              else CrawlSearchTotal.ip_id.is_null(False))
+    in_window = (CrawlSearchTotal.crawled_at >= w.start - 2 * 3600.0) & (CrawlSearchTotal.crawled_at <= w.now)
+    # only the IPs with a crawl whose pages fell short of a listing's life are read crawl by crawl: most IPs'
+    # searches end on their pages (no reach) or reach back further
+    short_ips = [ip_id for (ip_id,) in raw(
+        CrawlSearchTotal.select(CrawlSearchTotal.ip_id).distinct()
+        .where(of_ips & in_window & CrawlSearchTotal.reach.is_null(False)
+               & (CrawlSearchTotal.reach > CrawlSearchTotal.crawled_at - reach.MAX_AGE_HOURS * 3600.0)))]
+    if not short_ips:
+        return
+    rows: dict[int, dict[float, dict[str, tuple[float | None, float | None]]]] = defaultdict(dict)
+    for ip_id, at, status, far, newest in raw(
+            CrawlSearchTotal.select(CrawlSearchTotal.ip_id, CrawlSearchTotal.crawled_at, CrawlSearchTotal.status,
+                                    CrawlSearchTotal.reach, CrawlSearchTotal.newest)
+            .where(CrawlSearchTotal.ip_id.in_(short_ips) & in_window)):
+        rows[ip_id].setdefault(at, {})[status] = (far, newest)
+    short: list[int] = []
+    for ip_id, crawls in rows.items():
+        previous = None
+        d = data[ip_id]
+        for at in sorted(crawls):
+            on_sale, sold = crawls[at].get("on_sale", (None, None)), crawls[at].get("sold", (None, None))
+            d.crawls.append(reach.CrawlReach(at, previous, on_sale[0], sold[0], on_sale[1]))
+            previous = at
+        if any(c.sold is not None and c.at - c.sold < reach.MAX_AGE_HOURS * 3600.0 for c in d.crawls):
+            short.append(ip_id)
+    if not short:
+        return
+    since = w.since - REACH_HISTORY
+    for ip_id, bucket, inflow in raw(IpStatsHourly.select(IpStatsHourly.ip_id, IpStatsHourly.hour_bucket,
+                                                          IpStatsHourly.inflow)
+                                     .where(IpStatsHourly.ip_id.in_(short) & (IpStatsHourly.hour_bucket >= since))):
+        at = to_timestamp(bucket if isinstance(bucket, datetime) else datetime.fromisoformat(str(bucket)))
+        data[ip_id].inflow_hours[int((at or 0.0) // 3600)] = float(inflow or 0)
+    shared = _reference(w)
+    for ip_id in short:
+        data[ip_id].reference = shared
+
+
+#: At most this many reference sales are read (the newest).
+REFERENCE_SALES = 20000
+
+
+def _reference(w: Window) -> reach.AgeReference:
+    """The ages at sale of the sales of the IPs whose sold pages reached back over a listing's whole life in every
+    crawl of the ``REACH_HISTORY`` before the window's end, by IP."""
+    low = w.now - REACH_HISTORY.total_seconds()
+    crawled = (CrawlSearchTotal.status == "sold") & (CrawlSearchTotal.crawled_at >= low) \
+        & (CrawlSearchTotal.crawled_at <= w.now)
+    short = CrawlSearchTotal.select(CrawlSearchTotal.ip_id).where(
+        crawled & CrawlSearchTotal.reach.is_null(False)
+        & (CrawlSearchTotal.reach > CrawlSearchTotal.crawled_at - reach.MAX_AGE_HOURS * 3600.0))
+    covered = (CrawlSearchTotal.select(CrawlSearchTotal.ip_id).distinct()
+               .where(crawled & CrawlSearchTotal.ip_id.not_in(short)))
+    groups: dict[int, list[float]] = defaultdict(list)
+    for ip_id, at, created in raw(
+            ListingEvent.select(ListingEvent.ip_id, ListingEvent.event_at, ListingEvent.created_at)
+            .where((ListingEvent.kind == _SOLD) & ListingEvent.ip_id.in_(covered) & (ListingEvent.event_at >= low)
+                   & (ListingEvent.event_at <= w.now) & ListingEvent.created_at.is_null(False))
+            .order_by(ListingEvent.event_at.desc()).limit(REFERENCE_SALES)):
+        groups[ip_id].append(max(at - created, 0.0))
+    return reach.AgeReference.of(list(groups.values()))
 
 
 def _first_sale() -> tuple[Any, Any]:
@@ -465,6 +542,43 @@ def _detail_per_listing(d: _IpData, w: Window, prices: list[int], cuts: list[tup
         measure(robust.median(cut_sizes), len(cut_sizes), 1))
 
 
+def _flow_estimates(d: _IpData, w: Window, flows: _Flows) -> tuple[Measure, Measure]:
+    """Inflow and outflow: the counts, or estimates with their interval where the window's crawls did not reach
+    back far enough (``lib.market.reach``; docs/concepts/measures.md, "Estimates"), their ``n`` the tracked
+    hours either way."""
+    inflow, outflow = measure(flows.inflow, flows.hours), measure(flows.outflow, flows.hours)
+    if not d.crawls or not flows.hours:
+        return inflow, outflow
+    end = w.now + 1e-6
+    estimated = reach.inflow_estimate([at for at, _, _ in d.created], d.crawls, w.start, end)
+    if estimated is not None:
+        inflow = _shifted(estimated, flows.inflow, flows.hours)
+    if d.reference is not None:
+        sales = [at for at, _, _ in d.sales]
+        estimated = reach.outflow_estimate(sales, d.crawls, d.inflow_hours, d.reference, w.start, end)
+        if estimated is not None:
+            outflow = _shifted(estimated, flows.outflow, flows.hours)
+    return inflow, outflow
+
+
+def _shifted(estimated: Estimate, counted: int, hours: int) -> Estimate:
+    """An estimate made from the listings read (``n``: those counted) moved onto the hourly rows' count: what it
+    adds to the count is added to the rows'."""
+    added = (estimated.value or 0.0) - estimated.n
+    low, high = estimated.interval or (None, None)
+    return Estimate(round(counted + added, 1), hours, interval=(
+        None if low is None else round(counted + low - estimated.n, 1),
+        None if high is None else round(counted + high - estimated.n, 1)))
+
+
+def _seen_share(counted: int, outflow: Estimate) -> Measure:
+    """Coverage where outflow is estimated: the sales the pages saw against the estimate, ``n`` the sales seen
+    (the site's total is not read: it undercounts and caps)."""
+    if outflow.value is None or outflow.value <= 0:
+        return Measure(None, counted)
+    return measure(min(1.0, counted / outflow.value), counted)
+
+
 def _ip_measures(d: _IpData, w: Window) -> WindowMeasures:
     flows, recent = d.flows["window"], d.flows["recent"]
     prices = [p for _, p, _ in d.sales if p is not None]
@@ -481,8 +595,9 @@ def _ip_measures(d: _IpData, w: Window) -> WindowMeasures:
                           previous_cohort)
     recent_rate = recent.outflow / recent.hours if recent.hours else 0.0
     per = long.measures(len(cuts)) if long is not None else _detail_per_listing(d, w, prices, cuts, cut_sizes)
+    inflow, outflow = _flow_estimates(d, w, flows)
     measures = WindowMeasures(
-        inflow=measure(flows.inflow, flows.hours), outflow=measure(flows.outflow, flows.hours),
+        inflow=inflow, outflow=outflow,
         liquidity=measure(flows.outflow / flows.inflow if flows.inflow else None, flows.inflow),
         p25_price=per.p25_price, median_price=per.median_price, p75_price=per.p75_price,
         trimmed_mean_price=per.trimmed_mean_price,
@@ -492,7 +607,8 @@ def _ip_measures(d: _IpData, w: Window) -> WindowMeasures:
         supply=measure(d.supply, 1 if d.supply is not None else 0),
         hours_of_supply=measure(d.supply / recent_rate if d.supply is not None and recent_rate else None,
                                 recent.outflow),
-        coverage=_coverage(d.sold_totals, d.sales),
+        coverage=(_seen_share(flows.outflow, outflow) if isinstance(outflow, Estimate)
+                  else _coverage(d.sold_totals, d.sales)),
         heat=heat.heat,
         momentum=_momentum(heat, previous_heat, d.flows, w.hours),
     )

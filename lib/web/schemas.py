@@ -143,7 +143,10 @@ class Value(BaseModel):
     n: int
     interval: list[float | None] | None = Field(None, description="[low, high]; null while the value is "
                                                                   "insufficient or where no interval of its kind "
-                                                                  "exists (a flow); high null: open above")
+                                                                  "exists (a counted flow); high null: open "
+                                                                  "above. An inflow or outflow with an interval is "
+                                                                  "an estimate: its pages could not reach back "
+                                                                  "(docs/concepts/measures.md, Estimates)")
     why: str | None = Field(None, description="while the value is null: what it needs, what the window has and, "
                                               "where it can be told, when it will be ready")
 

@@ -1,0 +1,209 @@
+"""Inflow and outflow where the pages cannot see them (docs/concepts/measures.md, "Estimates").
+
+Both searches list newest-created first, and a crawl reads a fixed number of pages. So a crawl sees the listings
+created back to its *reach*, the oldest ``created`` on the last page it read (None: the search ended on its pages,
+so it saw everything):
+
+- inflow: the listings created between the previous crawl and the on-sale reach are on no page (those still on
+  sale; the ones already sold show on the sold pages). They are estimated from the rate of the listings seen in
+  the visible span, reach to crawl, over the unseen span.
+- outflow: a sale between the previous crawl and this one is on the sold pages only if its listing was created
+  after the sold reach, at an age at sale below (sale time − reach). The sales seen are divided by the share of
+  sales at those ages, from the IP's inflow of the hours before (a sale of age x needs a listing created x
+  before) and a reference distribution of ages at sale observed where sold pages did reach back.
+
+Each comes with a 95 % normal interval from the counts' Poisson variance and, for outflow, the reference share's
+own variance (its sampling and the spread between IPs). Where the pages covered every crawl of the window the
+measured count stands and no estimate is made.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from lib.market import intervals
+from lib.market.values import Estimate
+
+HOUR = 3600.0
+#: The ages at sale (hours) the share is summed over: a listing older than this is out of the search.
+MAX_AGE_HOURS = 192
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlReach:
+    """How far one crawl's pages reached back, by creation time.
+
+    Parameters:
+      at: the crawl's time; previous: the IP's previous crawl (None: the first).
+      on_sale, sold: the oldest ``created`` on the last page each search read, when its pages were all read and
+        its results did not end on them; None: that search was read to its end (everything was seen).
+      newest: the newest ``created`` on the on-sale pages: the visible span ends there, not at the crawl, as a
+        listing reaches the search a minute after it is listed (docs/concepts/simulator.md).
+    """
+
+    at: float
+    previous: float | None
+    on_sale: float | None
+    sold: float | None
+    newest: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AgeReference:
+    """The distribution of ages at sale (seconds) where the sold pages reached back over a listing's whole life,
+    pooled over IPs, with the spread between them.
+
+    Parameters:
+      groups: each reference IP's ages at sale, sorted.
+    """
+
+    groups: tuple[tuple[float, ...], ...]
+
+    @classmethod
+    def of(cls, groups: Sequence[Sequence[float]]) -> AgeReference:
+        return cls(tuple(tuple(sorted(g)) for g in groups if g))
+
+    @property
+    def sales(self) -> int:
+        return sum(len(g) for g in self.groups)
+
+    def share(self, age: float) -> tuple[float, float]:
+        """The share of sales at an age ≤ ``age`` (seconds), and its variance as one IP's share: the pooled
+        estimate's binomial variance plus the spread between IPs beyond their sampling (a method-of-moments
+        between-group variance)."""
+        total = self.sales
+        if total == 0:
+            return 0.0, 0.25
+        counts = [bisect.bisect_right(g, age) for g in self.groups]
+        pooled = sum(counts) / total
+        sampling = pooled * (1 - pooled)
+        spread = sum((c / len(g) - pooled) ** 2 * len(g) for c, g in zip(counts, self.groups, strict=True)) / total
+        between = max(0.0, spread - len(self.groups) * sampling / total)
+        return pooled, sampling / total + between
+
+
+def inflow_estimate(created: Sequence[float], crawls: Sequence[CrawlReach], start: float,
+                    end: float) -> Estimate | None:
+    """The inflow of [start, end) where some crawl's on-sale pages did not reach back to the previous crawl;
+    None where they all did (the count ``created``, the creation times seen, stands).
+
+    Each unseen span (previous crawl → reach) gets the rate of its visible span (reach → newest) times its length,
+    in place of the listings seen in it (the sold ones); the variance of that part is λ·g·(g/v + 1) (the rate's
+    Poisson estimate over v, the span's own Poisson count over g), with λ from the visible count (at least 1)."""
+    times = sorted(created)
+
+    def count(low: float, high: float) -> int:
+        return bisect.bisect_left(times, high) - bisect.bisect_left(times, low)
+
+    observed = count(start, end)
+    added, variance, gaps = 0.0, 0.0, 0
+    # the unseen span starts at the previous crawl's newest listing: the ones listed in the minute before that
+    # crawl were not in its search yet, and are older than this crawl's reach
+    newest = {c.at: c.newest for c in crawls}
+    for c in crawls:
+        if c.previous is None or c.on_sale is None:
+            continue
+        before = newest.get(c.previous)
+        begin = c.previous if before is None else min(before, c.previous)
+        if c.on_sale <= begin:
+            continue
+        low, high = max(begin, start), min(c.on_sale, end)
+        if high <= low:
+            continue
+        last = c.newest if c.newest is not None else c.at
+        visible = last - c.on_sale
+        if visible <= 0:
+            continue
+        # the listings strictly after the oldest one, over the span from it: the spacing of a Poisson process
+        seen = count(c.on_sale, last + 1e-6) - 1
+        rate = max(seen, 0) / visible
+        gap = high - low
+        added += rate * gap - count(low, high)
+        variance += max(seen, 1) / visible * gap * (gap / visible + 1)
+        gaps += 1
+    if not gaps:
+        return None
+    value = observed + max(added, 0.0)
+    return _interval(value, variance, observed, observed)
+
+
+def outflow_estimate(sales: Sequence[float], crawls: Sequence[CrawlReach], inflow: Mapping[int, float],
+                     reference: AgeReference, start: float, end: float) -> Estimate | None:
+    """The outflow of [start, end) where some crawl's sold pages did not reach back over a listing's life; None
+    where they all did (the sales seen, ``sales``, stand) or no reference exists.
+
+    ``inflow``: the IP's listings created by hour (``int(t // 3600)``; an hour missing counts as the mean of those
+    given). For the sales between the previous crawl and a crawl with sold reach s, at their middle t, the share
+    seen is p = Σ_x λ(t − x)·ΔF(x) over ages x ≤ t − s against the same sum over every age (the reference's F);
+    the sales seen are divided by p. Its variance: o·(1 − p)/p² per crawl, plus (Σ o·sd(p)/p²)², the shares'
+    errors taken as one (they come from one reference)."""
+    if reference.sales == 0:
+        return None
+    times = sorted(sales)
+
+    def count(low: float, high: float) -> int:
+        return bisect.bisect_right(times, high) - bisect.bisect_right(times, low)
+
+    mean_inflow = sum(inflow.values()) / len(inflow) if inflow else 1.0
+    steps = [reference.share(x * HOUR) for x in range(MAX_AGE_HOURS + 1)]
+    observed = count(start - 1e-9, end - 1e-9)  # sales in [start, end)
+    estimated, poisson, shared, crawled = 0.0, 0.0, 0.0, 0
+    seen_in_crawls = 0
+    for c in crawls:
+        if c.previous is None or c.sold is None:
+            continue
+        low, high = max(c.previous, start), min(c.at, end)
+        if high <= low:
+            continue
+        middle = (low + high) / 2
+        visible_age = middle - c.sold
+        if visible_age >= MAX_AGE_HOURS * HOUR:
+            continue
+        p, var_p = _visible_share(middle, visible_age, inflow, mean_inflow, steps)
+        o = count(low - 1e-9, high - 1e-9)
+        seen_in_crawls += o
+        if p <= 0:
+            p, var_p = 1.0 / (o + 1), 0.25
+        estimated += o / p
+        poisson += max(o, 1) * (1 - p) / p ** 2
+        shared += max(o, 1) * math.sqrt(var_p) / p ** 2
+        crawled += 1
+    if not crawled:
+        return None
+    value = observed - seen_in_crawls + estimated
+    return _interval(value, poisson + shared ** 2, observed, observed)
+
+
+def _visible_share(t: float, visible_age: float, inflow: Mapping[int, float], mean_inflow: float,
+                   steps: Sequence[tuple[float, float]]) -> tuple[float, float]:
+    """The share of sales at ``t`` of age ≤ ``visible_age``, weighting the reference's age distribution by the
+    IP's inflow of the hours the listings were created in, and its variance (the reference's, scaled alike)."""
+    hour = int(t // HOUR)
+    seen = total = 0.0
+    for x in range(MAX_AGE_HOURS):
+        (f_low, _), (f_high, _) = steps[x], steps[x + 1]
+        mass = f_high - f_low
+        if mass <= 0:
+            continue
+        weight = inflow.get(hour - x, mean_inflow)
+        total += weight * mass
+        edge = x * HOUR
+        if edge + HOUR <= visible_age:
+            seen += weight * mass
+        elif edge < visible_age:
+            seen += weight * mass * (visible_age - edge) / HOUR
+    if total <= 0:
+        return 0.0, 0.25
+    p = seen / total
+    f, var_f = steps[min(MAX_AGE_HOURS, int(visible_age // HOUR))]
+    # the reference's variance at the visible age, carried to the weighted share in proportion
+    var_seen = var_f * (p / f) ** 2 if f > 0 else 0.25
+    return p, var_seen
+
+
+def _interval(value: float, variance: float, low_floor: float, n: int) -> Estimate:
+    half = intervals.z_of(intervals.LEVEL) * math.sqrt(max(variance, 0.0))
+    return Estimate(round(value, 1), n, interval=(round(max(low_floor, value - half), 1), round(value + half, 1)))

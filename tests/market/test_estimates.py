@@ -1,0 +1,172 @@
+"""Inflow and outflow where the pages cannot reach back (docs/concepts/measures.md, "Estimates"): the estimators
+against a computation written here from their documented definition, the window measures carrying them (an
+interval, in JSON too) only where the pages fell short, and their 95 % intervals against the realistic market's
+truth (``true_flows``) on simulated IP-days."""
+
+import math
+from dataclasses import replace
+
+import pytest
+
+from lib.core.clock import FrozenClock
+from lib.core.redis_client import state_redis
+from lib.market.processing import CrawlResult, ResultProcessor
+from lib.market.reach import AgeReference, CrawlReach, inflow_estimate, outflow_estimate
+from lib.market.values import Estimate, Measure, WindowMeasures
+from lib.market.windows import window_measures
+from lib.scheduling.catalogue import Catalogue
+from lib.scheduling.schedule import ScheduleStore
+from lib.standins.simulator.model import DAY, HOUR, MarketModel
+from lib.standins.simulator.traits import load_traits
+from lib.standins.simulator.truth import true_flows
+
+from .simulated_reach import crawl_hourly
+
+Z = 1.959963984540054
+T0 = 1_800_000_000.0 - (1_800_000_000.0 % DAY)  # a UTC midnight
+
+
+def test_inflow_estimate_is_the_visible_rate_over_the_unseen_span():
+    # the on-sale pages of the crawl at 1 h reach back to 0.5 h; the previous crawl was at 0
+    visible = [1800.0 + k * 1700.0 / 9 for k in range(10)]  # 10 listings from the reach to the newest (3500 s)
+    gap_sold = [300.0, 900.0]  # two listings of the unseen span, seen on the sold pages
+    crawls = [CrawlReach(3600.0, 0.0, 1800.0, None, 3500.0)]
+    got = inflow_estimate(visible + gap_sold, crawls, 0.0, 3600.0)
+    rate = 9 / 1700.0  # the 9 listings after the oldest one, over its span to the newest
+    value = 12 + rate * 1800.0 - 2
+    half = Z * math.sqrt(9 / 1700.0 * 1800.0 * (1800.0 / 1700.0 + 1))
+    assert isinstance(got, Estimate)
+    assert got.value == pytest.approx(round(value, 1))
+    # never below the listings seen
+    assert got.interval == pytest.approx((round(max(12, value - half), 1), round(value + half, 1)))
+    assert got.n == 12
+
+
+def test_no_inflow_estimate_where_the_pages_reach_the_previous_crawl():
+    crawls = [CrawlReach(3600.0, 0.0, -600.0, None, 3500.0), CrawlReach(7200.0, 3600.0, None, None, 7100.0)]
+    assert inflow_estimate([100.0, 5000.0], crawls, 0.0, 7200.0) is None
+
+
+def test_outflow_estimate_divides_the_sales_seen_by_the_share_at_visible_ages():
+    reference = AgeReference.of([[(k + 0.5) * HOUR for k in range(100)]])  # ages 0.5 h … 99.5 h, one IP
+    middle = 1800.0
+    sold_reach = middle - 10 * HOUR  # a sale at the crawls' middle is seen up to 10 h old
+    crawls = [CrawlReach(3600.0, 0.0, None, sold_reach)]
+    sales = [100.0, 700.0, 1500.0, 2500.0, 3500.0]
+    inflow = {h: 20.0 for h in range(-300, 2)}  # a flat inflow: the share is the reference's F(10 h)
+    got = outflow_estimate(sales, crawls, inflow, reference, 0.0, 3600.0)
+    p = 10 / 100
+    var_p = p * (1 - p) / 100  # one reference IP: its binomial variance, no spread between IPs
+    value = 5 / p
+    variance = 5 * (1 - p) / p ** 2 + (5 * math.sqrt(var_p) / p ** 2) ** 2
+    assert isinstance(got, Estimate)
+    assert got.value == pytest.approx(value)
+    half = Z * math.sqrt(variance)
+    assert got.interval == pytest.approx((round(max(5, value - half), 1), round(value + half, 1)))  # ≥ the seen
+
+
+def test_no_outflow_estimate_where_the_sold_pages_reach_back_over_a_listings_life():
+    reference = AgeReference.of([[HOUR, 2 * HOUR]])
+    crawls = [CrawlReach(3600.0, 0.0, None, None), CrawlReach(7200.0, 3600.0, None, 7200.0 - 200 * HOUR)]
+    assert outflow_estimate([100.0], crawls, {}, reference, 0.0, 7200.0) is None
+
+
+def listing(sid, status, created, updated=None):
+    return {"source_id": sid, "title": f"鬼滅の刃 {sid}", "price": 1000, "status": status, "image_url": "",
+            "item_url": f"https://jp.mercari.com/item/{sid}", "created": created, "updated": updated}
+
+
+def test_a_window_carries_an_estimate_only_where_the_on_sale_pages_fell_short(db, settings):
+    """Two IPs crawled alike at 0 and 1 h: one crawl's on-sale pages read all 5 planned pages and reach back only
+    to 0.5 h (inflow estimated: the count of listings seen plus the unseen half hour's share); the other IP's
+    search ended on its pages (inflow counted)."""
+    clock = FrozenClock(T0)
+    catalogue = Catalogue(ScheduleStore(state_redis(settings)), settings, clock)
+    processor = ResultProcessor(settings, state_redis(settings), clock)
+    short, whole = catalogue.add("鬼滅の刃"), catalogue.add("呪術廻戦")
+    created = [T0 + 1800.0 + k * 180.0 for k in range(10)]  # 10 listings from 0.5 h to 0.95 h
+    for ip, pages in ((short, 5), (whole, 2)):
+        search = {"on_sale": {"num_found": 10, "pages": pages, "items": 10}, "sold": {"num_found": 0, "pages": 1,
+                                                                                      "items": 0}}
+        processor.apply(CrawlResult.parse(ip.id, f"{ip.id}-0", T0, [], 1, None, search))
+        clock.set(T0 + HOUR)
+        items = [listing(f"{ip.id}-{k}", "on_sale", int(at)) for k, at in enumerate(created)]
+        processor.apply(CrawlResult.parse(ip.id, f"{ip.id}-1", T0 + HOUR, items, pages + 1, None, search))
+        clock.set(T0)
+    measures = window_measures([short.id, whole.id], 24, T0 + HOUR + 60)
+    counted = measures[whole.id].inflow
+    assert type(counted) is Measure and counted.value == 10
+    estimated = measures[short.id].inflow
+    seen = [int(at) for at in created]
+    rate = 9 / (seen[-1] - seen[0])
+    gap = seen[0] - T0  # from the previous crawl (its pages held nothing) to the reach
+    assert isinstance(estimated, Estimate)
+    assert estimated.value == pytest.approx(round(10 + rate * gap, 1))
+    assert estimated.interval is not None and estimated.interval[0] <= 10 + rate * gap <= estimated.interval[1]
+    # the JSON says so: an interval, read back as an estimate
+    again = WindowMeasures.from_json(measures[short.id].to_json())
+    assert isinstance(again.inflow, Estimate) and again.inflow.interval == estimated.interval
+    assert "interval" not in measures[whole.id].to_json()["inflow"]
+
+
+def _held(estimate: Estimate | None, truth: int) -> bool | None:
+    if estimate is None:
+        return None
+    assert estimate.interval is not None
+    low, high = estimate.interval
+    return low is not None and high is not None and low <= truth <= high
+
+
+def _band(n: int) -> tuple[float, float]:
+    """Where the share of n IP-days held lies when each holds with chance 0.95: its 99 % binomial band."""
+    half = 2.576 * math.sqrt(0.95 * 0.05 / n)
+    return 0.95 - half, 0.95 + half
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # drawing a large IP's every listing of three days
+def test_inflow_intervals_hold_the_true_inflow_of_simulated_ip_days():
+    """IPs large enough that five on-sale pages hold less than an hour's listings at their busy hours, crawled
+    hourly for three days: each IP-day with an estimate, its interval against ``true_flows``' inflow (new goods
+    and relists: both are listings created, which the pages count alike)."""
+    sizes = {f"large{k}": size for k, size in enumerate((600.0, 800.0, 1000.0, 1200.0, 1500.0, 2000.0))}
+    traits = load_traits()
+    # listings withdrawn after a day instead of eight: the truth's inflow is the same listings, and ``true_flows``
+    # then draws a day of a large IP's stories before the window instead of eight (the test's cost)
+    traits = replace(traits, selling=replace(traits.selling, life_hours=24.0))
+    model = MarketModel(11, traits, sizes=sizes, bursts={kw: () for kw in sizes})
+    held = []
+    for keyword in sizes:
+        seen = crawl_hourly(model, keyword, T0, T0 + 2 * DAY, sold=False)
+        for truth in true_flows(model, keyword, T0, T0 + 2 * DAY):
+            got = inflow_estimate(list(seen.created.values()), seen.crawls, truth.start, truth.end)
+            held.append(_held(got, truth.listed + truth.relisted))
+    estimated = [h for h in held if h is not None]
+    assert len(estimated) >= 10, held
+    low, high = _band(len(estimated))
+    assert low <= sum(estimated) / len(estimated) <= 1.0, (sum(estimated), len(estimated))
+
+
+@pytest.mark.slow
+def test_outflow_intervals_hold_the_true_outflow_of_simulated_ip_days():
+    """Small IPs whose sold pages reach back over a listing's life give the reference ages at sale; middling and
+    large IPs, crawled hourly from a day before, have each day's outflow estimated and held against
+    ``true_flows``' sales."""
+    references = {f"small{k}": size for k, size in enumerate((1.0, 1.5, 2.0, 2.5, 1.2, 1.8))}
+    sizes = {f"mid{k}": size for k, size in enumerate((15.0, 30.0, 60.0, 100.0, 180.0, 300.0))}
+    model = MarketModel(7, sizes=references | sizes, bursts={kw: () for kw in references | sizes})
+    reference = AgeReference.of([crawl_hourly(model, kw, T0 - 10 * DAY, T0 + 3 * DAY).reference_ages
+                                 for kw in references])
+    assert reference.sales > 1000
+    held = []
+    for keyword in sizes:
+        seen = crawl_hourly(model, keyword, T0 - DAY, T0 + 3 * DAY)
+        inflow = seen.inflow_by_hour()
+        for truth in true_flows(model, keyword, T0, T0 + 3 * DAY):
+            got = outflow_estimate(list(seen.sales.values()), seen.crawls, inflow, reference, truth.start,
+                                   truth.end)
+            held.append(_held(got, truth.sold))
+    estimated = [h for h in held if h is not None]
+    assert len(estimated) >= 15, held
+    low, high = _band(len(estimated))
+    assert low <= sum(estimated) / len(estimated) <= 1.0, (sum(estimated), len(estimated))
