@@ -94,3 +94,26 @@ def test_the_seller_is_kept_as_a_keyed_hash_never_as_its_id():
     assert CrawlItem.parse(item).seller == item["seller"]
     with pytest.raises(BadMessage):
         CrawlItem.parse({**item, "seller": "x" * 33})
+
+
+def test_without_a_secret_all_crawlers_hash_sellers_with_one_key_kept_in_the_state_store(env, settings):
+    """SELLER_HASH_SECRET unset: the first crawler makes a random key in the state store and the others read it, so
+    a seller hashed by one crawler is recognised in another's pages; the key is never the same in two stores."""
+    from lib.core import keys
+    from lib.core.redis_client import state_redis
+    from lib.core.settings import load_settings
+    from lib.crawling.crawl import Crawler
+    from lib.crawling.listings import deployment_seller_key
+
+    assert settings.seller_hash_secret is None
+    first = Crawler(settings, manager=None, rotator=None)  # type: ignore[arg-type]  # only its key is used
+    second = Crawler(settings, manager=None, rotator=None)  # type: ignore[arg-type]
+    key = first._seller_key()
+    assert key is not None and len(key) == 64 and second._seller_key() == key
+    assert item_from_api(AUCTION_HIT, "b", seller_key=second._seller_key())["seller"] == seller_hash("123456789", key)
+    client = state_redis(settings)
+    client.delete(keys.SELLER_HASH_KEY)  # an emptied store: a new key, another one
+    assert deployment_seller_key(client) != key
+    secret = Crawler(load_settings({**env, "SELLER_HASH_SECRET": "a secret of this deployment"}),
+                     manager=None, rotator=None)  # type: ignore[arg-type]
+    assert secret._seller_key() == b"a secret of this deployment"

@@ -144,6 +144,9 @@ def notify_event(event_id: str) -> str:
 # crawler drift (lib/crawling/drift.py)
 #: LIST of the latest crawls' drift records (JSON), newest first, trimmed to a fixed length.
 CRAWLER_DRIFT = f"{PREFIX}:crawler:drift"
+
+#: The deployment's key of the sellers' hash where SELLER_HASH_SECRET is unset (lib.crawling.listings).
+SELLER_HASH_KEY = f"{PREFIX}:crawler:seller_hash_key"
 #: HASH of the tab recoveries of the crawlers (a tab that stopped rendering): a count per step, the last step
 #: and when (``lib.crawling.recovery``).
 CRAWLER_TAB_RECOVERIES = f"{PREFIX}:crawler:tab_recoveries"

@@ -168,8 +168,8 @@ class Settings:
     seller_hash_secret: str | None = setting(None, parsers.secret_token,
             "Key of the keyed hash the crawler keeps of each listing's seller id, to recognise a seller's relists "
             "(docs/concepts/crawling.md): the raw id is never stored. The same on every crawler; changing it "
-            "breaks the link between listings hashed before and after. Unset: seller ids are not kept and "
-            "relists are counted as new listings.")
+            "breaks the link between listings hashed before and after. Unset: a random key made once and kept "
+            "in the state store, shared by every crawler of the deployment.")
     # title/content pools (docs/operating/pools.md)
     pool_size: int = setting("5000", parsers.positive_int,
             "Rows a title/content pool is filled up to.")

@@ -14,12 +14,14 @@ from collections.abc import Callable, Iterator
 from contextlib import AsyncExitStack
 from typing import Any
 
+import redis
+
 from lib.core.clock import get_clock
 from lib.core.recorders import observe_rate_wait, observe_tab_recovery
 from lib.core.settings import Settings
 from lib.crawling.browsers import BrowserManager
 from lib.crawling.driver import Browser, DriverError, Tab, find_chromium
-from lib.crawling.listings import seller_key
+from lib.crawling.listings import deployment_seller_key, seller_key
 from lib.crawling.page_fetch import (
     API_GRACE,
     API_GRACE_AFTER_MISS,
@@ -70,6 +72,19 @@ class Crawler:
         #: this crawl and the next ones) give it only ``API_GRACE_AFTER_MISS``, until a page is read from the API.
         self._api_missed = False
         self.rate_limit = rate_limit or CrawlRateLimit.from_settings(settings, observe=observe_rate_wait)
+        self._sellers: bytes | None = seller_key(settings)  # SELLER_HASH_SECRET, else the deployment's own key
+
+    def _seller_key(self) -> bytes | None:
+        """The key of the sellers' hash: SELLER_HASH_SECRET, else the deployment's key from the state store (read
+        once). With the store unreachable the page keeps no seller (its relists count as new goods)."""
+        if self._sellers is None:
+            from lib.core.redis_client import state_redis
+
+            try:
+                self._sellers = deployment_seller_key(state_redis(self.settings))
+            except redis.RedisError as e:
+                logger.warning("crawl: no key for the sellers' hash (%s): this page keeps no seller", e)
+        return self._sellers
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Crawler:
@@ -174,7 +189,7 @@ class Crawler:
                                         first_page=number == 1 and label == "on_sale",
                                         cross_check=number == 1, search_status=label,
                                         api_grace=API_GRACE_AFTER_MISS if self._api_missed else API_GRACE,
-                                        seller_key=seller_key(self.settings))
+                                        seller_key=self._seller_key())
             except PageError as e:
                 stalled = isinstance(e, TabStalled)
                 # a page timeout in a tab that gives no frame (a navigation that never ends in a frozen tab):

@@ -7,7 +7,7 @@ with ``price: None`` and ``price_flag`` saying why (``no_price``, ``placeholder`
 price has ``price_flag: "missing"``. None of them enters price statistics (they skip a null price).
 
 Relists and auctions (docs/concepts/crawling.md, "What the crawler keeps"): an API hit's seller id is kept only as
-``seller``, a keyed hash (``seller_hash``, the key being the SELLER_HASH_SECRET setting), never as the id itself;
+``seller``, a keyed hash (``seller_hash``, the key being SELLER_HASH_SECRET or the deployment's own), never the id;
 the DOM shows no seller, so a listing read from the page has none. A hit with an ``auction_info`` map is an auction
 (``auction: True``): its price is the current bid, carried as the price but kept out of the fixed-price
 statistics by the pipeline.
@@ -18,9 +18,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+import secrets
 from collections import Counter
 from typing import Any
 
+import redis
+
+from lib.core import keys
 from lib.core.settings import Settings
 from lib.crawling import selectors as sel
 
@@ -53,8 +57,19 @@ def seller_hash(seller_id: str, key: bytes) -> str:
 
 
 def seller_key(settings: Settings) -> bytes | None:
-    """The key of the sellers' hash (SELLER_HASH_SECRET), or None when it is unset (sellers are not kept)."""
+    """The key of the sellers' hash set by SELLER_HASH_SECRET, or None when it is unset."""
     return settings.seller_hash_secret.encode() if settings.seller_hash_secret else None
+
+
+def deployment_seller_key(client: redis.Redis) -> bytes:
+    """The deployment's own key of the sellers' hash, where SELLER_HASH_SECRET is unset: made at random by the first
+    crawler that asks and kept in the state store, so every crawler of the deployment hashes a seller alike. A
+    state store emptied makes a new key: a relist across that moment is counted as new goods."""
+    client.set(keys.SELLER_HASH_KEY, secrets.token_hex(32), nx=True)
+    stored = client.get(keys.SELLER_HASH_KEY)
+    if stored is None:  # removed between the two calls: this crawl keeps no seller, the next one makes a key
+        raise redis.RedisError("the sellers' hash key vanished from the state store")
+    return stored if isinstance(stored, bytes) else str(stored).encode()
 
 
 def _seller_of(raw: dict[str, Any], key: bytes | None) -> str | None:
