@@ -15,7 +15,10 @@ class CrawlSearchTotal(BaseModel):
     status = peewee.CharField(max_length=16)  # on_sale | sold: which search
     num_found = peewee.IntegerField(null=True)  # the search's total as the site reported it; None: not reported
     pages_read = peewee.IntegerField()
-    items_read = peewee.IntegerField()  # distinct listings on those pages
+    items_read = peewee.IntegerField()  # distinct listings of the IP on those pages
+    #: distinct listings on those pages whose titles name neither the IP's keyword nor an alias (the site's padding
+    #: past the real results): not counted; None where the crawler did not tell them apart
+    items_missed = peewee.IntegerField(null=True)
 
     class Meta:
         table_name = "crawl_search_totals"
