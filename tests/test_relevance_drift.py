@@ -76,7 +76,7 @@ def test_a_share_that_moves_in_every_latest_crawl_raises_the_alert(client):
     assert listings == {"matched": section["matched"], "missed": section["missed"]}
 
     # back to their usual shares: the alert ends with the next crawls
-    for k in range(drift.CRAWLS):
+    for _ in range(drift.CRAWLS):
         n += 1
         reasons = log.record(record(2, 114, 6, n))
     assert reasons == []
