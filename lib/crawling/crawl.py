@@ -171,8 +171,7 @@ class Crawler:
                 page_records.append(_page_record(label, number, result, on_page))
                 if not result.has_next:
                     break
-                if result.items and not on_page.matched:
-                    # past the search's real results: the next pages hold only the site's padding
+                if past_real_results(result, on_page):
                     logger.info("IP %s task %s: %s page %d holds no listing of the IP; the search stops there",
                                 ip_id, task_id, label, number)
                     break
@@ -283,6 +282,13 @@ def add_page(result: PageResult, items: dict[str, dict[str, Any]], total: dict[s
         if item["source_id"] not in items or item["status"] == "sold":
             items[item["source_id"]] = item
     return Relevance(matched, misses)
+
+
+def past_real_results(result: PageResult, on_page: Relevance) -> bool:
+    """Whether a search stops after this page: it held listings and none of them is the IP's, so the search's real
+    results are behind and the next pages hold only the site's padding. An empty page says nothing (the site
+    answers one now and then for no reason)."""
+    return bool(result.items) and not on_page.matched
 
 
 class _CrawlTab:
