@@ -125,13 +125,13 @@ class Catalogue:
         return ip
 
     def import_file(self, path: Path) -> tuple[int, builtins.list[str]]:
-        """Add IPs from a file: one keyword a line, or CSV with a header (keyword[,name][,weight]).
-        Returns (added, problems); existing keywords are reported, not duplicated."""
+        """Add IPs from a file: one keyword a line, or CSV with a header (keyword[,name][,weight][,aliases], the
+        aliases separated by ``|``). Returns (added, problems); existing keywords are reported, not duplicated."""
         text = Path(path).read_text(encoding="utf-8-sig")
         added, problems = 0, []
-        for line_no, keyword, name, weight in _rows(text):
+        for line_no, keyword, name, weight, aliases in _rows(text):
             try:
-                self.add(keyword, name, weight)
+                self.add(keyword, name, weight, aliases)
                 added += 1
             except CatalogueError as e:
                 problems.append(f"line {line_no}: {e}")
@@ -169,7 +169,7 @@ def _stored_aliases(aliases: Sequence[str], keyword: str) -> str | None:
     return json.dumps(list(checked), ensure_ascii=False) if checked else None
 
 
-def _rows(text: str) -> Iterator[tuple[int, str, str | None, float]]:
+def _rows(text: str) -> Iterator[tuple[int, str, str | None, float, builtins.list[str]]]:
     lines = text.splitlines()
     first = lines[0].strip().lower() if lines else ""
     if first.startswith("keyword") and ("," in first or first == "keyword"):
@@ -182,8 +182,9 @@ def _rows(text: str) -> Iterator[tuple[int, str, str | None, float]]:
                 weight = float(row.get("weight") or 1.0)
             except ValueError:
                 weight = -1.0  # refused by add() with a clear message
-            yield i, keyword, (row.get("name") or None), weight
+            aliases = [a for a in (row.get("aliases") or "").split("|") if a.strip()]
+            yield i, keyword, (row.get("name") or None), weight, aliases
         return
     for i, line in enumerate(lines, start=1):
         if line.strip() and not line.lstrip().startswith("#"):
-            yield i, line.rstrip("\r\n"), None, 1.0
+            yield i, line.rstrip("\r\n"), None, 1.0, []

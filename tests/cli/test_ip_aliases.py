@@ -77,6 +77,18 @@ def test_aliases_given_changed_and_refused(cli_env):
     assert animetop("ip", "add", "ブルーロック", "--remove-alias", "x")[0] == 2
 
 
+def test_an_import_file_gives_aliases(cli_env, tmp_path):
+    path = tmp_path / "ips.csv"
+    path.write_text("keyword,name,weight,aliases\n呪術廻戦,,1.0,呪術|jujutsu\n鬼滅の刃,,1.0,鬼\nブルーロック,,2,\n",
+                    encoding="utf-8")
+    code, out, err = animetop("ip", "import", str(path))
+    assert code == 0 and out.endswith("2 IP(s) added, 1 skipped\n")
+    assert "line 3" in err and "fewer than 2" in err  # 鬼滅の刃's alias 鬼 is refused, and so is the IP
+    code, out, _ = animetop("ip", "list", "--format", "json")
+    assert {row["keyword"]: row["aliases"] for row in json.loads(out)} == {"呪術廻戦": ["呪術", "jujutsu"],
+                                                                         "ブルーロック": []}
+
+
 def test_the_crawl_message_carries_the_ips_aliases(db, settings, broker):
     from dramatiq import Message
 
