@@ -15,11 +15,12 @@ logger = logging.getLogger(__name__)
 
 
 @CRAWL_IP.declare(max_retries=3, min_backoff=30_000, time_limit=600_000,
-                  idempotency_key=lambda ip_id, keyword, task_id: task_id,
+                  idempotency_key=lambda ip_id, keyword, task_id, *_, **__: task_id,
                   releases_in_flight=lambda ip_id, *_, **__: ip_id)
-async def crawl_ip(ip_id: int, keyword: str, task_id: str) -> None:
+async def crawl_ip(ip_id: int, keyword: str, task_id: str, aliases: list[str] | None = None) -> None:
     settings = get_settings()
-    result = await process_crawler(settings).crawl(ip_id, keyword, task_id)
+    # aliases: the IP's other names, as the scheduler read them (lib.segments.relevance)
+    result = await process_crawler(settings).crawl(ip_id, keyword, task_id, tuple(aliases or ()))
     drift = result.pop("drift")  # the crawler's own record, not part of the result message
     observe_crawl(result["duration"], result["pages_crawled"], result["errors"])
     try:

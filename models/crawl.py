@@ -15,7 +15,10 @@ class CrawlSearchTotal(BaseModel):
     status = peewee.CharField(max_length=16)  # on_sale | sold: which search
     num_found = peewee.IntegerField(null=True)  # the search's total as the site reported it; None: not reported
     pages_read = peewee.IntegerField()
-    items_read = peewee.IntegerField()  # distinct listings on those pages
+    items_read = peewee.IntegerField()  # distinct listings of the IP on those pages
+    #: distinct listings on those pages whose titles name neither the IP's keyword nor an alias (the site's padding
+    #: past the real results): not counted; None where the crawler did not tell them apart
+    items_missed = peewee.IntegerField(null=True)
     # how far back the pages reached, by creation time (lib.market.reach): the oldest ``created`` on them when the
     # crawl read all its planned pages (None: the search ended on them, or no page gave a time), and the newest
     reach = peewee.DoubleField(null=True)

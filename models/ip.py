@@ -17,6 +17,10 @@ class IpMetadata(BaseModel):
 
     keyword = ExactCharField(max_length=KEYWORD_MAX_LENGTH, unique=True)
     display_name = peewee.CharField(max_length=KEYWORD_MAX_LENGTH)
+    #: The other names its listings' titles use (romaji, English, abbreviations), a JSON array of text in the
+    #: operator's order; NULL: none. A listing counts for the IP when its title names the keyword or one of these
+    #: (``lib.segments.relevance``).
+    aliases = peewee.TextField(null=True)
     active = peewee.BooleanField(default=True, index=True)
     weight = peewee.DoubleField(default=1.0)
     last_crawled_at = peewee.DateTimeField(null=True)

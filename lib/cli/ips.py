@@ -16,23 +16,37 @@ if TYPE_CHECKING:
 
 @command("ip")
 def cmd_ip(args) -> int:
-    from lib.scheduling.catalogue import CatalogueError
+    from lib.scheduling.catalogue import CatalogueError, aliases_of
 
     if args.action == "characters":
         from lib.cli.characters import cmd_characters
 
         return cmd_characters(args)
-    if args.operation or args.operand or args.alias:
-        print(f"animetop ip {args.action}: too many arguments (list, add, remove, import, export, NAME and --alias "
-              f"go with `ip characters ID`)", file=sys.stderr)
+    if args.operation or args.operand or (args.alias and args.action not in ("add", "aliases")) \
+            or (args.remove_alias and args.action != "aliases"):
+        print(f"animetop ip {args.action}: too many arguments (list, add, remove, import, export and NAME go with "
+              f"`ip characters ID`; --alias with `ip add`, `ip aliases ID` and `ip characters ID add`; "
+              f"--remove-alias with `ip aliases ID`)", file=sys.stderr)
         return 2
     if args.action == "show":
         return _show_ip(args)
     catalogue = app_catalogue()
     try:
         if args.action == "add":
-            ip = catalogue.add(args.value, args.name, args.weight)
-            print(f"added IP {ip.id}: {ip.keyword!r} (weight {ip.weight}), due now")
+            ip = catalogue.add(args.value, args.name, args.weight, args.alias)
+            named = f", aliases {list(aliases_of(ip))}" if ip.aliases else ""
+            print(f"added IP {ip.id}: {ip.keyword!r} (weight {ip.weight}{named}), due now")
+        elif args.action == "aliases":
+            ip_id = parse_ip_id(args.value)
+            if args.alias or args.remove_alias:
+                ip = catalogue.edit_aliases(ip_id, args.alias, args.remove_alias)
+            else:
+                ip = catalogue.get(ip_id)
+            aliases = aliases_of(ip)
+            if args.format == "json":
+                print(json.dumps({"id": ip.id, "keyword": ip.keyword, "aliases": list(aliases)}, ensure_ascii=False))
+            else:
+                print(f"IP {ip.id} ({ip.keyword!r}): " + (", ".join(aliases) if aliases else "no aliases"))
         elif args.action == "disable":
             ip = catalogue.disable(parse_ip_id(args.value))
             print(f"disabled IP {ip.id} ({ip.keyword!r}); removed from the schedule")
@@ -55,12 +69,14 @@ def cmd_ip(args) -> int:
 
 
 def _print_ips(catalogue, fmt: str) -> None:
+    from lib.scheduling.catalogue import aliases_of
+
     rows = []
     for ip in catalogue.list():
         next_at = catalogue.schedule.time_of(ip.id)
         rows.append({
             "id": ip.id, "keyword": ip.keyword, "name": ip.display_name, "active": ip.active,
-            "weight": ip.weight,
+            "weight": ip.weight, "aliases": list(aliases_of(ip)),
             "last_crawled_at": ip.last_crawled_at.isoformat() + "Z" if ip.last_crawled_at else None,
             "next_crawl_at": datetime.fromtimestamp(next_at, timezone.utc).isoformat() if next_at else None,
         })
@@ -70,7 +86,9 @@ def _print_ips(catalogue, fmt: str) -> None:
     print(f"{'ID':>6}  {'ACTIVE':6}  {'WEIGHT':>6}  {'NEXT CRAWL (UTC)':19}  KEYWORD")
     for r in rows:
         nxt = r["next_crawl_at"][:19].replace("T", " ") if r["next_crawl_at"] else "-"
-        print(f"{r['id']:>6}  {'yes' if r['active'] else 'no':6}  {r['weight']:>6.2f}  {nxt:19}  {r['keyword']}")
+        aliases = f"  (aliases: {', '.join(r['aliases'])})" if r["aliases"] else ""
+        print(f"{r['id']:>6}  {'yes' if r['active'] else 'no':6}  {r['weight']:>6.2f}  {nxt:19}  {r['keyword']}"
+              f"{aliases}")
     print(f"{len(rows)} IP(s)")
 
 

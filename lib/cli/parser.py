@@ -42,15 +42,20 @@ def build_parser() -> argparse.ArgumentParser:
                               "[--alias A …]` adds one (or adds aliases to it); `… remove NAME`; `… import FILE` "
                               'replaces the list with a JSON file [{"name": …, "aliases": […]}]; `… export` prints '
                               "the list as such a file. A change segments the IP's stored listings again by the new "
-                              "list")
-    p.add_argument("action", choices=["add", "list", "show", "disable", "enable", "import", "characters"])
-    p.add_argument("value", nargs="?", help="add: KEYWORD; show/disable/enable/characters: ID; import: FILE")
+                              "list. aliases: `ip aliases ID` lists IP ID's aliases; `ip aliases ID --alias A "
+                              "--remove-alias B` changes them (its next crawl uses them)")
+    p.add_argument("action", choices=["add", "list", "show", "disable", "enable", "import", "characters", "aliases"])
+    p.add_argument("value", nargs="?", help="add: KEYWORD; show/disable/enable/characters/aliases: ID; import: FILE")
     p.add_argument("operation", nargs="?", choices=["list", "add", "remove", "import", "export"],
                    help="characters: what to do with the list (default: list)")
     p.add_argument("operand", nargs="?", help="characters add/remove: NAME; characters import: FILE")
     p.add_argument("--alias", action="append", default=[], metavar="A",
-                   help="characters add: another name titles use for the character (repeatable; --alias=-x for "
-                        "one that starts with a dash)")
+                   help="add, aliases: another name the IP's listings' titles use (romaji, English, an "
+                        "abbreviation; a listing counts for the IP only when its title names the keyword or an "
+                        "alias); characters add: another name titles use for the character (repeatable; "
+                        "--alias=-x for one that starts with a dash)")
+    p.add_argument("--remove-alias", action="append", default=[], metavar="A",
+                   help="aliases: an alias to remove (repeatable)")
     p.add_argument("--hours", type=int, default=24, help="show: the window's hours (default 24)")
     p.add_argument("--name", help="add: display name (default: the keyword)")
     p.add_argument("--weight", type=float, default=1.0, help="add: initial weight (default 1.0)")

@@ -144,9 +144,12 @@ def notify_event(event_id: str) -> str:
 # crawler drift (lib/crawling/drift.py)
 #: LIST of the latest crawls' drift records (JSON), newest first, trimmed to a fixed length.
 CRAWLER_DRIFT = f"{PREFIX}:crawler:drift"
-
+#: HASH of each IP's usual share of listings on its pages that are about it: field the IP's id, value JSON
+#: ``{"share": …, "crawls": …}`` (an exponentially weighted mean), what a crawl's share is compared with.
+CRAWLER_MATCH_SHARE = f"{PREFIX}:crawler:match_share"
 #: The deployment's key of the sellers' hash where SELLER_HASH_SECRET is unset (lib.crawling.listings).
 SELLER_HASH_KEY = f"{PREFIX}:crawler:seller_hash_key"
+
 #: HASH of the tab recoveries of the crawlers (a tab that stopped rendering): a count per step, the last step
 #: and when (``lib.crawling.recovery``).
 CRAWLER_TAB_RECOVERIES = f"{PREFIX}:crawler:tab_recoveries"

@@ -1,8 +1,14 @@
 """One crawl of one IP (docs/concepts/crawling.md): on-sale pages 1..N, then sold pages 1..M, items deduplicated.
 
-The result message for ``process_result`` carries, besides the items, each search's totals (``search``: the
-site's ``numFound`` when the API said it, pages and items read) and, for the crawler process only (popped
-before sending), the drift record (``drift``: per page, the source read, items and anomalies).
+Only the listings whose titles are about the IP (``lib.segments.relevance``: its keyword or an operator's alias)
+are kept; the others are what the site pads its pages with past the real results, counted as misses. A search
+stops paging at a page that holds listings and none of them matches.
+
+The result message for ``process_result`` carries, besides the items, each search's totals (``search``: the site's
+``numFound`` when the API said it, pages read, the IP's listings read as ``items``), how many listings of each
+search matched the IP and how many did not (``relevance``: ``{status: {"matched": …, "missed": …}}``) and, for the
+crawler process only (popped before sending), the drift record (``drift``: per page, the source read, items, matched
+and missed listings, and anomalies).
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from lib.crawling.proxies import ProxyRotator
 from lib.crawling.rate_limit import CrawlRateLimit, NoTurn
 from lib.crawling.recovery import BRING_TO_FRONT, BROWSER_RESTART, NEW_TAB, STEPS, RecoveryLog
 from lib.crawling.selectors import ON_SALE_PARAM, SOLD_PARAM
+from lib.segments.relevance import Relevance, TitleMatcher, title_matcher
 
 logger = logging.getLogger(__name__)
 
@@ -103,19 +110,23 @@ class Crawler:
                                  call_timeout=settings.crawl_page_timeout)
         return cls(settings, manager, rotator, on_recovery=_recovery_tally(settings))
 
-    async def crawl(self, ip_id: int, keyword: str, task_id: str) -> dict[str, Any]:
-        """The crawl result message for ``process_result`` (plus ``drift``, for the crawler process)."""
+    async def crawl(self, ip_id: int, keyword: str, task_id: str,
+                    aliases: tuple[str, ...] | list[str] = ()) -> dict[str, Any]:
+        """The crawl result message for ``process_result`` (plus ``drift``, for the crawler process); ``aliases``:
+        the other names of the IP its listings' titles may use."""
+        matcher = title_matcher(keyword, aliases)
         started = time.time()
         crawled_at = get_clock().now()
         items: dict[str, dict[str, Any]] = {}
         errors: dict[str, str] = {}
         search: dict[str, dict[str, Any]] = {}
         page_records: list[dict[str, Any]] = []
+        relevance: dict[str, dict[str, int]] = {}
         plan = search_plan(self.settings)
         tabs, self._idle_tab = self._idle_tab or _CrawlTab(self.manager), None
         cancelled = False
         try:
-            await self._pages(plan, keyword, ip_id, task_id, tabs, items, errors, search, page_records)
+            await self._pages(plan, matcher, ip_id, task_id, tabs, items, errors, search, page_records, relevance)
             await self.manager.crawl_finished()
         except asyncio.CancelledError:
             cancelled = True  # a page cut short: its tab is closed, not kept (docs/concepts/crawling.md)
@@ -131,17 +142,21 @@ class Crawler:
         duration = round(time.time() - started, 3)
         return {"ip_id": ip_id, "task_id": task_id, "crawled_at": crawled_at, "items": list(items.values()),
                 "pages_crawled": pages, "errors": errors, "duration": duration, "search": search,
+                "relevance": relevance,
                 "drift": {"ip_id": ip_id, "task_id": task_id, "at": crawled_at, "pages": page_records,
                           "errors": errors}}
 
-    async def _pages(self, plan: tuple[tuple[str, str, int], ...], keyword: str, ip_id: int, task_id: str,
-                     tabs: _CrawlTab, items: dict[str, dict[str, Any]], errors: dict[str, str],
-                     search: dict[str, dict[str, Any]], page_records: list[dict[str, Any]]) -> None:
+    async def _pages(self, plan: tuple[tuple[str, str, int], ...], matcher: TitleMatcher, ip_id: int,
+                     task_id: str, tabs: _CrawlTab, items: dict[str, dict[str, Any]], errors: dict[str, str],
+                     search: dict[str, dict[str, Any]], page_records: list[dict[str, Any]],
+                     relevance: dict[str, dict[str, int]]) -> None:
         base = self.settings.mercari_base_url
+        keyword = matcher.keyword
         stop = False
         for status_param, label, page_count in plan:
             total: dict[str, int | None] = {"num_found": None, "pages": 0, "items": 0}
             read: set[str] = set()
+            missed: set[str] = set()
             for number in range(1, page_count + 1):
                 if stop:
                     break
@@ -166,14 +181,19 @@ class Crawler:
                                    number, e)
                     continue
                 await self._after_page(None)
-                page_records.append(_page_record(label, number, result))
                 if result.source == "api" or result.anomalies.get("api_missing"):
                     self._api_missed = result.source != "api"
-                add_page(result, items, total, read)
+                on_page = add_page(result, items, total, read, matcher, missed)
+                page_records.append(_page_record(label, number, result, on_page))
                 if not result.has_next:
+                    break
+                if past_real_results(result, on_page):
+                    logger.info("IP %s task %s: %s page %d holds no listing of the IP; the search stops there",
+                                ip_id, task_id, label, number)
                     break
             total["items"] = len(read)
             search[label] = total
+            relevance[label] = {"matched": len(read), "missed": len(missed)}
 
     async def _page(self, tabs: _CrawlTab, url: str, number: int, label: str, who: str) -> PageResult:
         """One page, read again after each recovery step while its tab stops rendering (``TabStalled``)."""
@@ -259,17 +279,33 @@ class Crawler:
 
 
 def add_page(result: PageResult, items: dict[str, dict[str, Any]], total: dict[str, int | None],
-             read: set[str]) -> None:
+             read: set[str], matcher: TitleMatcher | None = None, missed: set[str] | None = None) -> Relevance:
     """A page read into its crawl: the crawl's ``items`` by id, its search's ``total`` (the site's count, pages
-    read) and the ids the search ``read``."""
+    read) and the ids the search ``read``; with a ``matcher``, only the listings whose titles match it, the others'
+    ids going to ``missed``. Returns the page's matching and missing listings."""
     if result.num_found is not None:
         total["num_found"] = result.num_found
     total["pages"] = (total["pages"] or 0) + 1
+    matched = misses = 0
     for item in result.items:
+        if matcher is not None and not matcher.matches(str(item.get("title") or "")):
+            misses += 1
+            if missed is not None:
+                missed.add(item["source_id"])
+            continue
+        matched += 1
         read.add(item["source_id"])
         # the same listing on an on-sale and a sold page: it sold while we were reading
         if item["source_id"] not in items or item["status"] == "sold":
             items[item["source_id"]] = item
+    return Relevance(matched, misses)
+
+
+def past_real_results(result: PageResult, on_page: Relevance) -> bool:
+    """Whether a search stops after this page: it held listings and none of them is the IP's, so the search's real
+    results are behind and the next pages hold only the site's padding. An empty page says nothing (the site
+    answers one now and then for no reason)."""
+    return bool(result.items) and not on_page.matched
 
 
 class _CrawlTab:
@@ -322,9 +358,11 @@ def _recovery_tally(settings: Settings) -> Callable[[str], None]:
     return tally
 
 
-def _page_record(status: str, number: int, result: PageResult) -> dict[str, Any]:
-    """A page's drift record: which source was read, its items, whether it had a next page, its anomalies."""
+def _page_record(status: str, number: int, result: PageResult, relevance: Relevance) -> dict[str, Any]:
+    """A page's drift record: which source was read, its items (those about the IP and the others), whether it had
+    a next page, its anomalies."""
     return {"status": status, "page": number, "source": result.source, "items": len(result.items),
+            "matched": relevance.matched, "missed": relevance.missed,
             "has_next": result.has_next, "anomalies": dict(result.anomalies)}
 
 

@@ -113,6 +113,10 @@ ROWS = (
         Panel("Page fill", "animetop_crawler_page_fill_ratio: items per page that had a next page, over 120. The "
               "drift alert starts under 108 of 120 (0.9).", q("max(animetop_crawler_page_fill_ratio)", "fill"),
               unit="percentunit", alert_below=0.9),
+        Panel("Listings about the crawled IP", "animetop_crawler_recent_listings: listings of the latest crawls "
+              "whose titles name the crawled IP's keyword or an alias (matched), and the others (missed: the "
+              "site's padding, not counted). Watch the share moving.",
+              q("max by (relevance) (animetop_crawler_recent_listings)", "{{relevance}}")),
         Panel("Drift alert, by reason", "animetop_crawler_drift: 1 while the alert holds for that reason.",
               q("max by (reason) (animetop_crawler_drift)", "{{reason}}"), alert_above=1),
     )),

@@ -70,6 +70,9 @@ class SearchTotal:
     num_found: int | None
     pages_read: int
     items_read: int
+    #: Listings the pages held that are not about the IP (their titles name neither its keyword nor an alias: the
+    #: site's padding past the real results), from the crawl's ``relevance``; None when the crawler did not say.
+    items_missed: int | None = None
 
     @classmethod
     def parse(cls, status: Any, raw: Any) -> SearchTotal:
@@ -85,6 +88,16 @@ class SearchTotal:
         num_found = raw.get("num_found")
         return cls(status, None if num_found is None else count("num_found", num_found),
                    count("pages", raw.get("pages")), count("items", raw.get("items")))
+
+    def with_relevance(self, raw: Any) -> SearchTotal:
+        """This total with the search's ``relevance`` (``{"matched": …, "missed": …}``) of the crawl message."""
+        if not isinstance(raw, dict):
+            raise BadMessage(f"relevance {self.status}: a {type(raw).__name__}, not a map")
+        missed = raw.get("missed")
+        if not isinstance(missed, int) or isinstance(missed, bool) or missed < 0:
+            raise BadMessage(f"relevance {self.status}: missed must be a non-negative whole number, got "
+                             f"{missed!r:.40}")
+        return dataclasses.replace(self, items_missed=missed)
 
 
 def search_reach(items: list[CrawlItem], status: str, read_to_plan: bool) -> dict[str, float | None]:
@@ -110,7 +123,7 @@ class CrawlResult:
 
     @classmethod
     def parse(cls, ip_id: Any, task_id: Any, crawled_at: Any, items: Any, pages_crawled: Any = 0,
-              errors: Any = None, search: Any = None) -> CrawlResult:
+              errors: Any = None, search: Any = None, relevance: Any = None) -> CrawlResult:
         if not isinstance(task_id, str) or not task_id or len(task_id) > 100:
             raise BadMessage("task_id must be a non-empty string of at most 100 characters")
         if not isinstance(items, (list, tuple)):
@@ -121,7 +134,11 @@ class CrawlResult:
         for raw in items:
             item = CrawlItem.parse(raw)
             parsed.setdefault(item.source_id, item)  # the same listing on two pages counts once
+        if relevance is not None and not isinstance(relevance, dict):
+            raise BadMessage("relevance must be a map of status to matched and missed listings")
         totals = [SearchTotal.parse(status, raw) for status, raw in (search or {}).items()]
+        if relevance:
+            totals = [t.with_relevance(relevance[t.status]) if t.status in relevance else t for t in totals]
         return cls(ip_id=int(ip_id), task_id=task_id, crawled_at=float(crawled_at), items=list(parsed.values()),
                    pages_crawled=int(pages_crawled or 0), errors=dict(errors or {}), search=totals)
 
@@ -286,7 +303,7 @@ class ResultProcessor:
             CrawlSearchTotal.insert_many([{
                 "task_id": result.task_id, "ip_id": result.ip_id, "crawled_at": result.crawled_at,
                 "status": total.status, "num_found": total.num_found, "pages_read": total.pages_read,
-                "items_read": total.items_read,
+                "items_read": total.items_read, "items_missed": total.items_missed,
                 **search_reach(result.items, total.status, total.pages_read >= planned[total.status]),
             } for total in result.search]).execute()
 

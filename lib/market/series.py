@@ -79,7 +79,8 @@ def latest_sales(ip_id: int, limit: int = 20) -> list[JsonObject]:
 
 def search_totals(ip_id: int, since: float) -> list[JsonObject]:
     """Per crawl since ``since`` (Unix seconds), oldest first: the site's count of the on-sale and sold searches
-    (None where it gave none) and the listings our pages read of each."""
+    (None where it gave none), the IP's listings our pages read of each, and the listings they held that were not
+    the IP's (``_missed``: the site's padding; None where the crawler did not tell them apart)."""
     by_crawl: dict[tuple[float, str], dict[str, int | None]] = defaultdict(dict)
     for row in (CrawlSearchTotal.select()
                 .where((CrawlSearchTotal.ip_id == ip_id) & (CrawlSearchTotal.crawled_at >= since))
@@ -87,6 +88,8 @@ def search_totals(ip_id: int, since: float) -> list[JsonObject]:
         point = by_crawl[(row.crawled_at, row.task_id)]
         point[row.status] = row.num_found
         point[f"{row.status}_read"] = row.items_read
+        point[f"{row.status}_missed"] = row.items_missed
     return [{"crawled_at": at, "on_sale": p.get("on_sale"), "sold": p.get("sold"),
-             "on_sale_read": p.get("on_sale_read"), "sold_read": p.get("sold_read")}
+             "on_sale_read": p.get("on_sale_read"), "sold_read": p.get("sold_read"),
+             "on_sale_missed": p.get("on_sale_missed"), "sold_missed": p.get("sold_missed")}
             for (at, _), p in sorted(by_crawl.items())]

@@ -6,7 +6,7 @@ needs sales among the listings created in the window: a demo of a few simulated 
 is crawled here, before the live phase: for each IP, a crawl every ``step`` seconds up to the live start, each
 reading the simulator's search API answers at the crawl's time (``MarketSimulator.answer_for``: the listings the
 browser would have been served then), turned into the crawl result message by the crawler's own code
-(``page_from_api``, ``add_page``, ``search_plan``) and applied by ``ResultProcessor`` (what the
+(``page_from_api``, ``add_page``, ``past_real_results``, ``search_plan``) and applied by ``ResultProcessor`` (what the
 ``process_result`` actor runs), in time order, on a clock standing at each crawl's time. The simulator records
 those pages like the live ones, so ``tests/test_demo.py`` checks the history's hours against the simulator's
 truth too.
@@ -28,33 +28,39 @@ if TYPE_CHECKING:
 
 
 def past_crawl(sim: MarketSimulator, keyword: str, ip_id: int, task_id: str, at: float,
-               settings: Settings) -> dict[str, Any]:
+               settings: Settings, aliases: Sequence[str] = ()) -> dict[str, Any]:
     """The crawl result message (``process_result``'s arguments) of a crawl of ``keyword`` at ``at``: the pages the
-    crawler reads (``search_plan``) as the simulator's API answered them at that time."""
-    from lib.crawling.crawl import add_page, search_plan
+    crawler reads (``search_plan``) as the simulator's API answered them at that time, the listings kept and the
+    paging stopped as the crawler does (``lib.segments.relevance``)."""
+    from lib.crawling.crawl import add_page, past_real_results, search_plan
     from lib.crawling.driver import ApiResponse
     from lib.crawling.listings import seller_key
     from lib.crawling.page_fetch import page_from_api
+    from lib.segments.relevance import title_matcher
 
+    matcher = title_matcher(keyword, aliases)
     items: dict[str, dict[str, Any]] = {}
     search: dict[str, dict[str, Any]] = {}
+    relevance: dict[str, dict[str, int]] = {}
     pages = 0
     for status_param, label, page_count in search_plan(settings):
         total: dict[str, int | None] = {"num_found": None, "pages": 0, "items": 0}
         read: set[str] = set()
+        missed: set[str] = set()
         for number in range(1, page_count + 1):
             answer = sim.answer_for(keyword, status_param, number, at)
             result = page_from_api(ApiResponse(200, {}, answer), settings.mercari_base_url, label,
                                    seller_key(settings))
             assert result is not None  # the simulator's answer in normal mode is always readable
-            add_page(result, items, total, read)
+            on_page = add_page(result, items, total, read, matcher, missed)
             pages += 1
-            if not result.has_next:
+            if not result.has_next or past_real_results(result, on_page):
                 break
         total["items"] = len(read)
         search[label] = total
+        relevance[label] = {"matched": len(read), "missed": len(missed)}
     return {"ip_id": ip_id, "task_id": task_id, "crawled_at": at, "items": list(items.values()),
-            "pages_crawled": pages, "errors": {}, "search": search}
+            "pages_crawled": pages, "errors": {}, "search": search, "relevance": relevance}
 
 
 def crawl_times(end: float, hours: float, step: float, index: int, count: int) -> list[float]:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import builtins
 import csv
 import io
+import json
 import logging
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import peewee
@@ -15,7 +16,7 @@ import peewee
 from lib.core.clock import Clock, get_clock, to_timestamp
 from lib.core.db import database
 from lib.core.settings import Settings
-from lib.scheduling.schedule import CRAWL_JOB, IpDue, ScheduleStore, interval_for, ip_due_from_row
+from lib.scheduling.schedule import CRAWL_JOB, IpDue, ScheduleStore, interval_for, ip_due_from_row, parse_aliases
 from models import IpMetadata
 from models.ip import KEYWORD_MAX_LENGTH
 
@@ -51,22 +52,45 @@ class Catalogue:
         self.settings = settings
         self.clock = clock or get_clock()
 
-    def add(self, keyword: str, name: str | None = None, weight: float = 1.0) -> IpMetadata:
-        """Add an IP; it is due at once."""
+    def add(self, keyword: str, name: str | None = None, weight: float = 1.0,
+            aliases: Sequence[str] = ()) -> IpMetadata:
+        """Add an IP; it is due at once. ``aliases``: the other names its listings' titles use
+        (``lib.segments.relevance``)."""
         keyword = check_keyword(keyword)
         if name:
             check_keyword(name, "name")
         if not (0 < weight <= 100):
             raise CatalogueError(f"the weight must be above 0 and at most 100; got {weight}")
+        stored = _stored_aliases(aliases, keyword)
         now = self.clock.utcnow()
         try:
             with database.atomic():
                 ip = IpMetadata.create(keyword=keyword, display_name=name or keyword, weight=weight,
-                                       created_at=now, updated_at=now)
+                                       aliases=stored, created_at=now, updated_at=now)
         except peewee.IntegrityError:
             raise CatalogueError(f"an IP with keyword {keyword!r} exists already") from None
         self.schedule.schedule(ip.id, self.clock.now())
         return ip
+
+    def edit_aliases(self, ip_id: int, add: Sequence[str] = (), remove: Sequence[str] = ()) -> IpMetadata:
+        """Add and remove aliases of an IP (removed ones by their reading: ``fold``); its next crawl uses them.
+        Nothing is changed when any of them is refused."""
+        from lib.segments.normalize import fold
+
+        ip = self.get(ip_id)
+        current = list(parse_aliases(ip.aliases))
+        gone = {fold(a) for a in remove}
+        unknown = [a for a in remove if fold(a) not in {fold(c) for c in current}]
+        if unknown:
+            raise CatalogueError(f"IP {ip_id} has no alias {unknown[0]!r} (its aliases: {current or 'none'})")
+        kept = [a for a in current if fold(a) not in gone]
+        have = {fold(a) for a in kept}
+        # an alias it has already (in any spelling that reads alike) is kept as it was, not refused
+        stored = _stored_aliases(kept + [a for a in add if not isinstance(a, str) or fold(a) not in have],
+                                 ip.keyword)
+        (IpMetadata.update(aliases=stored, updated_at=self.clock.utcnow()).where(IpMetadata.id == ip_id)
+         .execute())
+        return self.get(ip_id)
 
     def get(self, ip_id: int) -> IpMetadata:
         ip = IpMetadata.get_or_none(IpMetadata.id == ip_id)
@@ -101,13 +125,13 @@ class Catalogue:
         return ip
 
     def import_file(self, path: Path) -> tuple[int, builtins.list[str]]:
-        """Add IPs from a file: one keyword a line, or CSV with a header (keyword[,name][,weight]).
-        Returns (added, problems); existing keywords are reported, not duplicated."""
+        """Add IPs from a file: one keyword a line, or CSV with a header (keyword[,name][,weight][,aliases], the
+        aliases separated by ``|``). Returns (added, problems); existing keywords are reported, not duplicated."""
         text = Path(path).read_text(encoding="utf-8-sig")
         added, problems = 0, []
-        for line_no, keyword, name, weight in _rows(text):
+        for line_no, keyword, name, weight, aliases in _rows(text):
             try:
-                self.add(keyword, name, weight)
+                self.add(keyword, name, weight, aliases)
                 added += 1
             except CatalogueError as e:
                 problems.append(f"line {line_no}: {e}")
@@ -115,14 +139,14 @@ class Catalogue:
 
     def due_info(self, ip_ids: builtins.list[int]) -> dict[int, IpDue]:
         rows = IpMetadata.select(IpMetadata.id, IpMetadata.keyword, IpMetadata.weight, IpMetadata.active,
-                                 IpMetadata.last_crawled_at).where(IpMetadata.id.in_(ip_ids))
+                                 IpMetadata.last_crawled_at, IpMetadata.aliases).where(IpMetadata.id.in_(ip_ids))
         return {row.id: ip_due_from_row(row) for row in rows}
 
     def iter_all(self, chunk: int = 2000) -> Iterator[IpDue]:
         last_id = 0
         while True:
             rows = list(IpMetadata.select(IpMetadata.id, IpMetadata.keyword, IpMetadata.weight, IpMetadata.active,
-                                          IpMetadata.last_crawled_at)
+                                          IpMetadata.last_crawled_at, IpMetadata.aliases)
                         .where(IpMetadata.id > last_id).order_by(IpMetadata.id).limit(chunk))
             if not rows:
                 return
@@ -130,7 +154,22 @@ class Catalogue:
             last_id = rows[-1].id
 
 
-def _rows(text: str) -> Iterator[tuple[int, str, str | None, float]]:
+def aliases_of(ip: IpMetadata) -> tuple[str, ...]:
+    return parse_aliases(ip.aliases)
+
+
+def _stored_aliases(aliases: Sequence[str], keyword: str) -> str | None:
+    """The aliases' column value (a JSON array; NULL for none), or a ``CatalogueError`` naming the refused one."""
+    from lib.segments.relevance import AliasError, check_aliases
+
+    try:
+        checked = check_aliases(aliases, keyword)
+    except AliasError as e:
+        raise CatalogueError(str(e)) from None
+    return json.dumps(list(checked), ensure_ascii=False) if checked else None
+
+
+def _rows(text: str) -> Iterator[tuple[int, str, str | None, float, builtins.list[str]]]:
     lines = text.splitlines()
     first = lines[0].strip().lower() if lines else ""
     if first.startswith("keyword") and ("," in first or first == "keyword"):
@@ -143,8 +182,9 @@ def _rows(text: str) -> Iterator[tuple[int, str, str | None, float]]:
                 weight = float(row.get("weight") or 1.0)
             except ValueError:
                 weight = -1.0  # refused by add() with a clear message
-            yield i, keyword, (row.get("name") or None), weight
+            aliases = [a for a in (row.get("aliases") or "").split("|") if a.strip()]
+            yield i, keyword, (row.get("name") or None), weight, aliases
         return
     for i, line in enumerate(lines, start=1):
         if line.strip() and not line.lstrip().startswith("#"):
-            yield i, line.rstrip("\r\n"), None, 1.0
+            yield i, line.rstrip("\r\n"), None, 1.0, []

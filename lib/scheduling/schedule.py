@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -94,6 +95,9 @@ class IpDue:
     weight: float
     active: bool
     last_crawled_at: float | None
+    #: The operator's aliases of the keyword, carried in the crawl message (the crawler counts only the listings
+    #: whose titles name the keyword or one of them, and stops paging at a page with none).
+    aliases: tuple[str, ...] = ()
 
 
 def planned_times(ips: Iterable[IpDue], last_runs: dict[str, float], settings: Settings,
@@ -117,4 +121,12 @@ def planned_times(ips: Iterable[IpDue], last_runs: dict[str, float], settings: S
 
 def ip_due_from_row(row: IpMetadata) -> IpDue:
     return IpDue(id=row.id, keyword=row.keyword, weight=row.weight, active=row.active,
-                 last_crawled_at=to_timestamp(row.last_crawled_at))
+                 last_crawled_at=to_timestamp(row.last_crawled_at), aliases=parse_aliases(row.aliases))
+
+
+def parse_aliases(stored: str | None) -> tuple[str, ...]:
+    """An IP's aliases from their column (a JSON array of text; NULL: none)."""
+    if not stored:
+        return ()
+    value = json.loads(stored)
+    return tuple(a for a in value if isinstance(a, str)) if isinstance(value, list) else ()

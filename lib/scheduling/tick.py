@@ -61,6 +61,8 @@ class TickResult:
 
 def crawl_message(ip: IpDue, task_id: str) -> Message[Any]:
     """The crawl task for one IP (consumed by the ``crawl_ip`` actor on the crawl queue)."""
+    if ip.aliases:
+        return CRAWL_IP.message(ip_id=ip.id, keyword=ip.keyword, task_id=task_id, aliases=list(ip.aliases))
     return CRAWL_IP.message(ip_id=ip.id, keyword=ip.keyword, task_id=task_id)
 
 

@@ -90,8 +90,11 @@ class SearchPoint(BaseModel):
     crawled_at: float
     on_sale: int | None = Field(description="the on-sale search's total as the site reported it")
     sold: int | None = Field(description="the sold search's total as the site reported it")
-    on_sale_read: int | None = None
-    sold_read: int | None = None
+    on_sale_read: int | None = Field(None, description="the IP's listings the on-sale pages read")
+    sold_read: int | None = Field(None, description="the IP's listings the sold pages read")
+    on_sale_missed: int | None = Field(None, description="listings the on-sale pages held whose titles name neither "
+                                       "the IP's keyword nor an alias (not counted); null: not told apart")
+    sold_missed: int | None = Field(None, description="the same, of the sold pages")
 
 
 class IpDetail(BaseModel):

@@ -73,12 +73,14 @@
   function supply(d) {
     const points = d.search_totals;
     const note = document.getElementById("supply-note");
-    note.textContent = "Listings the site counts in the on-sale and sold searches at each crawl, and how many our pages read.";
+    note.textContent = "Listings the site counts in the on-sale and sold searches at each crawl, how many of the IP's our pages read, and how many listings they held that were not the IP's (the site's padding, not counted).";
     return Charts.lines(document.getElementById("supply"), points.map(p => p.crawled_at), [
       {label: "On sale (site total)", values: points.map(p => p.on_sale)},
       {label: "Sold (site total)", values: points.map(p => p.sold)},
       {label: "On sale read", values: points.map(p => p.on_sale_read)},
-      {label: "Sold read", values: points.map(p => p.sold_read)}], "");
+      {label: "Sold read", values: points.map(p => p.sold_read)},
+      {label: "Not the IP's (not counted)", values: points.map(p => (p.on_sale_missed == null && p.sold_missed == null)
+        ? null : (p.on_sale_missed || 0) + (p.sold_missed || 0))}], "");
   }
 
   function cuts(d) {
