@@ -34,6 +34,7 @@ from lib.market.schema import create_tables
 from lib.market.values import Estimate, Measure
 from lib.scheduling.catalogue import Catalogue
 from lib.scheduling.schedule import ScheduleStore
+from lib.segments.relevance import title_matcher
 from lib.standins.simulator.model import DAY, HOUR, MarketModel
 from lib.standins.simulator.realistic import PAGE_SIZE, Page, RealisticSearch
 from lib.standins.simulator.stories import ON_SALE, SOLD_OUT, TRADING, Burst
@@ -51,6 +52,10 @@ SEARCHES = (("on_sale", frozenset({ON_SALE})), ("sold", frozenset({SOLD_OUT, TRA
 #: Size classes by new listings an hour: (upper bound, name).
 CLASSES = ((1.0, "niche (<1/h)"), (10.0, "small (1-10/h)"), (100.0, "middling (10-100/h)"),
            (1000.0, "large (100-1000/h)"), (float("inf"), "huge (>=1000/h)"))
+
+
+#: The sellers' hash key of the run (a deployment's own, as the crawlers use): relists recognised as they are.
+SELLER_KEY = b"the accuracy benchmark's key of the sellers' hash"
 
 
 def size_class(size: float) -> str:
@@ -72,6 +77,7 @@ def crawl(search: RealisticSearch, keyword: str, t: float, plan: dict[str, int],
     as the crawler reads them; the totals as the crawler reports them."""
     items: dict[str, dict] = {}
     totals: dict[str, dict] = {}
+    matcher = title_matcher(keyword)
     for label, statuses in SEARCHES:
         total = {"num_found": None, "pages": 0, "items": 0}
         read: set[str] = set()
@@ -89,8 +95,13 @@ def crawl(search: RealisticSearch, keyword: str, t: float, plan: dict[str, int],
             served.requests += 1
             total["pages"] += 1
             total["num_found"] = int(answer["meta"]["numFound"])
+            matched = 0
             for raw, one in zip(answer["items"], page.items, strict=True):
-                item = item_from_api(raw, base_url, label)
+                # as the crawler reads a page (lib.crawling.crawl.add_page): the IP's listings only
+                item = item_from_api(raw, base_url, label, SELLER_KEY)
+                if not matcher.matches(str(item["title"])):
+                    continue
+                matched += 1
                 if one.padded:
                     served.padded.add(item["source_id"])
                 elif one.story.relist_of is not None:
@@ -98,7 +109,7 @@ def crawl(search: RealisticSearch, keyword: str, t: float, plan: dict[str, int],
                 read.add(item["source_id"])
                 if item["source_id"] not in items or item["status"] == "sold":
                     items[item["source_id"]] = item
-            if not page.has_next:
+            if not page.has_next or (answer["items"] and not matched):  # past the real results: padding only
                 break
         total["items"] = len(read)
         totals[label] = total
