@@ -18,6 +18,7 @@ from . import (
     long_windows,
     pool,
     process_result,
+    relevance,
     schedule_tick,
     segments,
     segments_board,
@@ -29,9 +30,10 @@ BENCHMARKS = {"encoding": encoding.main, "schedule_tick": schedule_tick.main, "p
               "pool": pool.main, "collect": collect.main, "crawl": crawl.main, "leaderboard": leaderboard.main,
               "dashboard": dashboard.main, "days": days.main, "load": load.main,
               "storage": storage.main, "long_windows": long_windows.main, "segments": segments.main,
-              "segments_board": segments_board.main, "soak": soak.main, "accuracy": accuracy.main}
-#: Benchmarks run only when named: a soak takes half an hour.
-ONLY_NAMED = {"soak", "accuracy"}
+              "segments_board": segments_board.main, "soak": soak.main, "accuracy": accuracy.main,
+              "relevance": relevance.main}
+#: Benchmarks run only when named: a soak takes half an hour, accuracy and relevance simulate days of a market.
+ONLY_NAMED = {"soak", "accuracy", "relevance"}
 
 #: Benchmarks that take options (``process_result``: ``--db mysql://…``; ``load``, ``storage``: their scales;
 #: ``leaderboard``, ``dashboard``, ``days``, ``long_windows``, ``segments_board``: ``--db PATH``, ``--ips N``; the first

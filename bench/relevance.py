@@ -1,4 +1,4 @@
-"""``python -m bench.relevance``: what the title relevance filter (``lib.segments.relevance``) changes on the
+"""``python -m bench relevance``: what the title relevance filter (``lib.segments.relevance``) changes on the
 realistic market, per IP size: over 24 hourly crawls of 5 on-sale and 5 sold pages, read from the simulator's API
 answers as the crawler reads them (``lib.operations.backfill.past_crawl``), the padded listings the crawls kept
 (summed over the crawls) with the filter and without it, the listings the filter left out, and the pages read
