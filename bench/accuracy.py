@@ -186,8 +186,8 @@ def true_heat(truth: TrueFlow, baseline: Sequence[TrueFlow]) -> float | None:
     the true outflow of the same baseline days the system had tracked, and the true sell-through."""
     if not baseline:
         return None
-    flows = windows._Flows(truth.listed + truth.relisted, truth.sold, 24)
-    base = windows._Flows(sum(b.listed + b.relisted for b in baseline), sum(b.sold for b in baseline),
+    flows = windows._Flows(truth.listed, truth.sold, 24)
+    base = windows._Flows(sum(b.listed for b in baseline), sum(b.sold for b in baseline),
                           24 * len(baseline))
     return windows._heat(flows, base, truth.sell_through, truth.cohort).heat.value
 
@@ -231,12 +231,12 @@ def run_market(model: MarketModel, keywords: Sequence[str], days: int, plan: dic
                 (ListingEvent.ip_id == ids[kw]) & (ListingEvent.event_at >= start)
                 & (ListingEvent.event_at < end)).tuples()}
             rows.append(DayRow(
-                kw, model.profile(kw).size, day, inflow, truth.listed + truth.relisted, outflow, truth.sold,
+                kw, model.profile(kw).size, day, inflow, truth.listed, outflow, truth.sold,
                 price, truth.sold_price_median, m.sell_through.value, truth.sell_through,
                 m.time_to_sell_hours.median.value, truth.time_to_sell_median_hours, m.heat.value,
                 true_heat(truth, truths[max(0, day - 7):day]) if m.heat.value is not None else None,
                 len(counted & served[kw].padded), truth.relisted, len(created & relists_by_id),
-                held(m.inflow, truth.listed + truth.relisted), held(m.outflow, truth.sold)))
+                held(m.inflow, truth.listed), held(m.outflow, truth.sold)))
     r.flushdb()
     database.close()
     return rows, served
