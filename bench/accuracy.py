@@ -15,6 +15,7 @@ listing the pages served (padding, or a relist of earlier goods), not by any fea
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import sys
 import tempfile
@@ -201,7 +202,7 @@ def run_market(model: MarketModel, keywords: Sequence[str], days: int, plan: dic
     r.flushdb()
     clock = FrozenClock(T0)
     catalogue = Catalogue(ScheduleStore(r), settings, clock)
-    processor = ResultProcessor(settings, r, clock)
+    processor = ResultProcessor(dataclasses.replace(settings, flow_estimates=True), r, clock)  # FLOW_ESTIMATES
     search = RealisticSearch(model)
     _TOTALS.clear()
     ids = {kw: catalogue.add(kw).id for kw in keywords}

@@ -88,14 +88,14 @@ def benchmark_market(keep: Path | str | None, n_ips: int, days: int) -> Iterator
 
 def floor_once(hours: int) -> None:
     since = naive_utc(T_END - hours * H)
-    raw(IpStatsHourly.select(IpStatsHourly.ip_id, IpStatsHourly.inflow, IpStatsHourly.outflow)
-           .where(IpStatsHourly.hour_bucket >= since))
-    raw(ListingEvent.select(ListingEvent.ip_id, ListingEvent.event_at, ListingEvent.price)
-           .where(ListingEvent.event_at >= T_END - hours * H))
-    raw(ListingEvent.select(ListingEvent.ip_id, ListingEvent.event_at)
-           .where(ListingEvent.event_at >= T_END - hours * H))
-    raw(CrawlSearchTotal.select(CrawlSearchTotal.ip_id, CrawlSearchTotal.num_found)
-           .where(CrawlSearchTotal.crawled_at >= T_END - hours * H))
+    list(raw(IpStatsHourly.select(IpStatsHourly.ip_id, IpStatsHourly.inflow, IpStatsHourly.outflow)
+           .where(IpStatsHourly.hour_bucket >= since)))
+    list(raw(ListingEvent.select(ListingEvent.ip_id, ListingEvent.event_at, ListingEvent.price)
+           .where(ListingEvent.event_at >= T_END - hours * H)))
+    list(raw(ListingEvent.select(ListingEvent.ip_id, ListingEvent.event_at)
+           .where(ListingEvent.event_at >= T_END - hours * H)))
+    list(raw(CrawlSearchTotal.select(CrawlSearchTotal.ip_id, CrawlSearchTotal.num_found)
+           .where(CrawlSearchTotal.crawled_at >= T_END - hours * H)))
 
 
 def _clear_rows() -> None:

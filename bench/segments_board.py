@@ -52,13 +52,13 @@ def _joined(ip_ids: Sequence[int] | None, w: Window) -> tuple[int, int]:
             return query
         return query.where(ListingEvent.ip_id.in_(list(ip_ids)) & (ListingEvent.event_at >= hour_start(w.cohort_since)))
 
-    sales = raw(of_ips(ListingEvent.select(ListingSegment.key, ListingEvent.event_at, ListingEvent.price,
+    sales = list(raw(of_ips(ListingEvent.select(ListingSegment.key, ListingEvent.event_at, ListingEvent.price,
                                            ListingEvent.listed_price)
                        .join(ListingSegment, on=in_segment)
                        .where((_by_ip(ListingEvent.kind, ip_ids) == sold)
-                              & (ListingEvent.event_at >= w.cohort_start))))
+                              & (ListingEvent.event_at >= w.cohort_start)))))
     sale = ListingEvent.alias()
-    created = raw(of_ips(ListingEvent.select(ListingSegment.key, ListingEvent.event_at, sale.event_at,
+    created = list(raw(of_ips(ListingEvent.select(ListingSegment.key, ListingEvent.event_at, sale.event_at,
                                              ItemSnapshot.last_seen)
                          .join(ListingSegment, on=in_segment)
                          .switch(ListingEvent)
@@ -70,7 +70,7 @@ def _joined(ip_ids: Sequence[int] | None, w: Window) -> tuple[int, int]:
                              (ItemSnapshot.ip_id == ListingEvent.ip_id)
                              & (ItemSnapshot.source_id == ListingEvent.source_id)))
                          .where((_by_ip(ListingEvent.kind, ip_ids) == created)
-                                & (ListingEvent.event_at >= w.cohort_start))))
+                                & (ListingEvent.event_at >= w.cohort_start)))))
     return len(sales), len(created)
 
 

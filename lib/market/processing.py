@@ -304,7 +304,8 @@ class ResultProcessor:
                 "task_id": result.task_id, "ip_id": result.ip_id, "crawled_at": result.crawled_at,
                 "status": total.status, "num_found": total.num_found, "pages_read": total.pages_read,
                 "items_read": total.items_read, "items_missed": total.items_missed,
-                **search_reach(result.items, total.status, total.pages_read >= planned[total.status]),
+                **(search_reach(result.items, total.status, total.pages_read >= planned[total.status])
+                   if self.settings.flow_estimates else {}),
             } for total in result.search]).execute()
 
     def _upsert_snapshots(self, ip_id: int, changes: list[Change]) -> None:

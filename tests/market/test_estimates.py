@@ -80,6 +80,7 @@ def test_a_window_carries_an_estimate_only_where_the_on_sale_pages_fell_short(db
     """Two IPs crawled alike at 0 and 1 h: one crawl's on-sale pages read all 5 planned pages and reach back only
     to 0.5 h (inflow estimated: the count of listings seen plus the unseen half hour's share); the other IP's
     search ended on its pages (inflow counted)."""
+    settings = replace(settings, flow_estimates=True)  # FLOW_ESTIMATES is off by default
     clock = FrozenClock(T0)
     catalogue = Catalogue(ScheduleStore(state_redis(settings)), settings, clock)
     processor = ResultProcessor(settings, state_redis(settings), clock)
