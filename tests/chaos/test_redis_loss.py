@@ -384,6 +384,9 @@ def test_redis_down_at_a_periodic_tick_does_not_restart_the_scheduler(app, proce
     wait_for(lambda: app.broker_db.llen(f"{NS}:{CRAWL}") == 1, timeout=90, what="the start-up tick")
     wait_for(lambda: [p for p in descendants(scheduler.proc.pid) if b"periodiq" in cmdline(p)], timeout=30,
              what="periodiq to run")
+    # the worker's tree is whole (its main process, the worker process and the metrics fork, which comes last)
+    # before it is taken as the reference: under load the fork can start after the start-up tick has run
+    wait_for(lambda: len(worker_tree(worker)) == 3, timeout=30, what="the worker's three processes")
     trees = {p.kind: worker_tree(p) for p in (worker, scheduler)}
 
     minute = (int(time.time()) // 60 + 1) * 60
