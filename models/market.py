@@ -95,7 +95,7 @@ class ListingEvent(BaseModel):
     event_at = peewee.DoubleField()  # Unix seconds; its hour is implied (lib.market.statistics.hour_spans)
     price = peewee.IntegerField(null=True)  # sold: the real sale price, None when the site showed none
     listed_price = peewee.IntegerField(null=True)  # sold: the first on-sale price seen before this sale
-    created_at = peewee.DoubleField(null=True)  # sold: when the listing was created (time to sell)
+    created_at = peewee.DoubleField(null=True)  # sold: when the listing was created (ages at sale: estimates)
 
     class Meta:
         table_name = "listing_events"

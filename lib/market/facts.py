@@ -53,12 +53,15 @@ def derive_events(sightings: Iterable[Sighting], baseline_at: float) -> list[Eve
     events: list[Event] = []
     created = next((s.created for s in ordered if s.created is not None), None)
     created_at: float | None = None
+    # a sale carries its listing's creation even from before the baseline (no created event is counted then):
+    # the ages at sale the outflow estimate learns from would otherwise leave out the older listings' sales
+    listed_at = created
     if created is not None:
         if created >= baseline_at:
             created_at = created
             events.append(Event(CREATED, 0, created))
     elif ordered[0].crawled_at > baseline_at and ordered[0].status == ON_SALE:
-        created_at = ordered[0].crawled_at
+        created_at = listed_at = ordered[0].crawled_at
         events.append(Event(CREATED, 0, created_at))
     sales = 0
     listed: int | None = None  # the first on-sale price of the current on-sale spell
@@ -73,7 +76,7 @@ def derive_events(sightings: Iterable[Sighting], baseline_at: float) -> list[Eve
                 at = s.updated if s.updated is not None and low < s.updated <= s.crawled_at else s.crawled_at
                 if at >= baseline_at:
                     events.append(Event(SOLD_EVENT, sales, at, s.price,
-                                        listed if previous is not None else None, created_at))
+                                        listed if previous is not None else None, listed_at))
                     sales += 1
             listed = None
         previous = s

@@ -100,15 +100,22 @@ class SearchTotal:
         return dataclasses.replace(self, items_missed=missed)
 
 
-def search_reach(items: list[CrawlItem], status: str, read_to_plan: bool) -> dict[str, float | None]:
+def search_reach(items: list[CrawlItem], status: str, ended: bool) -> dict[str, float | None]:
     """How far back a search's pages reached by creation time (docs/concepts/measures.md, "Estimates"): its
-    listings' oldest ``created`` when the crawl read every page its plan names (the search may go on past them;
-    one that ended sooner was seen whole: None), and their newest. A listing seen on both searches counts for the
-    sold one (it sold while the crawl read them)."""
+    listings' oldest ``created``, None when the search ``ended`` on its pages (it was seen whole), and their
+    newest (None: no listing with a time). A listing seen on both searches counts for the sold one (it sold while
+    the crawl read them)."""
     times = [item.created for item in items if item.status == status and item.created is not None]
     if not times:
         return {"reach": None, "newest": None}
-    return {"reach": float(min(times)) if read_to_plan else None, "newest": float(max(times))}
+    return {"reach": None if ended else float(min(times)), "newest": float(max(times))}
+
+
+def _ended(result: CrawlResult, total: SearchTotal, planned: int) -> bool:
+    """Whether the search ended on the pages read: fewer than planned, none of them failed (a failed page is
+    skipped, and the crawl goes on to the next: the search did not end there)."""
+    failed = any(str(key).split(":", 1)[0] == total.status for key in result.errors)
+    return total.pages_read < planned and not failed
 
 
 @dataclass(frozen=True)
@@ -304,8 +311,7 @@ class ResultProcessor:
                 "task_id": result.task_id, "ip_id": result.ip_id, "crawled_at": result.crawled_at,
                 "status": total.status, "num_found": total.num_found, "pages_read": total.pages_read,
                 "items_read": total.items_read, "items_missed": total.items_missed,
-                **(search_reach(result.items, total.status, total.pages_read >= planned[total.status])
-                   if self.settings.flow_estimates else {}),
+                **search_reach(result.items, total.status, _ended(result, total, planned[total.status])),
             } for total in result.search]).execute()
 
     def _upsert_snapshots(self, ip_id: int, changes: list[Change]) -> None:

@@ -29,6 +29,7 @@ import peewee
 
 from lib.core.clock import naive_utc, to_timestamp
 from lib.core.db import database, is_mysql
+from lib.core.settings import get_settings
 from lib.market import insufficient, intervals, reach, robust, summaries
 from lib.market.columns import CreatedRows, SaleRows
 from lib.market.marks import details_pruned_before
@@ -280,7 +281,9 @@ REACH_HISTORY = timedelta(hours=reach.MAX_AGE_HOURS)
 def _load_reach(ip_ids: Sequence[int] | None, w: Window, data: dict[int, _IpData]) -> None:
     """Each IP's crawls of the window with how far their pages reached back (``lib.market.reach``); for the IPs
     whose sold pages fell short, the inflow by hour of a listing's life before and the reference ages at sale
-    (docs/concepts/measures.md, "Estimates")."""
+    (docs/concepts/measures.md, "Estimates"). Nothing with FLOW_ESTIMATES off: the flows stay counted."""
+    if not get_settings().flow_estimates:
+        return
     of_ips = (CrawlSearchTotal.ip_id.in_(list(ip_ids)) if ip_ids is not None
               else CrawlSearchTotal.ip_id.is_null(False))
     in_window = (CrawlSearchTotal.crawled_at >= w.start - 2 * 3600.0) & (CrawlSearchTotal.crawled_at <= w.now)

@@ -10,6 +10,7 @@ import pytest
 
 from lib.core.clock import FrozenClock
 from lib.core.redis_client import state_redis
+from lib.core.settings import use_settings
 from lib.market.processing import CrawlResult, ResultProcessor
 from lib.market.reach import AgeReference, CrawlReach, inflow_estimate, outflow_estimate
 from lib.market.values import Estimate, Measure, WindowMeasures
@@ -19,6 +20,7 @@ from lib.scheduling.schedule import ScheduleStore
 from lib.standins.simulator.model import DAY, HOUR, MarketModel
 from lib.standins.simulator.traits import load_traits
 from lib.standins.simulator.truth import true_flows
+from models import CrawlSearchTotal, ListingEvent
 
 from .simulated_reach import crawl_hourly
 
@@ -81,6 +83,7 @@ def test_a_window_carries_an_estimate_only_where_the_on_sale_pages_fell_short(db
     to 0.5 h (inflow estimated: the count of listings seen plus the unseen half hour's share); the other IP's
     search ended on its pages (inflow counted)."""
     settings = replace(settings, flow_estimates=True)  # FLOW_ESTIMATES is off by default
+    use_settings(settings)  # the reads' (the fixture puts it back)
     clock = FrozenClock(T0)
     catalogue = Catalogue(ScheduleStore(state_redis(settings)), settings, clock)
     processor = ResultProcessor(settings, state_redis(settings), clock)
@@ -171,3 +174,39 @@ def test_outflow_intervals_hold_the_true_outflow_of_simulated_ip_days():
     assert len(estimated) >= 15, held
     low, high = _band(len(estimated))
     assert low <= sum(estimated) / len(estimated) <= 1.0, (sum(estimated), len(estimated))
+
+
+def test_a_sale_carries_its_listings_creation_even_from_before_the_baseline(db, settings):
+    """The reference ages at sale come from the sales' ``created_at``: a listing created before the IP's first crawl
+    counts no inflow, but its sale's age is known all the same (else the reference keeps only young listings'
+    sales, and the outflow estimate reads high shares, too low an outflow)."""
+    clock = FrozenClock(T0)
+    processor = ResultProcessor(settings, state_redis(settings), clock)
+    ip = Catalogue(ScheduleStore(state_redis(settings)), settings, clock).add("鬼滅の刃")
+    before, after = T0 - 50 * HOUR, T0 + 600.0
+    processor.apply(CrawlResult.parse(ip.id, "t0", T0, [listing("old", "on_sale", int(before))]))
+    clock.set(T0 + HOUR)
+    processor.apply(CrawlResult.parse(ip.id, "t1", T0 + HOUR, [
+        listing("old", "sold", int(before), int(T0 + 1800)), listing("new", "sold", int(after), int(T0 + 3000))]))
+    sales = dict(ListingEvent.select(ListingEvent.source_id, ListingEvent.created_at)
+                 .where((ListingEvent.ip_id == ip.id) & (ListingEvent.kind == "sold")).tuples())
+    assert sales == {"old": int(before), "new": int(after)}
+    created = [sid for (sid,) in ListingEvent.select(ListingEvent.source_id)
+               .where((ListingEvent.ip_id == ip.id) & (ListingEvent.kind == "created")).tuples()]
+    assert created == ["new"]
+
+
+@pytest.mark.parametrize(("pages", "errors", "reach"), [
+    (2, None, None),  # fewer pages than planned, none failed: the search ended, seen whole
+    (5, None, 2000.0),  # every planned page read: it goes on past them
+    (2, {"on_sale:2": "timeout"}, 2000.0),  # a page failed and the crawl went on: the search did not end there
+])
+def test_a_searchs_reach_is_kept_unless_it_ended_on_its_pages(db, settings, pages, errors, reach):
+    clock = FrozenClock(T0)
+    processor = ResultProcessor(settings, state_redis(settings), clock)
+    ip = Catalogue(ScheduleStore(state_redis(settings)), settings, clock).add("鬼滅の刃")
+    items = [listing(f"i{k}", "on_sale", int(T0 - 2000 + 500 * k)) for k in range(3)]  # created 2000 s … 1000 s ago
+    search = {"on_sale": {"num_found": 3, "pages": pages, "items": 3}}
+    processor.apply(CrawlResult.parse(ip.id, "t", T0, items, pages, errors, search))
+    row = CrawlSearchTotal.get((CrawlSearchTotal.ip_id == ip.id) & (CrawlSearchTotal.status == "on_sale"))
+    assert (row.reach, row.newest) == ((None if reach is None else T0 - reach), T0 - 1000.0)
