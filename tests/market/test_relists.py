@@ -7,6 +7,7 @@ import pytest
 from lib.core.clock import FrozenClock
 from lib.core.redis_client import state_redis
 from lib.market.processing import CrawlResult, ResultProcessor
+from lib.market.relists import FEW_LISTINGS
 from lib.market.statistics import tuples
 from lib.scheduling.catalogue import Catalogue
 from lib.scheduling.schedule import ScheduleStore
@@ -37,9 +38,15 @@ class Crawls:
     def __init__(self, proc, ip):
         self.proc, self.ip, self.n = proc, ip, 0
 
-    def __call__(self, at, *items):
+    def __call__(self, at, *items, whole=True):
+        """A crawl whose searches ended on their first page (``whole``: everything on sale was seen), or read
+        every page planned and went on past them."""
         self.n += 1
-        return self.proc.apply(CrawlResult.parse(self.ip.id, f"t{self.n}", at, list(items)))
+        pages = 1 if whole else 5
+        search = {status: {"num_found": None, "pages": pages, "items": sum(i["status"] == status for i in items)}
+                  for status in ("on_sale", "sold")}
+        return self.proc.apply(CrawlResult.parse(self.ip.id, f"t{self.n}", at, list(items), 2 * pages, None,
+                                                 search))
 
 
 def flows(ip):
@@ -96,13 +103,19 @@ def test_a_relist_of_a_relist_is_the_same_goods(proc, ip):
     assert [e[:3] for e in events(ip)] == [("e", "created", 0), ("e", "sold", 0)] and flows(ip) == (1, 1)
 
 
+def shop(at, count=FEW_LISTINGS):
+    """``count`` other listings of the seller, of other titles (a shop's catalogue)."""
+    return [item(f"shop{k}", at - k, f"鬼滅の刃 缶バッジ {k}") for k in range(count)]
+
+
 @pytest.mark.parametrize("case", ["another seller", "another title", "past the bound", "first one sold",
-                                  "both on sale", "no seller", "two words added"])
+                                  "both on sale", "no seller", "two words added", "a shop's copy out of reach"])
 def test_what_is_not_a_relist(proc, ip, settings, case):
     crawl = Crawls(proc, ip)
     crawl(T0 + 60, item("base", T0 - H, "ちいかわ ぬいぐるみ", seller=OTHER))
     first = T0 + H - 600
-    crawl(T0 + H, item("e", first, seller=None if case == "no seller" else SELLER))
+    others = shop(first - 60) if case == "a shop's copy out of reach" else []
+    crawl(T0 + H, item("e", first, seller=None if case == "no seller" else SELLER), *others)
     at = T0 + (settings.relist_within + DAY if case == "past the bound" else DAY)
     later = {"title": TITLE, "seller": SELLER}
     if case == "another seller":
@@ -116,9 +129,35 @@ def test_what_is_not_a_relist(proc, ip, settings, case):
     elif case == "first one sold":
         crawl(T0 + 2 * H, item("e", first, status="sold", updated=T0 + 2 * H - 60))
     seen = [item("e", first)] if case == "both on sale" else []  # the first listing still on sale: two goods
-    out = crawl(at, item("r", at - 600, **later), *seen)
+    # out of reach: the pages read (all those planned) end after the first listing's creation, so no crawl can
+    # tell it was deleted; of a seller with more than FEW_LISTINGS listings it may be a copy still on sale
+    out = crawl(at, item("r", at - 600, **later), *seen, whole=case != "a shop's copy out of reach")
     assert (out.inflow, out.relisted) == (1, 0)
     assert links(ip) == {}
+
+
+@pytest.mark.parametrize("listings", [1, FEW_LISTINGS])
+def test_a_relist_out_of_reach_of_a_seller_with_few_listings_is_recognised(proc, ip, listings):
+    """No crawl read back far enough to see the first listing gone; the seller listed at most FEW_LISTINGS of the
+    IP's listings in RELIST_WITHIN (the first one among them) and no other of that title: a relist."""
+    crawl = Crawls(proc, ip)
+    crawl(T0 + 60, item("base", T0 - H, "ちいかわ ぬいぐるみ", seller=OTHER))
+    first = T0 + H - 600
+    crawl(T0 + H, item("e", first), *shop(first - 60, listings - 1))
+    out = crawl(T0 + DAY, item("r", T0 + DAY - 600), whole=False)
+    assert (out.inflow, out.relisted) == (0, 1) and links(ip) == {"r": "e"}
+
+
+def test_a_relist_seen_gone_is_recognised_whoever_the_seller(proc, ip):
+    """A shop's listing that a crawl reading back past its creation no longer saw was deleted: its relist is
+    recognised whatever the seller's other listings."""
+    crawl = Crawls(proc, ip)
+    crawl(T0 + 60, item("base", T0 - H, "ちいかわ ぬいぐるみ", seller=OTHER))
+    first = T0 + H - 600
+    crawl(T0 + H, item("e", first), *shop(first - 60))
+    crawl(T0 + 2 * H, *shop(first - 60))  # the whole search, without "e": deleted
+    out = crawl(T0 + DAY, item("r", T0 + DAY - 600), whole=False)
+    assert (out.inflow, out.relisted) == (0, 1) and links(ip) == {"r": "e"}
 
 
 def test_an_auction_counts_in_the_flows_and_stays_out_of_the_fixed_price_statistics(proc, ip):
