@@ -1,6 +1,10 @@
-"""``python -m bench accuracy [--days N] [--sizes 0.3,3,40,250,1200] [--seed S]`` (2 days by default; docs/benchmarks.md
-runs ``--days 7``): how close each measure comes to
-the realistic market's truth (docs/concepts/simulator.md), per IP size class, with the requests it cost.
+"""``python -m bench accuracy [--days N] [--warmup N] [--sizes 0.3,3,40,250,1200] [--seed S]`` (2 scored days after
+a warm-up of 4 by default): how close each measure comes to the realistic market's truth
+(docs/concepts/simulator.md), per IP size class, with the requests it cost.
+
+The crawls start ``--warmup`` days before the first scored day, as a deployment has been crawling its IPs: a
+relist is recognised only when its earlier listing was crawled (the market relists after 1 to 4 days), and the
+outflow estimate learns the ages at sale from the sales seen before.
 
 A market of IPs across the size range (new listings an hour, one of them with a ×4 burst) is crawled every hour
 with the fixed plan (``SCHEDULER_PAGES_ON_SALE`` on-sale + ``SCHEDULER_PAGES_SOLD`` sold pages), its pages built
@@ -28,6 +32,7 @@ from pathlib import Path
 from lib.core.clock import FrozenClock
 from lib.core.db import bind_database, database
 from lib.core.redis_client import state_redis
+from lib.core.settings import use_settings
 from lib.crawling.listings import item_from_api
 from lib.market import windows
 from lib.market.processing import CrawlResult, ResultProcessor
@@ -40,14 +45,14 @@ from lib.standins.simulator.model import DAY, HOUR, MarketModel
 from lib.standins.simulator.realistic import PAGE_SIZE, Page, RealisticSearch
 from lib.standins.simulator.stories import ON_SALE, SOLD_OUT, TRADING, Burst
 from lib.standins.simulator.truth import TrueFlow, true_flows
-from models import IpStatsHourly, ListingEvent
+from models import IpStatsHourly, ListingEvent, ListingRelist
 
 from .common import bench_settings, load_average
 
 #: A Monday 00:00 UTC, with a week of market behind it (the first crawl's pages hold older listings too).
 T0 = 1_780_876_800.0
 SIZES = (0.3, 3.0, 40.0, 250.0, 1200.0)
-#: The IP of this size gets a ×4 burst of two days from the start of the third day.
+#: The IP of this size gets a ×4 burst of two days from the start of the second scored day.
 BURST_SIZE = 40.0
 SEARCHES = (("on_sale", frozenset({ON_SALE})), ("sold", frozenset({SOLD_OUT, TRADING})))
 #: Size classes by new listings an hour: (upper bound, name).
@@ -69,6 +74,8 @@ class Served:
 
     padded: set[str] = field(default_factory=set)
     relists: set[str] = field(default_factory=set)
+    #: every listing served, relist or not: the listing it relists (None: new goods)
+    relist_of: dict[str, str | None] = field(default_factory=dict)
     requests: int = 0
 
 
@@ -107,6 +114,8 @@ def crawl(search: RealisticSearch, keyword: str, t: float, plan: dict[str, int],
                     served.padded.add(item["source_id"])
                 elif one.story.relist_of is not None:
                     served.relists.add(item["source_id"])
+                if not one.padded:
+                    served.relist_of[item["source_id"]] = one.story.relist_of
                 read.add(item["source_id"])
                 if item["source_id"] not in items or item["status"] == "sold":
                     items[item["source_id"]] = item
@@ -153,6 +162,9 @@ class DayRow:
     padded_counted: int
     relists_created: int
     relists_counted: int
+    #: relists recognised (links made to an earlier listing), and of them those the truth says are that relist
+    links: int = 0
+    links_right: int = 0
     #: per flow: None where it was counted, else whether the estimate's 95 % interval held the truth
     inflow_held: bool | None = None
     outflow_held: bool | None = None
@@ -194,20 +206,26 @@ def true_heat(truth: TrueFlow, baseline: Sequence[TrueFlow]) -> float | None:
 
 
 def run_market(model: MarketModel, keywords: Sequence[str], days: int, plan: dict[str, int],
-               settings, progress: bool = True) -> tuple[list[DayRow], dict[str, Served]]:
-    """Crawl each IP hourly for ``days`` days from T0 (a baseline crawl at T0), and compare each day."""
+               settings, progress: bool = True, warmup: int = 0) -> tuple[list[DayRow], dict[str, Served]]:
+    """Crawl each IP hourly from ``warmup`` days before T0 (a baseline crawl then) to ``days`` days after it, and
+    compare each day from T0; the requests counted are those of the scored days."""
     bind_database(settings.database_url_resolved)
     create_tables()
     r = state_redis(settings)
     r.flushdb()
     clock = FrozenClock(T0)
     catalogue = Catalogue(ScheduleStore(r), settings, clock)
-    processor = ResultProcessor(dataclasses.replace(settings, flow_estimates=True), r, clock)  # FLOW_ESTIMATES
+    settings = dataclasses.replace(settings, flow_estimates=True)  # FLOW_ESTIMATES, for the processor and the reads
+    use_settings(settings)
+    processor = ResultProcessor(settings, r, clock)
     search = RealisticSearch(model)
     _TOTALS.clear()
     ids = {kw: catalogue.add(kw).id for kw in keywords}
     served = {kw: Served() for kw in keywords}
-    for hour in range(days * 24 + 1):
+    for hour in range(-warmup * 24, days * 24 + 1):
+        if hour == 0:
+            for kw in keywords:  # from the crawl at T0 on, as a run without a warm-up counts them
+                served[kw].requests = 0
         for k, kw in enumerate(keywords):
             t = T0 + hour * HOUR + 60.0 * k  # the IPs a minute apart, as a scheduler spreads them
             clock.set(t)
@@ -215,7 +233,7 @@ def run_market(model: MarketModel, keywords: Sequence[str], days: int, plan: dic
             processor.apply(CrawlResult.parse(ids[kw], f"{kw}-{hour}", t, items, sum(
                 total["pages"] for total in totals.values()), None, totals))
         if progress and hour % 24 == 0:
-            print(f"  … day {hour // 24} of {days} crawled", file=sys.stderr, flush=True)
+            print(f"  … day {hour // 24} of {days} crawled (from {-warmup})", file=sys.stderr, flush=True)
     rows = []
     for kw in keywords:
         truths = true_flows(model, kw, T0, T0 + days * DAY)
@@ -228,6 +246,9 @@ def run_market(model: MarketModel, keywords: Sequence[str], days: int, plan: dic
             created = {sid for (sid,) in ListingEvent.select(ListingEvent.source_id).where(
                 (ListingEvent.ip_id == ids[kw]) & (ListingEvent.kind == "created") & (ListingEvent.event_at >= start)
                 & (ListingEvent.event_at < end)).tuples()}
+            linked = list(ListingRelist.select(ListingRelist.source_id, ListingRelist.relist_of).where(
+                (ListingRelist.ip_id == ids[kw]) & (ListingRelist.relisted_at >= start)
+                & (ListingRelist.relisted_at < end)).tuples())
             counted = {sid for (sid,) in ListingEvent.select(ListingEvent.source_id).where(
                 (ListingEvent.ip_id == ids[kw]) & (ListingEvent.event_at >= start)
                 & (ListingEvent.event_at < end)).tuples()}
@@ -237,7 +258,8 @@ def run_market(model: MarketModel, keywords: Sequence[str], days: int, plan: dic
                 m.time_to_sell_hours.median.value, truth.time_to_sell_median_hours, m.heat.value,
                 true_heat(truth, truths[max(0, day - 7):day]) if m.heat.value is not None else None,
                 len(counted & served[kw].padded), truth.relisted, len(created & relists_by_id),
-                held(m.inflow, truth.listed), held(m.outflow, truth.sold)))
+                inflow_held=held(m.inflow, truth.listed), outflow_held=held(m.outflow, truth.sold), links=len(linked),
+                links_right=sum(1 for sid, earlier in linked if served[kw].relist_of.get(sid) == earlier)))
     r.flushdb()
     database.close()
     return rows, served
@@ -266,7 +288,7 @@ def _within(pairs: list[tuple[float, float]], tolerance: float) -> str:
 HEADER = ("| IP size (new listings an hour) | IP-days | requests | inflow measured/true (days within ±3 %) "
           "| inflow estimated: interval held the truth | outflow measured/true (days within ±5 %) "
           "| outflow estimated: interval held the truth | sold-price median error | sell-through error "
-          "| time to sell error | heat error | padded counted | relists counted as new |")
+          "| time to sell error | heat error | padded counted | relists counted as new | relist links right |")
 
 
 def table(rows: list[DayRow], served: dict[str, Served]) -> list[str]:
@@ -274,7 +296,7 @@ def table(rows: list[DayRow], served: dict[str, Served]) -> list[str]:
     by_class: dict[str, list[DayRow]] = defaultdict(list)
     for row in rows:
         by_class[size_class(row.size)].append(row)
-    lines = [HEADER, "|---|" + "---:|" * 12]
+    lines = [HEADER, "|---|" + "---:|" * 13]
     for _, name in CLASSES:
         days = by_class.get(name)
         if not days:
@@ -296,7 +318,8 @@ def table(rows: list[DayRow], served: dict[str, Served]) -> list[str]:
             f"| {_median_error([(r.time_to_sell, r.true_time_to_sell) for r in days])} "
             f"| {_heat_error(days)} "
             f"| {sum(r.padded_counted for r in days):,} "
-            f"| {sum(r.relists_counted for r in days):,} of {relists:,} |")
+            f"| {sum(r.relists_counted for r in days):,} of {relists:,} "
+            f"| {sum(r.links_right for r in days):,} of {sum(r.links for r in days):,} |")
     return lines
 
 
@@ -311,41 +334,61 @@ def _heat_error(days: list[DayRow]) -> str:
     return f"{statistics.median(errors):+.1f}" if errors else "–"
 
 
-def options(argv: list[str]) -> tuple[int, tuple[float, ...], int]:
-    days, sizes, seed = 2, SIZES, 1
+@dataclass(frozen=True)
+class Options:
+    """What a run simulates.
+
+    Parameters:
+        days: the days scored; warmup: the days crawled before them; sizes: the IPs' new listings an hour (one IP
+        each); seed: the market's.
+    """
+
+    days: int = 2
+    warmup: int = 4
+    sizes: tuple[float, ...] = SIZES
+    seed: int = 1
+
+
+USAGE = "usage: python -m bench accuracy [--days N] [--warmup N] [--sizes 0.3,3,40,250,1200] [--seed S]"
+
+
+def options(argv: list[str]) -> Options:
+    days, warmup, sizes, seed = Options.days, Options.warmup, Options.sizes, Options.seed
     rest = list(argv)
     while rest:
         if len(rest) >= 2 and rest[0] == "--days" and rest[1].isdigit() and int(rest[1]) > 0:
             days = int(rest[1])
+        elif len(rest) >= 2 and rest[0] == "--warmup" and rest[1].isdigit():
+            warmup = int(rest[1])
         elif len(rest) >= 2 and rest[0] == "--sizes":
             sizes = tuple(float(s) for s in rest[1].split(","))
         elif len(rest) >= 2 and rest[0] == "--seed" and rest[1].isdigit():
             seed = int(rest[1])
         else:
-            raise SystemExit("usage: python -m bench accuracy [--days N] [--sizes 0.3,3,40,250,1200] [--seed S]")
+            raise SystemExit(USAGE)
         rest = rest[2:]
-    return days, sizes, seed
+    return Options(days, warmup, sizes, seed)
 
 
 def market(sizes: Sequence[float], seed: int) -> tuple[MarketModel, list[str]]:
     """The benchmark's market: one IP per size, the one of ``BURST_SIZE`` (or the middle one) with a ×4 burst of
-    two days from the third day."""
+    two days from the second scored day."""
     keywords = [f"ip{k}-{size:g}" for k, size in enumerate(sizes)]
     bursty = keywords[sizes.index(BURST_SIZE)] if BURST_SIZE in sizes else keywords[len(keywords) // 2]
     # every other IP without bursts, so a class's numbers are of its size, not of a drawn event
-    bursts = {kw: () for kw in keywords} | {bursty: (Burst("announcement", T0 + 2 * DAY, T0 + 4 * DAY, 4.0),)}
+    bursts = {kw: () for kw in keywords} | {bursty: (Burst("announcement", T0 + DAY, T0 + 3 * DAY, 4.0),)}
     return MarketModel(seed, sizes=dict(zip(keywords, sizes, strict=True)), bursts=bursts), keywords
 
 
 def main(argv: list[str] | None = None) -> int:
-    days, sizes, seed = options(argv or [])
-    model, keywords = market(sizes, seed)
+    o = options(argv or [])
+    model, keywords = market(o.sizes, o.seed)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp, bench_settings(Path(tmp)) as settings:
         plan = {"on_sale": settings.scheduler_pages_on_sale, "sold": settings.scheduler_pages_sold}
-        print(f"accuracy: {len(keywords)} IPs × {days} days, hourly crawls of {plan['on_sale']} on-sale + "
-              f"{plan['sold']} sold pages, seed {seed}, load {load_average()}")
-        rows, served = run_market(model, keywords, days, plan, settings)
+        print(f"accuracy: {len(keywords)} IPs × {o.days} days after {o.warmup} of warm-up, hourly crawls of "
+              f"{plan['on_sale']} on-sale + {plan['sold']} sold pages, seed {o.seed}, load {load_average()}")
+        rows, served = run_market(model, keywords, o.days, plan, settings, warmup=o.warmup)
     for line in table(rows, served):
         print(line)
     print(f"  ({time.perf_counter() - started:.0f} s)")

@@ -39,14 +39,14 @@ def test_measures_equal_to_their_truth_read_as_equal():
     assert row[3] == "1.00× (100%)" and row[4] == "counted"
     assert row[5] == "1.00× (100%)" and row[6] == "counted"
     assert row[7:11] == ["+0.0 %", "+0.0 pt", "+0.0 %", "+0.0"]
-    assert row[11:] == ["0", "0 of 8"]
+    assert row[11:] == ["0", "0 of 8", "0 of 0"]
 
 
 def test_measures_off_their_truth_read_the_difference_computed_here():
     rows = [day(inflow=103.0, outflow=40.0, price=720.0, sell_through=0.30, time_to_sell=15.0, heat=50.0,
-                padded_counted=7, relists_counted=3, inflow_held=True, outflow_held=False),
+                padded_counted=7, relists_counted=3, inflow_held=True, outflow_held=False, links=5, links_right=4),
             day(day=1, inflow=97.5, outflow=52.0, price=800.0, sell_through=0.25, time_to_sell=12.0, heat=55.0,
-                relists_counted=4, inflow_held=True, outflow_held=True)]
+                relists_counted=4, inflow_held=True, outflow_held=True, links=2, links_right=2)]
     row = cells(table(rows, {"ip0-40": Served(requests=10)})[2])
     inflow_ratio = (103.0 + 97.5) / 200
     outflow_ratio = (40.0 + 52.0) / 100
@@ -59,7 +59,7 @@ def test_measures_off_their_truth_read_the_difference_computed_here():
     assert row[8] == f"{(5.0 + 0.0) / 2:+.1f} pt"
     assert row[9] == f"{(25.0 + 0.0) / 2:+.1f} %"
     assert row[10] == f"{(-5.0 + 0.0) / 2:+.1f}"
-    assert row[11:] == ["7", "7 of 8"]
+    assert row[11:] == ["7", "7 of 8", "6 of 7"]
 
 
 def test_ips_fall_in_their_size_class():
@@ -76,7 +76,8 @@ def test_bench_accuracy_prints_its_table(redis_server, tmp_path):
     for variable in ("BROKER_URL", "REDIS_URL", "DATABASE_URL"):
         env.pop(variable, None)
     empty_redis_databases(redis_server)
-    done = subprocess.run([sys.executable, "-m", "bench", "accuracy", "--days", "1", "--sizes", "0.3,12"],
+    done = subprocess.run([sys.executable, "-m", "bench", "accuracy", "--days", "1", "--warmup", "0", "--sizes",
+                           "0.3,12"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = [line for line in done.stdout.splitlines() if line.startswith("|")]
