@@ -23,6 +23,8 @@ COUNT_OF = {"heat": "heat_n", "sell_through": "sell_through_n", "median_price": 
 
 def _cell(row: JsonObject, key: str, fmt: str) -> str:
     value = row.get(key)
+    if value is not None and row.get(f"{key}_interval") is not None:
+        return f"≈{value:.0f}"  # an estimated flow (its interval: the JSON's and the CSV's)
     if value is not None:
         return fmt.format(value)
     count = row.get(COUNT_OF.get(key, ""), None)
@@ -30,9 +32,19 @@ def _cell(row: JsonObject, key: str, fmt: str) -> str:
 
 
 #: The leaderboard's columns in CSV.
-CSV_COLUMNS = ["rank", "ip_id", "keyword", "heat", "heat_n", "momentum", "outflow", "inflow", "liquidity",
-               "sell_through", "sell_through_n", "median_price", "median_price_n", "time_to_sell", "time_to_sell_n",
-               "supply", "coverage", "tracked_hours"]
+CSV_COLUMNS = ["rank", "ip_id", "keyword", "heat", "heat_n", "momentum", "outflow", "outflow_low", "outflow_high",
+               "inflow", "inflow_low", "inflow_high", "liquidity", "sell_through", "sell_through_n", "median_price",
+               "median_price_n", "time_to_sell", "time_to_sell_n", "supply", "coverage", "tracked_hours"]
+
+
+def csv_row(row: JsonObject) -> JsonObject:
+    """A leaderboard row as ``CSV_COLUMNS`` hold it: an estimated flow's interval as its low and high (empty for a
+    counted flow)."""
+    out = dict(row)
+    for flow in ("inflow", "outflow"):
+        interval = row.get(f"{flow}_interval") or (None, None)
+        out[f"{flow}_low"], out[f"{flow}_high"] = interval
+    return out
 
 
 def print_leaderboard(side: ReadSide, by: str, hours: int, limit: int | None, fmt: str = "table") -> None:
@@ -46,7 +58,7 @@ def print_leaderboard(side: ReadSide, by: str, hours: int, limit: int | None, fm
 
         writer = csv.DictWriter(sys.stdout, fieldnames=CSV_COLUMNS, extrasaction="ignore")
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows(csv_row(r) for r in rows)
     else:
         print(f"top {len(rows)} by {by}, last {hours} h, since {side.window_start(hours):%Y-%m-%d %H:00} UTC "
               "(a count in parentheses: too few observations)")

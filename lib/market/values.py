@@ -213,6 +213,8 @@ class RowMeasures:
       tracked_hours: the outflow's n.
       sell_through, sell_through_n, median_price, median_price_n: those values and their n.
       time_to_sell, time_to_sell_n: the median time to sell and its n.
+      inflow_interval, outflow_interval: where the flow is an estimate (its pages could not reach back), its 95 %
+        interval; None where it was counted.
     """
 
     heat: float | None
@@ -231,6 +233,8 @@ class RowMeasures:
     time_to_sell_n: int
     supply: float | None
     coverage: float | None
+    inflow_interval: Interval | None = None
+    outflow_interval: Interval | None = None
 
     @classmethod
     def of(cls, m: WindowMeasures) -> RowMeasures:
@@ -240,7 +244,8 @@ class RowMeasures:
                    tracked_hours=m.outflow.n, liquidity=m.liquidity.value, sell_through=m.sell_through.value,
                    sell_through_n=m.sell_through.n, median_price=m.median_price.value,
                    median_price_n=m.median_price.n, time_to_sell=tts.value, time_to_sell_n=tts.n,
-                   supply=m.supply.value, coverage=m.coverage.value)
+                   supply=m.supply.value, coverage=m.coverage.value, inflow_interval=_estimated(m.inflow),
+                   outflow_interval=_estimated(m.outflow))
 
     def sort_value(self, column: str) -> float | None:
         """The value of one of the columns a leaderboard sorts by (``window_rows.SORT_COLUMNS``)."""
@@ -253,7 +258,18 @@ class RowMeasures:
                 "liquidity": self.liquidity, "sell_through": self.sell_through,
                 "sell_through_n": self.sell_through_n, "median_price": self.median_price,
                 "median_price_n": self.median_price_n, "time_to_sell": self.time_to_sell,
-                "time_to_sell_n": self.time_to_sell_n, "supply": self.supply, "coverage": self.coverage}
+                "time_to_sell_n": self.time_to_sell_n, "supply": self.supply, "coverage": self.coverage,
+                "inflow_interval": _interval_json(self.inflow_interval),
+                "outflow_interval": _interval_json(self.outflow_interval)}
+
+
+def _estimated(m: Measure) -> Interval | None:
+    """An estimated flow's interval; None for a counted one."""
+    return m.interval if isinstance(m, Estimate) else None
+
+
+def _interval_json(interval: Interval | None) -> list[float | None] | None:
+    return None if interval is None else list(interval)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ from lib.core.db import database
 from lib.core.settings import Settings
 from lib.market import series
 from lib.market.insufficient import left_out_why
+from lib.market.leaderboard_text import csv_row
 from lib.market.rankings import LEADERBOARD_KINDS
 from lib.market.read_side import COMMON_WINDOWS, SEGMENT_COLUMNS, ReadSide, segment_row
 from lib.market.retention import max_segment_hours, max_window_hours
@@ -148,8 +149,10 @@ def leaderboard(ctx: WebContext = Depends(context), hours: int = Depends(hours_p
         row["sparkline"] = lines[str(row["ip_id"])]
     if format == "csv":
         columns = ["rank", "ip_id", "keyword", "name", *[k for k in LEADERBOARD_KINDS if k not in ("rank",)]]
-        extra = sorted({k for r in rows for k in r} - set(columns) - {"sparkline"})
-        return _csv(rows, columns + extra, f"animetop-leaderboard-{by}-{hours}h.csv")
+        flat = [csv_row(r) for r in rows]  # an estimated flow's interval as its low and high
+        extra = sorted({k for r in flat for k in r} - set(columns) - {"sparkline", "inflow_interval",
+                                                                      "outflow_interval"})
+        return _csv(flat, columns + extra, f"animetop-leaderboard-{by}-{hours}h.csv")
     return {"by": by, "hours": hours, "query": q, "total": len(ranked), "rows": rows,
             "left_out": len(board["rows"]) - len(ranked), "left_out_why": left_out_why(by, NEEDS, HEAT_NEEDS)}
 

@@ -41,8 +41,16 @@ class LeaderboardRow(BaseModel):
     ip_id: int
     keyword: str
     name: str
-    inflow: int | None = None
-    outflow: int | None = None
+    inflow: float | None = Field(None, description="listings created in the window: a count, or an estimate where "
+                                                  "inflow_interval is given")
+    outflow: float | None = Field(None, description="listings sold in the window: a count, or an estimate where "
+                                                   "outflow_interval is given")
+    inflow_interval: list[float | None] | None = Field(None, description="[low, high], the 95 % interval of an "
+                                                                         "estimated inflow: the IP's pages could not "
+                                                                         "reach back (docs/concepts/measures.md, "
+                                                                         "Estimates); null: counted")
+    outflow_interval: list[float | None] | None = Field(None, description="[low, high], the 95 % interval of an "
+                                                                          "estimated outflow; null: counted")
     liquidity: float | None = None
     sparkline: list[int] = Field(description="outflow per hour (windows up to 48 h) or per day, oldest first")
 

@@ -416,3 +416,53 @@ def test_refusals_answer_the_same_from_every_route(dashboard, settings):
         reply = call(url + path)
         assert (reply.status, reply.json()) == (400, {"detail": why}), path
         check_against_openapi(doc, f"/api/v1{route}", "get", reply)
+
+
+def test_an_estimated_flow_carries_its_interval_on_the_board(db, settings, broker, capsys):
+    """With FLOW_ESTIMATES on, an IP whose on-sale pages fell short has its inflow estimated: the board's JSON row
+    gives its 95 % interval (valid against the document), the CSV its low and high, the command line marks it ≈;
+    an IP whose search ended on its pages keeps a counted inflow, without an interval."""
+    from dataclasses import replace
+
+    from lib.core.settings import use_settings
+    from lib.market.leaderboard_text import print_leaderboard
+    from lib.scheduling.catalogue import Catalogue
+    from lib.scheduling.schedule import ScheduleStore
+
+    settings = replace(settings, flow_estimates=True)
+    use_settings(settings)  # the reads' (the fixture puts it back)
+    clock = FrozenClock(T0)
+    catalogue = Catalogue(ScheduleStore(state_redis(settings)), settings, clock)
+    processor = ResultProcessor(settings, state_redis(settings), clock)
+    short, whole = catalogue.add("鬼滅の刃"), catalogue.add("呪術廻戦")
+    created = [T0 + 1800 + k * 180 for k in range(10)]  # listed from 0.5 h to 0.95 h after the first crawl
+    for ip, pages in ((short, 5), (whole, 2)):  # all 5 planned pages read, or the search ended on 2
+        search = {"on_sale": {"num_found": 10, "pages": pages, "items": 10},
+                  "sold": {"num_found": 0, "pages": 1, "items": 0}}
+        clock.set(T0)
+        processor.apply(CrawlResult.parse(ip.id, f"{ip.id}-0", T0, [], 1, None, search))
+        clock.set(T0 + H)
+        items = [{"source_id": f"{ip.id}-{k}", "title": f"{ip.keyword} {k}", "price": 1000, "status": "on_sale",
+                  "created": at, "updated": at} for k, at in enumerate(created)]
+        processor.apply(CrawlResult.parse(ip.id, f"{ip.id}-1", T0 + H, items, pages + 1, None, search))
+    clock.set(T0 + H + 60)
+    server, _ = start_dashboard(settings, broker, None, clock)
+    try:
+        reply = call(f"{server.url}/api/v1/leaderboard?by=inflow&hours=24")
+        check_against_openapi(openapi(server), "/api/v1/leaderboard", "get", reply)
+        rows = {r["ip_id"]: r for r in reply.json()["rows"]}
+        low, high = rows[short.id]["inflow_interval"]
+        assert rows[short.id]["inflow"] > 10 and low <= rows[short.id]["inflow"] <= high
+        assert rows[whole.id]["inflow"] == 10 and rows[whole.id]["inflow_interval"] is None
+        table = list(csv.DictReader(io.StringIO(
+            call(f"{server.url}/api/v1/leaderboard?by=inflow&hours=24&format=csv").body.decode())))
+        by_id = {int(r["ip_id"]): r for r in table}
+        assert (float(by_id[short.id]["inflow_low"]), float(by_id[short.id]["inflow_high"])) == (low, high)
+        assert by_id[whole.id]["inflow_low"] == by_id[whole.id]["inflow_high"] == ""
+        assert "inflow_interval" not in table[0]
+    finally:
+        server.stop()
+    print_leaderboard(ReadSide(settings, state_redis(settings), clock), "inflow", 24, 10)
+    lines = {line.split()[1]: line for line in capsys.readouterr().out.splitlines()[2:] if line.split()}
+    assert f"≈{rows[short.id]['inflow']:.0f}" in lines[str(short.id)].split()
+    assert "≈" not in lines[str(whole.id)] and "10" in lines[str(whole.id)].split()

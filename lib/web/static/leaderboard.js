@@ -20,6 +20,15 @@
       el("th", {scope: "col", class: "hide-narrow"}, "Sold over the window"));
   }
 
+  // a flow with an interval is an estimate: its pages could not reach back (docs: Market measures, Estimates)
+  function cell(row, m) {
+    const interval = row[`${m.key}_interval`];
+    if (!interval || row[m.key] === null) return value(row[m.key], m.unit);
+    const [low, high] = interval.map(v => v === null ? "…" : Math.round(v).toLocaleString());
+    return el("span", {class: "estimate", title: `estimate, 95 % interval ${low}–${high}`},
+      `≈${value(Math.round(row[m.key]), m.unit)}`);
+  }
+
   async function load(change = {}) {
     const s = {...state(), ...change};
     setParams(s);
@@ -38,7 +47,7 @@
         el("td", {class: "num"}, row.rank),
         el("td", {class: "name"}, el("a", {href: `/ip/${row.ip_id}?hours=${s.hours}`}, row.name),
            row.keyword !== row.name ? el("div", {class: "muted"}, row.keyword) : null),
-        ...info.measures.map(m => el("td", {class: "num", "data-key": m.key}, value(row[m.key], m.unit))),
+        ...info.measures.map(m => el("td", {class: "num", "data-key": m.key}, cell(row, m))),
         el("td", {class: "hide-narrow"}, spark));
       requestAnimationFrame(() => Charts.sparkline(spark, row.sparkline));
       return tr;
