@@ -107,11 +107,11 @@ class Settings:
             "How long after a seller's listing another of theirs with the same title counts as its relist, not as "
             "new goods (docs/concepts/measures.md, definition 2). At most RETENTION_DETAIL: the earlier listing "
             "must still be stored.")
-    flow_estimates: bool = setting("false", parsers.boolean,
+    flow_estimates: bool = setting("true", parsers.boolean,
             "Estimate an IP's inflow and outflow, with a 95 % interval, where its pages cannot reach back "
-            "(docs/concepts/measures.md, Estimates): each result then keeps how far its pages reached. Off by "
-            "default: on the realistic simulated market the outflow estimate's intervals do not yet hold the truth "
-            "as often as they claim (docs/benchmarks.md, Accuracy).")
+            "(docs/concepts/measures.md, Estimates); false: the flows are the counts of what the pages showed. "
+            "An estimated inflow counts the relists it cannot recognise as new listings (docs/benchmarks.md, "
+            "Accuracy).")
     weight_min: float = setting("0.25", parsers.positive_float,
             "Lowest weight an IP can drift to (longest interval).")
     weight_max: float = setting("4.0", parsers.positive_float,

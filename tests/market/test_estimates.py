@@ -78,11 +78,13 @@ def listing(sid, status, created, updated=None):
             "item_url": f"https://jp.mercari.com/item/{sid}", "created": created, "updated": updated}
 
 
-def test_a_window_carries_an_estimate_only_where_the_on_sale_pages_fell_short(db, settings):
+@pytest.mark.parametrize("on", [True, False], ids=["FLOW_ESTIMATES=true", "false"])
+def test_a_window_carries_an_estimate_only_where_the_on_sale_pages_fell_short(db, settings, on):
     """Two IPs crawled alike at 0 and 1 h: one crawl's on-sale pages read all 5 planned pages and reach back only
     to 0.5 h (inflow estimated: the count of listings seen plus the unseen half hour's share); the other IP's
-    search ended on its pages (inflow counted)."""
-    settings = replace(settings, flow_estimates=True)  # FLOW_ESTIMATES is off by default
+    search ended on its pages (inflow counted). With FLOW_ESTIMATES off both are counted."""
+    assert settings.flow_estimates  # the default
+    settings = replace(settings, flow_estimates=on)
     use_settings(settings)  # the reads' (the fixture puts it back)
     clock = FrozenClock(T0)
     catalogue = Catalogue(ScheduleStore(state_redis(settings)), settings, clock)
@@ -100,6 +102,9 @@ def test_a_window_carries_an_estimate_only_where_the_on_sale_pages_fell_short(db
     measures = window_measures([short.id, whole.id], 24, T0 + HOUR + 60)
     counted = measures[whole.id].inflow
     assert type(counted) is Measure and counted.value == 10
+    if not on:
+        assert type(measures[short.id].inflow) is Measure and measures[short.id].inflow.value == 10
+        return
     estimated = measures[short.id].inflow
     seen = [int(at) for at in created]
     rate = 9 / (seen[-1] - seen[0])

@@ -5,7 +5,7 @@ the same fields, so a field renamed on one side fails here rather than in a clie
 from __future__ import annotations
 
 import json
-from dataclasses import fields
+from dataclasses import fields, replace
 
 from lib.market.values import (
     SEGMENT_COLUMNS,
@@ -104,8 +104,10 @@ def test_a_leaderboard_row_flattens_the_measures_as_before() -> None:
         "ip_id": 7, "keyword": "呪術廻戦", "name": "Jujutsu Kaisen", "heat": 61.2, "heat_n": 40, "heat_low": 48.3,
         "momentum": None, "inflow": 12, "outflow": 6, "tracked_hours": 24, "liquidity": 0.5, "sell_through": 0.5,
         "sell_through_n": 12, "median_price": None, "median_price_n": 3, "time_to_sell": 4.0, "time_to_sell_n": 6,
-        "supply": 340, "coverage": None})
+        "supply": 340, "coverage": None, "inflow_interval": None, "outflow_interval": None})
     assert RowMeasures.of(window()).sort_value("heat_low") == 48.3
+    estimated = replace(window(), outflow=Estimate(9.5, 24, interval=(7.0, 13.2)))
+    assert RowMeasures.of(estimated).to_json()["outflow_interval"] == [7.0, 13.2]
 
 
 def test_the_api_schemas_name_the_same_fields() -> None:
