@@ -20,9 +20,10 @@ from __future__ import annotations
 import bisect
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from itertools import accumulate
 from typing import Any
 
 import peewee
@@ -388,9 +389,14 @@ def _share(sold: int, cohort: int) -> float | None:
     return sold / cohort if cohort >= MIN_CREATED else None
 
 
-def _time_to_sell(created: Iterable[tuple[float, float | None, float | None]], start: float, end: float) -> TimeToSell:
+def _time_to_sell(created: Iterable[tuple[float, float | None, float | None]], start: float, end: float,
+                  crawls: Sequence[reach.CrawlReach] = ()) -> TimeToSell:
     """Kaplan–Meier over the listings created in the window: sold ones at sale − created, the others censored at
-    their last sighting − created."""
+    the last time a sale of theirs would have been seen: their last sighting on sale, or the window's last crawl
+    whose sold pages reached back to their creation (``crawls``, where their reach is known), whichever is later.
+    Censored at the last sighting alone, a listing of a busy IP leaves the risk set when it drops off the on-sale
+    pages while its sale would still show on the sold pages, and the sales seen then shorten the curve."""
+    seen_until = _sold_pages_cover(crawls, end)
     durations = []
     for at, sold, last_seen in created:
         if not start <= at < end:
@@ -398,7 +404,8 @@ def _time_to_sell(created: Iterable[tuple[float, float | None, float | None]], s
         if sold is not None and sold < end:
             durations.append((max(sold - at, 0.0), True))
         else:
-            durations.append((max(min(last_seen if last_seen is not None else at, end) - at, 0.0), False))
+            until = max(last_seen if last_seen is not None else at, seen_until(at))
+            durations.append((max(min(until, end) - at, 0.0), False))
     sales = sum(1 for _, observed in durations if observed)
     curve = robust.kaplan_meier(durations)
     # the curve itself, [hours, share still unsold], where it rests on enough sales to be drawn
@@ -411,6 +418,20 @@ def _time_to_sell(created: Iterable[tuple[float, float | None, float | None]], s
                                   None if ci is None else _hours(ci)))
     p25, median, p75 = quartiles
     return TimeToSell(p25, median, p75, len(durations), drawn)
+
+
+def _sold_pages_cover(crawls: Sequence[reach.CrawlReach], end: float) -> Callable[[float], float]:
+    """For a listing created at ``c``: the last crawl before ``end`` whose sold pages reached back to ``c`` (its
+    sold reach at or before ``c``, or the whole search), -inf without one."""
+    covering = sorted((float("-inf") if k.sold is None else k.sold, k.at) for k in crawls if k.at < end)
+    reaches = [r for r, _ in covering]
+    latest = list(accumulate((at for _, at in covering), max))
+
+    def seen_until(created: float) -> float:
+        k = bisect.bisect_right(reaches, created)
+        return latest[k - 1] if k else float("-inf")
+
+    return seen_until
 
 
 def _drawn(curve: Sequence[tuple[float, float]]) -> tuple[tuple[float, float], ...]:
@@ -540,7 +561,7 @@ def _detail_per_listing(d: _IpData, w: Window, prices: list[int], cuts: list[tup
                         for q in PRICE_QUANTILES.values())
     return _PerListing(
         p25, median, p75, measure(robust.trimmed_mean(prices), len(prices), MIN_PRICES, 2),
-        _time_to_sell(d.created, w.cohort_start, w.now + 1e-6),
+        _time_to_sell(d.created, w.cohort_start, w.now + 1e-6, d.crawls),
         measure(len(cut_sizes) / len(cuts) if cuts else None, len(cuts), MIN_CUT_SAMPLES),
         measure(robust.median(cut_sizes), len(cut_sizes), 1))
 

@@ -215,3 +215,22 @@ def test_a_searchs_reach_is_kept_unless_it_ended_on_its_pages(db, settings, page
     processor.apply(CrawlResult.parse(ip.id, "t", T0, items, pages, errors, search))
     row = CrawlSearchTotal.get((CrawlSearchTotal.ip_id == ip.id) & (CrawlSearchTotal.status == "on_sale"))
     assert (row.reach, row.newest) == ((None if reach is None else T0 - reach), T0 - 1000.0)
+
+
+def test_time_to_sell_counts_a_listing_at_risk_while_the_sold_pages_would_show_its_sale():
+    """A busy IP: its listings drop off the on-sale pages an hour after listing, while hourly crawls' sold pages
+    reach back 20 h. 30 % of them sell at 10 h (seen), the rest stay unsold. Censored at their last on-sale
+    sighting, the unsold would leave the risk set at 1 h and the median read 10 h; held at risk while a sale
+    would still have shown (until the last crawl whose sold pages reach back to their creation), the share unsold
+    after 10 h is 0.7 and the median is beyond what the pages see: insufficient, never 10 h."""
+    from lib.market.windows import _time_to_sell
+
+    listings = [(T0 + k * 60.0, T0 + k * 60.0 + 10 * HOUR if k % 10 < 3 else None, T0 + k * 60.0 + HOUR)
+                for k in range(100)]
+    end = T0 + 30 * HOUR
+    crawls = [CrawlReach(T0 + h * HOUR, T0 + (h - 1) * HOUR, T0 + (h - 1) * HOUR, T0 + (h - 20) * HOUR)
+              for h in range(1, 30)]
+    assert _time_to_sell(listings, T0, end).median.value == pytest.approx(10.0)  # the last sightings alone
+    ttl = _time_to_sell(listings, T0, end, crawls)
+    assert ttl.median.value is None and ttl.p25.value == pytest.approx(10.0)
+    assert dict(ttl.curve)[10.0] == pytest.approx(0.7)
