@@ -45,7 +45,7 @@ from lib.standins.simulator.model import DAY, HOUR, MarketModel
 from lib.standins.simulator.realistic import PAGE_SIZE, Page, RealisticSearch
 from lib.standins.simulator.stories import ON_SALE, SOLD_OUT, TRADING, Burst
 from lib.standins.simulator.truth import TrueFlow, true_flows
-from models import IpStatsHourly, ListingEvent, ListingRelist
+from models import ListingEvent, ListingRelist
 
 from .common import bench_settings, load_average
 
@@ -162,28 +162,14 @@ class DayRow:
     padded_counted: int
     relists_created: int
     relists_counted: int
+    #: whether the sold-price median's 95 % interval held the true median (None: no median)
+    price_held: bool | None = None
     #: relists recognised (links made to an earlier listing), and of them those the truth says are that relist
     links: int = 0
     links_right: int = 0
     #: per flow: None where it was counted, else whether the estimate's 95 % interval held the truth
     inflow_held: bool | None = None
     outflow_held: bool | None = None
-
-
-def measured_day(ip_id: int, start: float, end: float) -> tuple[int, int, float | None]:
-    """Inflow and outflow (the hourly rows) and the sold-price median (the sales' events) of [start, end)."""
-    from lib.core.clock import naive_utc
-
-    inflow = outflow = 0
-    for row in IpStatsHourly.select().where((IpStatsHourly.ip_id == ip_id)
-                                            & (IpStatsHourly.hour_bucket >= naive_utc(start))
-                                            & (IpStatsHourly.hour_bucket < naive_utc(end))):
-        inflow += row.inflow
-        outflow += row.outflow
-    prices = [p for (p,) in ListingEvent.select(ListingEvent.price).where(
-        (ListingEvent.ip_id == ip_id) & (ListingEvent.kind == "sold") & (ListingEvent.event_at >= start)
-        & (ListingEvent.event_at < end) & ListingEvent.price.is_null(False)).tuples()]
-    return inflow, outflow, statistics.median(prices) if prices else None
 
 
 def held(m: Measure, truth: int) -> bool | None:
@@ -240,7 +226,6 @@ def run_market(model: MarketModel, keywords: Sequence[str], days: int, plan: dic
         relists_by_id = served[kw].relists
         for day, truth in enumerate(truths):
             start, end = truth.start, truth.end
-            _, _, price = measured_day(ids[kw], start, end)
             m = windows.window_measures([ids[kw]], 24, end - 1.0)[ids[kw]]
             inflow, outflow = m.inflow.value or 0.0, m.outflow.value or 0.0
             created = {sid for (sid,) in ListingEvent.select(ListingEvent.source_id).where(
@@ -254,11 +239,13 @@ def run_market(model: MarketModel, keywords: Sequence[str], days: int, plan: dic
                 & (ListingEvent.event_at < end)).tuples()}
             rows.append(DayRow(
                 kw, model.profile(kw).size, day, inflow, truth.listed, outflow, truth.sold,
-                price, truth.sold_price_median, m.sell_through.value, truth.sell_through,
+                m.median_price.value, truth.sold_price_median, m.sell_through.value, truth.sell_through,
                 m.time_to_sell_hours.median.value, truth.time_to_sell_median_hours, m.heat.value,
                 true_heat(truth, truths[max(0, day - 7):day]) if m.heat.value is not None else None,
                 len(counted & served[kw].padded), truth.relisted, len(created & relists_by_id),
-                inflow_held=held(m.inflow, truth.listed), outflow_held=held(m.outflow, truth.sold), links=len(linked),
+                inflow_held=held(m.inflow, truth.listed), outflow_held=held(m.outflow, truth.sold),
+                price_held=(held(m.median_price, truth.sold_price_median)
+                            if truth.sold_price_median is not None else None), links=len(linked),
                 links_right=sum(1 for sid, earlier in linked if served[kw].relist_of.get(sid) == earlier)))
     r.flushdb()
     database.close()
@@ -287,7 +274,7 @@ def _within(pairs: list[tuple[float, float]], tolerance: float) -> str:
 
 HEADER = ("| IP size (new listings an hour) | IP-days | requests | inflow measured/true (days within ±3 %) "
           "| inflow estimated: interval held the truth | outflow measured/true (days within ±5 %) "
-          "| outflow estimated: interval held the truth | sold-price median error | sell-through error "
+          "| outflow estimated: interval held the truth | sold-price median error (interval held) | sell-through error "
           "| time to sell error | heat error | padded counted | relists counted as new | relist links right |")
 
 
@@ -313,7 +300,7 @@ def table(rows: list[DayRow], served: dict[str, Served]) -> list[str]:
             f"| {_held([r.inflow_held for r in days])} "
             f"| {_ratio(*outflow)} ({_within([(r.outflow, r.true_outflow) for r in days], 0.05)}) "
             f"| {_held([r.outflow_held for r in days])} "
-            f"| {_median_error([(r.price, r.true_price) for r in days])} "
+            f"| {_median_error([(r.price, r.true_price) for r in days])} ({_held([r.price_held for r in days], '–')}) "
             f"| {_median_error([(r.sell_through, r.true_sell_through) for r in days], points=True)} "
             f"| {_median_error([(r.time_to_sell, r.true_time_to_sell) for r in days])} "
             f"| {_heat_error(days)} "
@@ -323,10 +310,10 @@ def table(rows: list[DayRow], served: dict[str, Served]) -> list[str]:
     return lines
 
 
-def _held(held: list[bool | None]) -> str:
-    """How many of the IP-days with an estimate had its interval hold the truth."""
+def _held(held: list[bool | None], none: str = "counted") -> str:
+    """How many of the IP-days with an estimate had its interval hold the truth (``none``: no IP-day had one)."""
     estimated = [h for h in held if h is not None]
-    return f"{sum(estimated)} of {len(estimated)}" if estimated else "counted"
+    return f"{sum(estimated)} of {len(estimated)}" if estimated else none
 
 
 def _heat_error(days: list[DayRow]) -> str:

@@ -38,15 +38,16 @@ def test_measures_equal_to_their_truth_read_as_equal():
     assert row[0] == "middling (10-100/h): 40" and row[1] == "2" and row[2] == "480"
     assert row[3] == "1.00× (100%)" and row[4] == "counted"
     assert row[5] == "1.00× (100%)" and row[6] == "counted"
-    assert row[7:11] == ["+0.0 %", "+0.0 pt", "+0.0 %", "+0.0"]
+    assert row[7:11] == ["+0.0 % (–)", "+0.0 pt", "+0.0 %", "+0.0"]
     assert row[11:] == ["0", "0 of 8", "0 of 0"]
 
 
 def test_measures_off_their_truth_read_the_difference_computed_here():
     rows = [day(inflow=103.0, outflow=40.0, price=720.0, sell_through=0.30, time_to_sell=15.0, heat=50.0,
-                padded_counted=7, relists_counted=3, inflow_held=True, outflow_held=False, links=5, links_right=4),
+                padded_counted=7, relists_counted=3, inflow_held=True, outflow_held=False, links=5, links_right=4,
+                price_held=False),
             day(day=1, inflow=97.5, outflow=52.0, price=800.0, sell_through=0.25, time_to_sell=12.0, heat=55.0,
-                relists_counted=4, inflow_held=True, outflow_held=True, links=2, links_right=2)]
+                relists_counted=4, inflow_held=True, outflow_held=True, links=2, links_right=2, price_held=True)]
     row = cells(table(rows, {"ip0-40": Served(requests=10)})[2])
     inflow_ratio = (103.0 + 97.5) / 200
     outflow_ratio = (40.0 + 52.0) / 100
@@ -55,7 +56,7 @@ def test_measures_off_their_truth_read_the_difference_computed_here():
     assert row[3] == f"{inflow_ratio:.2f}× ({within_inflow:.0%})" and row[4] == "2 of 2"
     assert row[5] == f"{outflow_ratio:.2f}× ({within_outflow:.0%})" and row[6] == "1 of 2"
     price = ((720 - 800) / 800 * 100 + 0.0) / 2  # the median of two IP-days' errors: their mean
-    assert row[7] == f"{price:+.1f} %"
+    assert row[7] == f"{price:+.1f} % (1 of 2)"
     assert row[8] == f"{(5.0 + 0.0) / 2:+.1f} pt"
     assert row[9] == f"{(25.0 + 0.0) / 2:+.1f} %"
     assert row[10] == f"{(-5.0 + 0.0) / 2:+.1f}"

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -58,13 +59,16 @@ class AgeReference:
 
     Parameters:
       groups: each reference IP's ages at sale, sorted.
+      priced: each reference IP's fixed-price sales as (age at sale, price), by age (the price estimate's).
     """
 
     groups: tuple[tuple[float, ...], ...]
+    priced: tuple[tuple[tuple[float, float], ...], ...] = ()
 
     @classmethod
-    def of(cls, groups: Sequence[Sequence[float]]) -> AgeReference:
-        return cls(tuple(tuple(sorted(g)) for g in groups if g))
+    def of(cls, groups: Sequence[Sequence[float]],
+           priced: Sequence[Sequence[tuple[float, float]]] = ()) -> AgeReference:
+        return cls(tuple(tuple(sorted(g)) for g in groups if g), tuple(tuple(sorted(g)) for g in priced if g))
 
     @property
     def sales(self) -> int:
@@ -83,6 +87,64 @@ class AgeReference:
         spread = sum((c / len(g) - pooled) ** 2 * len(g) for c, g in zip(counts, self.groups, strict=True)) / total
         between = max(0.0, spread - len(self.groups) * sampling / total)
         return pooled, sampling / total + between
+
+
+#: A reference IP gives a price shift with at least this many priced sales on each side of the visible age.
+MIN_SHIFT_SALES = 10
+
+
+def price_shift(reference: AgeReference, visible_age: float) -> tuple[float, float] | None:
+    """How much higher the sold prices of the sales at an age at or above ``visible_age`` (seconds) run than those
+    below it, as the log ratio of their medians, and its variance as one IP's, from the reference IPs: each IP's
+    own ratio (so their price levels cancel), their mean weighted by sales, and a variance of the spread between
+    them beyond their sampling (method of moments) plus the mean's own. A ratio's sampling variance is
+    (π/2)·s²·(1/k + 1/m) for k and m sales on each side of log-price variance s². None without a reference IP
+    with ``MIN_SHIFT_SALES`` on each side."""
+    ratios: list[tuple[float, float, int]] = []  # (ratio, its sampling variance, sales)
+    for sales in reference.priced:
+        logs = [(age, math.log(price)) for age, price in sales if price > 0]
+        k = bisect.bisect_left([age for age, _ in logs], visible_age)
+        if k < MIN_SHIFT_SALES or len(logs) - k < MIN_SHIFT_SALES:
+            continue
+        young, old = [v for _, v in logs[:k]], [v for _, v in logs[k:]]
+        s2 = statistics.pvariance([v for _, v in logs])
+        ratios.append((statistics.median(old) - statistics.median(young),
+                       math.pi / 2 * s2 * (1 / len(young) + 1 / len(old)), len(logs)))
+    if not ratios:
+        return None
+    total = sum(n for _, _, n in ratios)
+    mean = sum(r * n for r, _, n in ratios) / total
+    sampling = sum(v * n for _, v, n in ratios) / total
+    if len(ratios) == 1:
+        return mean, 2 * sampling  # no spread between IPs to measure: the one IP's sampling, twice
+    spread = sum((r - mean) ** 2 * n for r, _, n in ratios) / total * len(ratios) / (len(ratios) - 1)
+    return mean, max(spread - sampling, 0.0) + sampling / len(ratios)
+
+
+def mixture_quantile(seen: Sequence[float], unseen_share: float, shift: float, q: float) -> float | None:
+    """The ``q`` quantile of all sales' prices when the sales seen (prices ``seen``) are a share 1 − u of them
+    and the others, a share u, are priced as the seen ones raised by the log ratio ``shift``: the x where
+    (1 − u)·G(x) + u·G(x·e^−shift) = q, G the seen prices' distribution (by bisection on the log scale)."""
+    if not seen:
+        return None
+    ordered = sorted(math.log(p) for p in seen if p > 0)
+    if not ordered:
+        return None
+    u = min(max(unseen_share, 0.0), 1.0)
+
+    def share_below(x: float) -> float:
+        def g(v: float) -> float:
+            return bisect.bisect_right(ordered, v) / len(ordered)
+        return (1 - u) * g(x) + u * g(x - shift)
+
+    low, high = ordered[0] + min(shift, 0.0), ordered[-1] + max(shift, 0.0)
+    for _ in range(60):
+        middle = (low + high) / 2
+        if share_below(middle) >= q:
+            high = middle
+        else:
+            low = middle
+    return math.exp(high)
 
 
 def inflow_estimate(created: Sequence[float], crawls: Sequence[CrawlReach], start: float,

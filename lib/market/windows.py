@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import bisect
 import math
+import statistics
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from itertools import accumulate
 from typing import Any
@@ -341,13 +342,17 @@ def _reference(w: Window) -> reach.AgeReference:
     covered = (CrawlSearchTotal.select(CrawlSearchTotal.ip_id).distinct()
                .where(crawled & CrawlSearchTotal.ip_id.not_in(short)))
     groups: dict[int, list[float]] = defaultdict(list)
-    for ip_id, at, created in raw(
-            ListingEvent.select(ListingEvent.ip_id, ListingEvent.event_at, ListingEvent.created_at)
+    priced: dict[int, list[tuple[float, float]]] = defaultdict(list)
+    for ip_id, at, created, price in raw(
+            ListingEvent.select(ListingEvent.ip_id, ListingEvent.event_at, ListingEvent.created_at, ListingEvent.price)
             .where((ListingEvent.kind == _SOLD) & ListingEvent.ip_id.in_(covered) & (ListingEvent.event_at >= low)
                    & (ListingEvent.event_at <= w.now) & ListingEvent.created_at.is_null(False))
             .order_by(ListingEvent.event_at.desc()).limit(REFERENCE_SALES)):
-        groups[ip_id].append(max(at - created, 0.0))
-    return reach.AgeReference.of(list(groups.values()))
+        age = max(at - created, 0.0)
+        groups[ip_id].append(age)
+        if price is not None:
+            priced[ip_id].append((age, float(price)))
+    return reach.AgeReference.of(list(groups.values()), list(priced.values()))
 
 
 def _first_sale() -> tuple[Any, Any]:
@@ -363,7 +368,8 @@ def _load_listings(listings: _Listings, w: Window, data: dict[Any, _IpData]) -> 
     for unit, at, price, listed in raw(listings.narrow(
             ListingEvent.select(listings.unit, ListingEvent.event_at, ListingEvent.price, ListingEvent.listed_price),
             w.cohort_since).where((_by_ip(ListingEvent.kind, listings.ip_ids) == _SOLD)
-                                  & (ListingEvent.event_at >= w.cohort_start))):
+                                  & (ListingEvent.event_at >= w.cohort_start) & (ListingEvent.event_at <= w.now))):
+        # up to the window's end: a window read as of a past time (a backtest, a benchmark's day) has later sales
         data[unit].sales.append((at, price, listed))
     sale, first_sale = _first_sale()
     for unit, at, sold_at, last_seen in raw(listings.narrow(
@@ -566,6 +572,53 @@ def _detail_per_listing(d: _IpData, w: Window, prices: list[int], cuts: list[tup
         measure(robust.median(cut_sizes), len(cut_sizes), 1))
 
 
+def _price_shift(d: _IpData) -> tuple[float, float] | None:
+    """Where the window's sold pages fell short of a listing's life (their sales are those of the younger, and
+    cheaper, listings): how much higher the unseen sales' prices run (``reach.price_shift``, at the crawls'
+    median visible age), as a log ratio, and its variance. None where they did not, or without a reference."""
+    if d.reference is None:
+        return None
+    visible = [c.at - c.sold for c in d.crawls if c.sold is not None and c.previous is not None]
+    if not visible:
+        return None
+    age = statistics.median(visible)
+    if age >= reach.MAX_AGE_HOURS * 3600.0:
+        return None
+    return reach.price_shift(d.reference, age)
+
+
+def _estimated_prices(prices: list[int], per: _PerListing, outflow: Measure, seen: int,
+                      shift: tuple[float, float] | None) -> _PerListing:
+    """The price quantiles of all the window's sales where outflow is estimated (``lib.market.reach``): the
+    sales seen, a share seen/outflow of them, and the rest priced as they are raised by the price shift
+    (``reach.mixture_quantile``). The interval: the seen quantile's (as a log half-width) and the spread of the
+    quantile over the shift's and the unseen share's own intervals, combined."""
+    if shift is None or not isinstance(outflow, Estimate) or not outflow.value or outflow.interval is None:
+        return per
+    z = intervals.z_of(intervals.LEVEL)
+    value, variance = shift
+    sd = math.sqrt(variance)
+    low_out, high_out = outflow.interval
+
+    def unseen(total: float | None) -> float:
+        return 1 - seen / total if total else 0.0
+
+    def moved(m: Estimate, q: float) -> Estimate:
+        at = reach.mixture_quantile(prices, unseen(outflow.value), value, q)
+        if m.value is None or m.value <= 0 or at is None:
+            return m
+        ends = [reach.mixture_quantile(prices, u, value + k * z * sd, q)
+                for k in (-1, 1) for u in (unseen(low_out), unseen(high_out or outflow.value))]
+        spread = max(abs(math.log(e / at)) for e in ends if e)
+        low, high = m.interval or (m.value, m.value)
+        own = max(math.log(m.value / low) if low else 0.0, math.log(high / m.value) if high else 0.0)
+        half = math.hypot(own, spread)
+        return Estimate(round(at, 2), m.n, interval=(round(at * math.exp(-half), 2), round(at * math.exp(half), 2)))
+
+    return replace(per, p25_price=moved(per.p25_price, 0.25), median_price=moved(per.median_price, 0.5),
+                   p75_price=moved(per.p75_price, 0.75))
+
+
 def _flow_estimates(d: _IpData, w: Window, flows: _Flows) -> tuple[Measure, Measure]:
     """Inflow and outflow: the counts, or estimates with their interval where the window's crawls did not reach
     back far enough (``lib.market.reach``; docs/concepts/measures.md, "Estimates"), their ``n`` the tracked
@@ -620,6 +673,8 @@ def _ip_measures(d: _IpData, w: Window) -> WindowMeasures:
     recent_rate = recent.outflow / recent.hours if recent.hours else 0.0
     per = long.measures(len(cuts)) if long is not None else _detail_per_listing(d, w, prices, cuts, cut_sizes)
     inflow, outflow = _flow_estimates(d, w, flows)
+    if long is None:
+        per = _estimated_prices(prices, per, outflow, flows.outflow, _price_shift(d))
     measures = WindowMeasures(
         inflow=inflow, outflow=outflow,
         liquidity=measure(flows.outflow / flows.inflow if flows.inflow else None, flows.inflow),

@@ -234,3 +234,53 @@ def test_time_to_sell_counts_a_listing_at_risk_while_the_sold_pages_would_show_i
     ttl = _time_to_sell(listings, T0, end, crawls)
     assert ttl.median.value is None and ttl.p25.value == pytest.approx(10.0)
     assert dict(ttl.curve)[10.0] == pytest.approx(0.7)
+
+
+def test_price_shift_is_each_reference_ips_log_ratio_of_medians_weighted_by_sales():
+    """Two reference IPs, their prices rising with the age at sale: each one's log ratio of the median price of
+    its sales at or above the visible age to that of those below, averaged by sales; the variance as one IP's:
+    the spread between them beyond their sampling, plus the mean's sampling."""
+    from statistics import median, pvariance
+
+    from lib.market.reach import price_shift
+
+    def ip(level, n):
+        return [(k * HOUR, level * (1 + k / n)) for k in range(n)]  # age k h, price rising with it
+
+    a, b = ip(1000.0, 40), ip(3000.0, 60)
+    reference = AgeReference.of([[age for age, _ in a], [age for age, _ in b]], [a, b])
+    visible = 20 * HOUR
+
+    def ratio(sales):
+        logs = [math.log(p) for _, p in sales]
+        young = [math.log(p) for age, p in sales if age < visible]
+        old = [math.log(p) for age, p in sales if age >= visible]
+        return median(old) - median(young), math.pi / 2 * pvariance(logs) * (1 / len(young) + 1 / len(old))
+
+    (ra, va), (rb, vb) = ratio(a), ratio(b)
+    mean = (ra * 40 + rb * 60) / 100
+    sampling = (va * 40 + vb * 60) / 100
+    spread = ((ra - mean) ** 2 * 40 + (rb - mean) ** 2 * 60) / 100 * 2
+    shift, variance = price_shift(reference, visible)
+    assert shift == pytest.approx(mean) and shift > 0
+    assert variance == pytest.approx(max(spread - sampling, 0.0) + sampling / 2)
+    # an IP with too few sales on one side of the visible age gives no ratio: none at all here
+    assert price_shift(reference, 2 * HOUR) is None
+
+
+def test_a_mixture_quantile_solves_the_mixed_distribution():
+    """Seen prices 100…199 (one each); a quarter of all sales unseen, priced as the seen ones doubled: the median
+    of all is where 3/4·G(x) + 1/4·G(x/2) = 1/2, G the seen prices' distribution, found here by a scan."""
+    from lib.market.reach import mixture_quantile
+
+    seen = list(range(100, 200))
+
+    def share(x):
+        below = sum(1 for p in seen if p <= x) / len(seen)
+        return 0.75 * below + 0.25 * sum(1 for p in seen if 2 * p <= x) / len(seen)
+
+    expected = next(x for x in range(100, 400) if share(x) >= 0.5)
+    got = mixture_quantile(seen, 0.25, math.log(2), 0.5)
+    assert expected - 1 < got <= expected + 1e-6
+    assert mixture_quantile(seen, 0.0, math.log(2), 0.5) == pytest.approx(149, abs=1)  # nothing unseen
+    assert mixture_quantile([], 0.5, 1.0, 0.5) is None

@@ -45,6 +45,27 @@ def test_window_measures_equal_the_definition(db, settings, seed):
                                                          "momentum_interval")), expected
 
 
+def test_a_window_read_as_of_a_past_time_prices_the_sales_up_to_then(db, settings):
+    """Read as of a time before the last crawls (a backtest, a benchmark's day), a window's price quantiles are
+    those of the sales stored with a time inside it: not of the sales after it (all crawls applied, the
+    observations of later crawls included: a read of the past sees what is known now)."""
+    import statistics
+
+    from models import ListingEvent
+
+    script = make_script(4, n_crawls=30)
+    times = sorted(at for at, _ in script.crawls)
+    ip_id = deliver(settings, script, "in_order", 4)
+    for now in (times[len(times) // 2] + 600, times[2 * len(times) // 3] + 600):
+        start = now - now % 3600 - 5 * 3600  # six hours, the current one included
+        prices = [p for (p,) in ListingEvent.select(ListingEvent.price).where(
+            (ListingEvent.ip_id == ip_id) & (ListingEvent.kind == "sold") & (ListingEvent.event_at >= start)
+            & (ListingEvent.event_at <= now) & ListingEvent.price.is_null(False)).tuples()]
+        assert len(prices) >= MINIMUMS["prices"]
+        got = window_measures([ip_id], 6, now)[ip_id]
+        assert got.median_price.n == len(prices) and got.median_price.value == statistics.median(prices)
+
+
 def test_insufficient_is_not_zero(db, settings):
     script = make_script(6, n_crawls=3)
     ip_id = deliver(settings, script, "in_order", 6)
