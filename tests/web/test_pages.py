@@ -6,6 +6,7 @@ and keyboard work. Screenshots are written to the test's directory."""
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import sqlite3
 from pathlib import Path
@@ -90,6 +91,17 @@ def test_leaderboard_page(site, chromium, tmp_path):
             by_inflow = call(f"{url}/api/v1/leaderboard?by=inflow&hours=24&limit=200").json()["rows"]
             await page.wait("(ids) => Array.from(document.querySelectorAll('#board tbody tr'))"
                             ".map(tr => tr.dataset.ipId).join() === ids", ",".join(str(r["ip_id"]) for r in by_inflow))
+            # an estimated flow reads ≈ with its interval on hover; a counted one does not
+            marks = await page.js("() => Array.from(document.querySelectorAll('#board tbody tr')).map(tr => {"
+                                  " const td = tr.querySelector(\"td[data-key='inflow']\");"
+                                  " const e = td.querySelector('.estimate');"
+                                  " return [tr.dataset.ipId, td.textContent.startsWith('≈'), e ? e.title : null]; })")
+            for (ip_id, marked, title), row in zip(marks, by_inflow, strict=True):
+                assert ip_id == str(row["ip_id"]) and marked == (row["inflow_interval"] is not None), (row, marked)
+                if marked:
+                    low, high = (f"{math.floor(v + 0.5):,}" for v in row["inflow_interval"])  # Math.round
+                    assert title == f"estimate, 95 % interval {low}–{high}"
+            assert any(marked for _, marked, _ in marks)  # the demo's busiest IPs outrun their pages
 
             # the window
             await page.page.select("#hours", "720")
@@ -147,7 +159,9 @@ def test_ip_page_draws_every_chart(site, chromium, tmp_path):
     whys = {label: why for label, _, _, why in shown}
     # an insufficient measure says why under its card, in the API's words (docs: measures, "Insufficient")
     assert m["heat"]["value"] is None and whys["Heat"] == m["heat"]["why"] and "tracked hours" in whys["Heat"]
-    assert whys["Listed"] is None
+    # an estimated inflow (its pages could not reach back: docs, "Estimates") says so on its card
+    listed = "Listed (≈ estimate)" if m["inflow"].get("interval") else "Listed"
+    assert whys[listed] is None
     for label, key in (("Heat", "heat"), ("Sell-through", "sell_through"), ("Median sold price", "median_price")):
         text, dots = cards[label]
         if m[key]["value"] is None:  # insufficient (the demo's week has no baseline for a week's heat)
@@ -157,7 +171,10 @@ def test_ip_page_draws_every_chart(site, chromium, tmp_path):
     assert m["median_price"]["interval"] is not None
     low, high = m["median_price"]["interval"]
     assert cards["Median sold price"][0] == f"95 %: ¥{round(low):,} – ¥{round(high):,}"
-    assert cards["Listed"] == (None, 0)  # a count, not an estimate: no interval
+    if listed == "Listed":
+        assert cards[listed] == (None, 0)  # a count, not an estimate: no interval
+    else:
+        assert cards[listed][0].startswith("95 %: ") and cards[listed][1] == 1
     # the segments table: the API's goods types, most sold first, a price whisker where the median has an interval
     api = call(f"{url}/api/v1/ips/{top['ip_id']}/segments?hours=168&by=goods").json()["segments"]
     assert [key for key, _ in segments] == [s["key"] for s in api] and len(api) >= 5  # the simulator's titles
