@@ -401,11 +401,14 @@ def _time_to_sell(created: Iterable[tuple[float, float | None, float | None]], s
     the last time a sale of theirs would have been seen: their last sighting on sale, or the window's last crawl
     whose sold pages reached back to their creation (``crawls``, where their reach is known), whichever is later.
     Censored at the last sighting alone, a listing of a busy IP leaves the risk set when it drops off the on-sale
-    pages while its sale would still show on the sold pages, and the sales seen then shorten the curve."""
+    pages while its sale would still show on the sold pages, and the sales seen then shorten the curve. Where the
+    on-sale pages of the crawl after a listing's creation did not reach back to it, it is left out: had it not
+    sold it would not have been seen, so those seen are the quick sales of their span (``_on_sale_pages_cover``)."""
     seen_until = _sold_pages_cover(crawls, end)
+    sampled = _on_sale_pages_cover(crawls)
     durations = []
     for at, sold, last_seen in created:
-        if not start <= at < end:
+        if not start <= at < end or not sampled(at):
             continue
         if sold is not None and sold < end:
             durations.append((max(sold - at, 0.0), True))
@@ -438,6 +441,23 @@ def _sold_pages_cover(crawls: Sequence[reach.CrawlReach], end: float) -> Callabl
         return latest[k - 1] if k else float("-inf")
 
     return seen_until
+
+
+def _on_sale_pages_cover(crawls: Sequence[reach.CrawlReach]) -> Callable[[float], bool]:
+    """Whether a listing created at ``c`` was in reach of the on-sale pages of the first crawl after it (their
+    reach at or before ``c``, or the whole search): then it is seen whether it sells or not. True without the
+    crawls' reach (every listing counts)."""
+    ordered = sorted((k.at, k.on_sale) for k in crawls)
+    times = [at for at, _ in ordered]
+
+    def sampled(created: float) -> bool:
+        k = bisect.bisect_right(times, created)
+        if k == len(ordered):
+            return True  # no crawl after it yet: it is seen by the next one whatever it does
+        reach_of = ordered[k][1]
+        return reach_of is None or reach_of <= created
+
+    return sampled
 
 
 def _drawn(curve: Sequence[tuple[float, float]]) -> tuple[tuple[float, float], ...]:

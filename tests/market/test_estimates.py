@@ -284,3 +284,30 @@ def test_a_mixture_quantile_solves_the_mixed_distribution():
     assert expected - 1 < got <= expected + 1e-6
     assert mixture_quantile(seen, 0.0, math.log(2), 0.5) == pytest.approx(149, abs=1)  # nothing unseen
     assert mixture_quantile([], 0.5, 1.0, 0.5) is None
+
+
+def test_time_to_sell_leaves_out_listings_the_on_sale_pages_could_not_have_seen_unsold():
+    """A huge IP: each hourly crawl's on-sale pages reach back half an hour, its sold pages 20 h. 40 % of its
+    listings sell 15 minutes after listing, the rest do not. A listing of the unseen half hour is known only if it
+    sold (from the sold pages): counted, the quick sellers of those spans would make up 57 % of the cohort and the
+    median 0.25 h. Only the listings the on-sale pages would have seen unsold are the cohort: 40 % sell, no
+    median (insufficient)."""
+    from lib.market.windows import _time_to_sell
+
+    listings = []
+    for k in range(600):  # one a minute for 10 h
+        at = T0 + k * 60.0
+        sells = k % 5 < 2
+        covered = (at - T0) % HOUR >= HOUR / 2  # the half hour before each crawl
+        if sells:
+            listings.append((at, at + 900.0, None if not covered else at))
+        elif covered:
+            listings.append((at, None, at + HOUR))  # seen on sale, then off the pages
+    end = T0 + 12 * HOUR
+    crawls = [CrawlReach(T0 + h * HOUR, T0 + (h - 1) * HOUR, T0 + h * HOUR - HOUR / 2, T0 + (h - 20) * HOUR)
+              for h in range(1, 12)]
+    sold_share = sum(1 for _, sold, _ in listings if sold) / len(listings)
+    assert sold_share == pytest.approx(0.4 / 0.7)  # the quick sellers over-represented
+    assert _time_to_sell(listings, T0, end, crawls[:0]).median.value == pytest.approx(0.25)  # reach unknown
+    ttl = _time_to_sell(listings, T0, end, crawls)
+    assert ttl.listings == 300 and ttl.median.value is None and ttl.p25.value == pytest.approx(0.25)
