@@ -417,11 +417,11 @@ def parent_of(pid: int) -> int:
 
 
 
-def run_demo(cwd: Path, *args: str) -> str:
-    """The README's demo (``animetop demo``) in ``cwd``, as a user runs it; it must succeed. Returns what it
-    printed (``assert_demo_ended_cleanly`` checks that)."""
+def run_demo(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    """The README's demo (``animetop demo``) in ``cwd``, as a user runs it (``env``: settings added to the
+    environment); it must succeed. Returns what it printed (``assert_demo_ended_cleanly`` checks that)."""
     result = subprocess.run([sys.executable, "-m", "lib.cli", "demo", *args], cwd=cwd, capture_output=True,
-                            text=True, timeout=300, env={**os.environ, "PYTHONPATH": os.getcwd()})
+                            text=True, timeout=300, env={**os.environ, "PYTHONPATH": os.getcwd(), **(env or {})})
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
 

@@ -62,6 +62,9 @@ def demo_env(data_dir: Path, sim_url: str, speed: float, anchor: float, chromium
 
 #: Services the demo takes from the environment when they are set (embedded ones otherwise).
 SERVICE_VARIABLES = ("BROKER_URL", "REDIS_URL", "DATABASE_URL")
+#: Settings of what is measured that the demo takes from the environment when they are set (its own otherwise):
+#: ``FLOW_ESTIMATES=false animetop demo`` shows the counts its pages saw.
+MEASURE_VARIABLES = ("FLOW_ESTIMATES",)
 
 
 def configured_services(environ: dict[str, str] | os._Environ[str]) -> dict[str, str]:
@@ -147,7 +150,8 @@ def run_demo(minutes: float, speed: float, ips: int, keep: bool = False, record:
         sim = MarketSimulator(clock=clock, record=record, market=market).start()
         cleanup.callback(sim.stop)
         services = configured_services(os.environ)
-        env = {**demo_env(data_dir, sim.url, speed, history_end, chromium), **services}
+        measures = {name: os.environ[name] for name in MEASURE_VARIABLES if os.environ.get(name)}
+        env = {**demo_env(data_dir, sim.url, speed, history_end, chromium), **measures, **services}
         settings = load_settings(env)
         use_settings(settings)
         if not keep and settings.redis_url is None:
