@@ -268,7 +268,10 @@ def test_a_second_demo_keeps_serving_its_dashboard_until_ctrl_c(demo_run, tmp_pa
         assert sparks > 0 and all(count > 500 for count in drawn.values()), (sparks, drawn)
 
         demo.send_signal(signal.SIGINT)
-        demo.wait(timeout=60)
+        try:
+            demo.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the demo did not stop within 60 s of Ctrl-C; it printed:\n" + "".join(lines[-30:]))
     finally:
         if demo.poll() is None:
             demo.kill()

@@ -21,8 +21,11 @@ class BackgroundServer:
     """
 
     def __init__(self, app: FastAPI, host: str = "127.0.0.1", port: int = 0) -> None:
+        # a stop waits at most 5 s for the requests in flight: uvicorn's default waits for them without end, and
+        # the interpreter's exit then waits on the (non-daemon) threads running them
         self.server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
-                                                    lifespan="off", access_log=False, ws="none"))
+                                                    lifespan="off", access_log=False, ws="none",
+                                                    timeout_graceful_shutdown=5))
         self.thread = threading.Thread(target=self.server.run, name="dashboard", daemon=True)
 
     @property
