@@ -217,9 +217,12 @@ def test_a_second_demo_keeps_serving_its_dashboard_until_ctrl_c(demo_run, tmp_pa
     shutil.copytree(demo_run.data_dir, data,
                     ignore=lambda folder, names: [n for n in names
                                                   if stat.S_ISSOCK((Path(folder) / n).lstat().st_mode)])
+    # Ctrl-C at the default action, as in a user's terminal: a process started with SIGINT ignored keeps it
+    # ignored (Python installs no KeyboardInterrupt then), and the test's worker may have inherited that
     demo = subprocess.Popen([sys.executable, "-m", "lib.cli", "demo", "--minutes", "0.5", "--ips", "2",
                              "--dashboard", "--port", "0"], cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONPATH": os.getcwd()})
+                            stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONPATH": os.getcwd()},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     lines: list[str] = []
 
     def read() -> None:

@@ -101,7 +101,6 @@ def test_leaderboard_page(site, chromium, tmp_path):
                 if marked:
                     low, high = (f"{math.floor(v + 0.5):,}" for v in row["inflow_interval"])  # Math.round
                     assert title == f"estimate, 95 % interval {low}–{high}"
-            assert any(marked for _, marked, _ in marks)  # the demo's busiest IPs outrun their pages
 
             # the window
             await page.page.select("#hours", "720")
