@@ -78,6 +78,26 @@ def listing(sid, status, created, updated=None):
             "item_url": f"https://jp.mercari.com/item/{sid}", "created": created, "updated": updated}
 
 
+def short_and_whole(settings, t0):
+    """Two IPs crawled alike at ``t0`` and an hour later, 10 listings created from 0.5 h to 0.95 h: one crawl's
+    on-sale pages read all 5 planned pages (its reach: the oldest of them), the other's search ended on 2. The IPs
+    and the creation times."""
+    clock = FrozenClock(t0)
+    catalogue = Catalogue(ScheduleStore(state_redis(settings)), settings, clock)
+    processor = ResultProcessor(settings, state_redis(settings), clock)
+    short, whole = catalogue.add("鬼滅の刃"), catalogue.add("呪術廻戦")
+    created = [t0 + 1800.0 + k * 180.0 for k in range(10)]
+    for ip, pages in ((short, 5), (whole, 2)):
+        search = {"on_sale": {"num_found": 10, "pages": pages, "items": 10},
+                  "sold": {"num_found": 0, "pages": 1, "items": 0}}
+        clock.set(t0)
+        processor.apply(CrawlResult.parse(ip.id, f"{ip.id}-0", t0, [], 1, None, search))
+        clock.set(t0 + HOUR)
+        items = [listing(f"{ip.id}-{k}", "on_sale", int(at)) for k, at in enumerate(created)]
+        processor.apply(CrawlResult.parse(ip.id, f"{ip.id}-1", t0 + HOUR, items, pages + 1, None, search))
+    return short, whole, created
+
+
 @pytest.mark.parametrize("on", [True, False], ids=["FLOW_ESTIMATES=true", "false"])
 def test_a_window_carries_an_estimate_only_where_the_on_sale_pages_fell_short(db, settings, on):
     """Two IPs crawled alike at 0 and 1 h: one crawl's on-sale pages read all 5 planned pages and reach back only
@@ -86,19 +106,7 @@ def test_a_window_carries_an_estimate_only_where_the_on_sale_pages_fell_short(db
     assert settings.flow_estimates  # the default
     settings = replace(settings, flow_estimates=on)
     use_settings(settings)  # the reads' (the fixture puts it back)
-    clock = FrozenClock(T0)
-    catalogue = Catalogue(ScheduleStore(state_redis(settings)), settings, clock)
-    processor = ResultProcessor(settings, state_redis(settings), clock)
-    short, whole = catalogue.add("鬼滅の刃"), catalogue.add("呪術廻戦")
-    created = [T0 + 1800.0 + k * 180.0 for k in range(10)]  # 10 listings from 0.5 h to 0.95 h
-    for ip, pages in ((short, 5), (whole, 2)):
-        search = {"on_sale": {"num_found": 10, "pages": pages, "items": 10}, "sold": {"num_found": 0, "pages": 1,
-                                                                                      "items": 0}}
-        processor.apply(CrawlResult.parse(ip.id, f"{ip.id}-0", T0, [], 1, None, search))
-        clock.set(T0 + HOUR)
-        items = [listing(f"{ip.id}-{k}", "on_sale", int(at)) for k, at in enumerate(created)]
-        processor.apply(CrawlResult.parse(ip.id, f"{ip.id}-1", T0 + HOUR, items, pages + 1, None, search))
-        clock.set(T0)
+    short, whole, created = short_and_whole(settings, T0)
     measures = window_measures([short.id, whole.id], 24, T0 + HOUR + 60)
     counted = measures[whole.id].inflow
     assert type(counted) is Measure and counted.value == 10

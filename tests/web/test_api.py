@@ -426,26 +426,13 @@ def test_an_estimated_flow_carries_its_interval_on_the_board(db, settings, broke
 
     from lib.core.settings import use_settings
     from lib.market.leaderboard_text import print_leaderboard
-    from lib.scheduling.catalogue import Catalogue
-    from lib.scheduling.schedule import ScheduleStore
+
+    from ..market.test_estimates import short_and_whole
 
     settings = replace(settings, flow_estimates=True)
     use_settings(settings)  # the reads' (the fixture puts it back)
-    clock = FrozenClock(T0)
-    catalogue = Catalogue(ScheduleStore(state_redis(settings)), settings, clock)
-    processor = ResultProcessor(settings, state_redis(settings), clock)
-    short, whole = catalogue.add("鬼滅の刃"), catalogue.add("呪術廻戦")
-    created = [T0 + 1800 + k * 180 for k in range(10)]  # listed from 0.5 h to 0.95 h after the first crawl
-    for ip, pages in ((short, 5), (whole, 2)):  # all 5 planned pages read, or the search ended on 2
-        search = {"on_sale": {"num_found": 10, "pages": pages, "items": 10},
-                  "sold": {"num_found": 0, "pages": 1, "items": 0}}
-        clock.set(T0)
-        processor.apply(CrawlResult.parse(ip.id, f"{ip.id}-0", T0, [], 1, None, search))
-        clock.set(T0 + H)
-        items = [{"source_id": f"{ip.id}-{k}", "title": f"{ip.keyword} {k}", "price": 1000, "status": "on_sale",
-                  "created": at, "updated": at} for k, at in enumerate(created)]
-        processor.apply(CrawlResult.parse(ip.id, f"{ip.id}-1", T0 + H, items, pages + 1, None, search))
-    clock.set(T0 + H + 60)
+    short, whole, _ = short_and_whole(settings, T0)
+    clock = FrozenClock(T0 + H + 60)
     server, _ = start_dashboard(settings, broker, None, clock)
     try:
         reply = call(f"{server.url}/api/v1/leaderboard?by=inflow&hours=24")
