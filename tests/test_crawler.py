@@ -6,6 +6,7 @@ import os
 import signal
 import urllib.error
 import urllib.request
+from collections import Counter
 
 import pytest
 
@@ -347,11 +348,13 @@ def test_no_results_modal_and_malformed_cells(sim, chromium):
     covered, broken, checked, empty = run(go())
     truth = {t["id"]: t for t in sim.truth(KEYWORD, ON_SALE, 1)}
     assert len(covered.items) == len(truth)
-    # every tenth cell from the fourth is broken, in turn without link, name, price: 12 broken cells (a page
-    # holds at least 108 listings: the last broken one, the 94th, is there)
-    assert len(broken.items) == len(truth) - 4
-    assert broken.anomalies["cell_without_link"] == 4 and broken.anomalies["cell_without_price"] == 4
-    assert broken.anomalies["cell_without_name"] == 4
+    # every tenth cell from the fourth (index 3, 13, 23, ...) is broken, in turn without link, name, price; a page
+    # holds a few less than 120 listings (some hidden, as on the real site), so the last ones may not be there
+    broken_cells = Counter(("link", "name", "price")[(index // 10) % 3] for index in range(3, len(truth), 10))
+    assert broken_cells["link"] >= 3 and broken_cells["price"] >= 3
+    assert len(broken.items) == len(truth) - broken_cells["link"]
+    assert [broken.anomalies[f"cell_without_{kind}"] for kind in ("link", "name", "price")] == [
+        broken_cells[kind] for kind in ("link", "name", "price")]
     for item in broken.items:
         assert item["title"] == truth[item["source_id"]]["name"]  # a missing name is read off the image label
         assert item["price"] == want_price(truth[item["source_id"]])[0]  # a missing price too
