@@ -1,6 +1,7 @@
-"""``python -m bench accuracy [--days N] [--warmup N] [--sizes 0.3,3,40,250,1200] [--seed S]`` (2 scored days after
-a warm-up of 4 by default): how close each measure comes to the realistic market's truth
-(docs/concepts/simulator.md), per IP size class, with the requests it cost.
+"""``python -m bench accuracy [--days N] [--warmup N] [--sizes 0.3,3,40,250,1200] [--seed S] [--rows FILE]`` (2 scored
+days after a warm-up of 4 by default): how close each measure comes to the realistic market's truth
+(docs/concepts/simulator.md), per IP size class, with the requests it cost; ``--rows`` also writes each IP-day's
+measures, intervals and truth as CSV.
 
 The crawls start ``--warmup`` days before the first scored day, as a deployment has been crawling its IPs: a
 relist is recognised only when its earlier listing was crawled (the market relists after 1 to 4 days), and the
@@ -19,6 +20,7 @@ listing the pages served (padding, or a relist of earlier goods), not by any fea
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import statistics
 import sys
@@ -170,6 +172,14 @@ class DayRow:
     #: per flow: None where it was counted, else whether the estimate's 95 % interval held the truth
     inflow_held: bool | None = None
     outflow_held: bool | None = None
+    #: the estimates' 95 % intervals (None: counted, or no value)
+    inflow_interval: tuple[float | None, float | None] | None = None
+    outflow_interval: tuple[float | None, float | None] | None = None
+    price_interval: tuple[float | None, float | None] | None = None
+
+
+def interval(m: Measure) -> tuple[float | None, float | None] | None:
+    return m.interval if isinstance(m, Estimate) else None
 
 
 def held(m: Measure, truth: int) -> bool | None:
@@ -246,6 +256,8 @@ def run_market(model: MarketModel, keywords: Sequence[str], days: int, plan: dic
                 inflow_held=held(m.inflow, truth.listed), outflow_held=held(m.outflow, truth.sold),
                 price_held=(held(m.median_price, truth.sold_price_median)
                             if truth.sold_price_median is not None else None), links=len(linked),
+                inflow_interval=interval(m.inflow), outflow_interval=interval(m.outflow),
+                price_interval=interval(m.median_price),
                 links_right=sum(1 for sid, earlier in linked if served[kw].relist_of.get(sid) == earlier)))
     r.flushdb()
     database.close()
@@ -310,6 +322,26 @@ def table(rows: list[DayRow], served: dict[str, Served]) -> list[str]:
     return lines
 
 
+def write_rows(rows: Sequence[DayRow], path: Path) -> None:
+    """Each IP-day's row as CSV, an interval as its two ends."""
+    names = [f.name for f in dataclasses.fields(DayRow)]
+    with path.open("w", newline="") as out:
+        writer = csv.writer(out)
+        header: list[str] = []
+        for name in names:
+            header += [f"{name}_low", f"{name}_high"] if name.endswith("_interval") else [name]
+        writer.writerow(header)
+        for row in rows:
+            cells: list[object] = []
+            for name in names:
+                value = getattr(row, name)
+                if name.endswith("_interval"):
+                    cells += list(value) if value is not None else ["", ""]
+                else:
+                    cells.append("" if value is None else value)
+            writer.writerow(cells)
+
+
 def _held(held: list[bool | None], none: str = "counted") -> str:
     """How many of the IP-days with an estimate had its interval hold the truth (``none``: no IP-day had one)."""
     estimated = [h for h in held if h is not None]
@@ -327,20 +359,23 @@ class Options:
 
     Parameters:
         days: the days scored; warmup: the days crawled before them; sizes: the IPs' new listings an hour (one IP
-        each); seed: the market's.
+        each); seed: the market's; rows: where each IP-day's row is written as CSV (None: nowhere).
     """
 
     days: int = 2
     warmup: int = 4
     sizes: tuple[float, ...] = SIZES
     seed: int = 1
+    rows: Path | None = None
 
 
-USAGE = "usage: python -m bench accuracy [--days N] [--warmup N] [--sizes 0.3,3,40,250,1200] [--seed S]"
+USAGE = ("usage: python -m bench accuracy [--days N] [--warmup N] [--sizes 0.3,3,40,250,1200] [--seed S] "
+         "[--rows FILE]")
 
 
 def options(argv: list[str]) -> Options:
     days, warmup, sizes, seed = Options.days, Options.warmup, Options.sizes, Options.seed
+    rows: Path | None = None
     rest = list(argv)
     while rest:
         if len(rest) >= 2 and rest[0] == "--days" and rest[1].isdigit() and int(rest[1]) > 0:
@@ -351,10 +386,12 @@ def options(argv: list[str]) -> Options:
             sizes = tuple(float(s) for s in rest[1].split(","))
         elif len(rest) >= 2 and rest[0] == "--seed" and rest[1].isdigit():
             seed = int(rest[1])
+        elif len(rest) >= 2 and rest[0] == "--rows":
+            rows = Path(rest[1])
         else:
             raise SystemExit(USAGE)
         rest = rest[2:]
-    return Options(days, warmup, sizes, seed)
+    return Options(days, warmup, sizes, seed, rows)
 
 
 def market(sizes: Sequence[float], seed: int) -> tuple[MarketModel, list[str]]:
@@ -378,6 +415,8 @@ def main(argv: list[str] | None = None) -> int:
         rows, served = run_market(model, keywords, o.days, plan, settings, warmup=o.warmup)
     for line in table(rows, served):
         print(line)
+    if o.rows is not None:
+        write_rows(rows, o.rows)
     print(f"  ({time.perf_counter() - started:.0f} s)")
     return 0
 

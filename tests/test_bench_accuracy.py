@@ -2,6 +2,7 @@
 comparisons (``bench.accuracy.table``) against a computation written here: a measure equal to its truth reads as
 such, one off by a known amount reads that amount."""
 
+import csv
 import os
 import re
 import subprocess
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.accuracy import CLASSES, HEADER, DayRow, Served, table
+from bench.accuracy import CLASSES, HEADER, DayRow, Served, table, write_rows
 
 from .conftest import BROKER_DB, STATE_DB
 from .helpers import empty_redis_databases
@@ -69,6 +70,15 @@ def test_ips_fall_in_their_size_class():
     assert [cells(line)[0].split(":")[0] for line in lines[2:]] == [name for _, name in CLASSES]
 
 
+def test_rows_are_written_one_per_ip_day_with_an_interval_as_its_two_ends(tmp_path):
+    rows = [day(), day(day=1, outflow=61.5, outflow_interval=(52.0, 71.0), outflow_held=True)]
+    write_rows(rows, tmp_path / "rows.csv")
+    with (tmp_path / "rows.csv").open() as f:
+        read = list(csv.DictReader(f))
+    assert [(r["day"], r["outflow"], r["outflow_interval_low"], r["outflow_interval_high"], r["outflow_held"])
+            for r in read] == [("0", "50.0", "", "", ""), ("1", "61.5", "52.0", "71.0", "True")]
+
+
 @pytest.mark.slow  # a day of two IPs' hourly crawls through the worker's processing
 @pytest.mark.timeout(900)
 def test_bench_accuracy_prints_its_table(redis_server, tmp_path):
@@ -78,7 +88,7 @@ def test_bench_accuracy_prints_its_table(redis_server, tmp_path):
         env.pop(variable, None)
     empty_redis_databases(redis_server)
     done = subprocess.run([sys.executable, "-m", "bench", "accuracy", "--days", "1", "--warmup", "0", "--sizes",
-                           "0.3,12"],
+                           "0.3,12", "--rows", str(tmp_path / "rows.csv")],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = [line for line in done.stdout.splitlines() if line.startswith("|")]
@@ -88,3 +98,5 @@ def test_bench_accuracy_prints_its_table(redis_server, tmp_path):
         row = cells(line)
         assert row[1] == "1" and int(row[2].replace(",", "")) >= 25  # 25 crawls, at least one page each
         assert re.fullmatch(r"[\d.]+× \(\d+%\)", row[3]) and re.fullmatch(r"[\d.]+× \(\d+%\)", row[5]), line
+    with (tmp_path / "rows.csv").open() as f:
+        assert sorted(int(float(r["size"]) * 10) for r in csv.DictReader(f)) == [3, 120]

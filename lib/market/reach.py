@@ -22,6 +22,7 @@ from __future__ import annotations
 import bisect
 import math
 import statistics
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -75,9 +76,9 @@ class AgeReference:
         return sum(len(g) for g in self.groups)
 
     def share(self, age: float) -> tuple[float, float]:
-        """The share of sales at an age ≤ ``age`` (seconds), and its variance as one IP's share: the pooled
+        """The share of sales at an age ≤ ``age`` (seconds), and its variance as one more IP's: the pooled
         estimate's binomial variance plus the spread between IPs beyond their sampling (a method-of-moments
-        between-group variance)."""
+        between-group variance), raised by ``predictive``: that spread is measured on few IPs."""
         total = self.sales
         if total == 0:
             return 0.0, 0.25
@@ -86,7 +87,16 @@ class AgeReference:
         sampling = pooled * (1 - pooled)
         spread = sum((c / len(g) - pooled) ** 2 * len(g) for c, g in zip(counts, self.groups, strict=True)) / total
         between = max(0.0, spread - len(self.groups) * sampling / total)
-        return pooled, sampling / total + between
+        return pooled, (sampling / total + between) * self.predictive
+
+    @property
+    def predictive(self) -> float:
+        """How much a variance measured on the spread between the reference IPs is raised to be one more IP's
+        (a prediction interval): (t/z)², t the Student quantile of as many degrees of freedom as reference IPs
+        less one (at least one): with few reference IPs their spread is itself uncertain (×42 with one or two,
+        ×1.7 with six, ×1.1 with thirty)."""
+        level = intervals.LEVEL
+        return (intervals.t_of(level, max(1, len(self.groups) - 1)) / intervals.z_of(level)) ** 2
 
 
 #: A reference IP gives a price shift with at least this many priced sales on each side of the visible age.
@@ -190,6 +200,28 @@ def inflow_estimate(created: Sequence[float], crawls: Sequence[CrawlReach], star
         return None
     value = observed + max(added, 0.0)
     return _interval(value, variance, observed, observed)
+
+
+def visible_inflow(counted: Mapping[int, float], crawls: Sequence[CrawlReach]) -> dict[int, float]:
+    """The IP's inflow by hour (``int(t // 3600)``), counted (``counted``) and raised where the on-sale pages did
+    not reach back to the previous crawl: an hour's count over the share of it the pages showed, as in
+    ``inflow_estimate`` (the visible rate over the unseen span). An hour seen for less than ``MIN_VISIBLE`` of it
+    keeps its count."""
+    unseen: dict[int, float] = defaultdict(float)
+    newest = {c.at: c.newest for c in crawls}
+    for c in crawls:
+        if c.previous is None or c.on_sale is None:
+            continue
+        before = newest.get(c.previous)
+        begin = c.previous if before is None else min(before, c.previous)
+        for hour in range(int(begin // HOUR), int(c.on_sale // HOUR) + 1):
+            unseen[hour] += max(0.0, min(c.on_sale, (hour + 1) * HOUR) - max(begin, hour * HOUR))
+    return {hour: (n * HOUR / (HOUR - unseen[hour]) if HOUR - unseen.get(hour, 0.0) >= MIN_VISIBLE else n)
+            for hour, n in counted.items()}
+
+
+#: An hour's count is raised by the share of it the on-sale pages showed only where they showed this much of it.
+MIN_VISIBLE = 600.0
 
 
 def outflow_estimate(sales: Sequence[float], crawls: Sequence[CrawlReach], inflow: Mapping[int, float],

@@ -12,7 +12,7 @@ from lib.core.clock import FrozenClock
 from lib.core.redis_client import state_redis
 from lib.core.settings import use_settings
 from lib.market.processing import CrawlResult, ResultProcessor
-from lib.market.reach import AgeReference, CrawlReach, inflow_estimate, outflow_estimate
+from lib.market.reach import AgeReference, CrawlReach, inflow_estimate, outflow_estimate, visible_inflow
 from lib.market.values import Estimate, Measure, WindowMeasures
 from lib.market.windows import window_measures
 from lib.scheduling.catalogue import Catalogue
@@ -58,13 +58,46 @@ def test_outflow_estimate_divides_the_sales_seen_by_the_share_at_visible_ages():
     inflow = {h: 20.0 for h in range(-300, 2)}  # a flat inflow: the share is the reference's F(10 h)
     got = outflow_estimate(sales, crawls, inflow, reference, 0.0, 3600.0)
     p = 10 / 100
-    var_p = p * (1 - p) / 100  # one reference IP: its binomial variance, no spread between IPs
+    # one reference IP: its binomial variance, no spread between IPs measured, raised to a prediction's by
+    # (t/z)² with t Student's at one degree of freedom: tan(π·0.475) at 95 %
+    var_p = p * (1 - p) / 100 * (math.tan(math.pi * 0.475) / Z) ** 2
     value = 5 / p
     variance = 5 * (1 - p) / p ** 2 + (5 * math.sqrt(var_p) / p ** 2) ** 2
     assert isinstance(got, Estimate)
     assert got.value == pytest.approx(value)
     half = Z * math.sqrt(variance)
     assert got.interval == pytest.approx((round(max(5, value - half), 1), round(value + half, 1)))  # ≥ the seen
+
+
+def test_the_reference_share_is_raised_to_a_prediction_for_one_more_ip():
+    """Six reference IPs: the pooled share, the binomial variance plus the method-of-moments spread between them,
+    times (t₅/z)², t₅ = 2.5706 from the tables."""
+    groups = [[float(a) for a in range(1, 11)], [float(a) for a in range(2, 22, 2)]] * 3
+    reference = AgeReference.of(groups)
+    share, variance = reference.share(5.0)
+    counts, sizes = [5, 2] * 3, [10] * 6
+    pooled = sum(counts) / sum(sizes)
+    sampling = pooled * (1 - pooled)
+    spread = sum((c / n - pooled) ** 2 * n for c, n in zip(counts, sizes)) / sum(sizes)
+    between = max(0.0, spread - 6 * sampling / sum(sizes))
+    assert share == pytest.approx(pooled)
+    assert variance == pytest.approx((sampling / sum(sizes) + between) * (2.5706 / Z) ** 2, rel=1e-3)
+
+
+def test_an_hours_inflow_is_raised_by_the_share_of_it_the_on_sale_pages_showed():
+    """A crawl at 10:00 whose on-sale pages reached back to 09:15 after one at 09:00 (whose newest listing was
+    08:59): 09:00 shown for 45 of its 60 minutes, 08:00 for all but its last minute. A crawl at 12:00 reaching back
+    to 11:48 after the one at 10:00: 11:00 shown for 12 minutes; 10:00 not at all, so it keeps its count, as an
+    hour shown for less than ten minutes would."""
+    crawls = [CrawlReach(9 * HOUR, None, None, None, 9 * HOUR - 60.0),
+              CrawlReach(10 * HOUR, 9 * HOUR, 9.25 * HOUR, None, 10 * HOUR),
+              CrawlReach(12 * HOUR, 10 * HOUR, 11.8 * HOUR, None, 12 * HOUR - 60.0)]
+    got = visible_inflow({8: 30.0, 9: 45.0, 10: 12.0, 11: 7.0}, crawls)
+    assert got[8] == pytest.approx(30.0 * HOUR / (HOUR - 60.0))
+    assert got[9] == pytest.approx(45.0 * 60 / 45)
+    assert got[10] == 12.0 and got[11] == pytest.approx(7.0 * 60 / 12)
+    assert visible_inflow({8: 30.0}, crawls[:1]) == {8: 30.0}
+    assert visible_inflow({11: 7.0}, [crawls[1], replace(crawls[2], on_sale=11.9 * HOUR)]) == {11: 7.0}
 
 
 def test_no_outflow_estimate_where_the_sold_pages_reach_back_over_a_listings_life():

@@ -18,6 +18,7 @@ from lib.market.intervals import (
     quantile_ranks,
     stratified_bootstrap_interval,
     survival_bands,
+    t_of,
     wilson_interval,
 )
 from lib.market.robust import kaplan_meier_steps
@@ -443,3 +444,15 @@ def test_momentum_interval_coverage_on_simulated_hours(hours, rates, cohort, p):
         previous = _heat(ranges["previous"], ranges["previous_baseline"], cohort_sold[1] / cohort[1], cohort[1])
         hits += covered(tuple(_momentum(heat, previous, ranges, hours).interval), truth)
     assert_coverage(hits, draws)
+
+
+@pytest.mark.parametrize(("level", "df", "table"), [
+    (0.95, 1, 12.7062), (0.95, 2, 4.3027), (0.95, 3, 3.1824), (0.95, 4, 2.7764), (0.95, 5, 2.5706),
+    (0.95, 10, 2.2281), (0.95, 30, 2.0423), (0.80, 3, 1.6377), (0.80, 20, 1.3253)])
+def test_student_t_quantiles_are_the_published_table(level, df, table):
+    assert t_of(level, df) == pytest.approx(table, abs=0.004)
+
+
+def test_student_t_needs_a_degree_of_freedom():
+    with pytest.raises(ValueError):
+        t_of(0.95, 0)

@@ -9,7 +9,7 @@ no interval of its kind exists for the data (too few values; the minimums of doc
 """
 
 from lib.market.intervals.bootstrap import RESAMPLES, SEED, bootstrap_interval, stratified_bootstrap_interval
-from lib.market.intervals.level import LEVEL, z_of
+from lib.market.intervals.level import LEVEL, t_of, z_of
 from lib.market.intervals.order_statistics import median_interval, quantile_interval, quantile_ranks
 from lib.market.intervals.proportion import wilson_interval
 from lib.market.intervals.survival import (
@@ -22,5 +22,5 @@ from lib.market.intervals.survival import (
 __all__ = [
     "LEVEL", "RESAMPLES", "SEED", "SurvivalBand", "bootstrap_interval", "km_quantile_interval",
     "km_steps_quantile_interval", "median_interval", "quantile_interval", "quantile_ranks",
-    "stratified_bootstrap_interval", "survival_bands", "wilson_interval", "z_of",
+    "stratified_bootstrap_interval", "survival_bands", "t_of", "wilson_interval", "z_of",
 ]
