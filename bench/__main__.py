@@ -13,6 +13,7 @@ from . import (
     dashboard,
     days,
     encoding,
+    estimates,
     leaderboard,
     load,
     long_windows,
@@ -31,9 +32,10 @@ BENCHMARKS = {"encoding": encoding.main, "schedule_tick": schedule_tick.main, "p
               "dashboard": dashboard.main, "days": days.main, "load": load.main,
               "storage": storage.main, "long_windows": long_windows.main, "segments": segments.main,
               "segments_board": segments_board.main, "soak": soak.main, "accuracy": accuracy.main,
-              "relevance": relevance.main}
-#: Benchmarks run only when named: a soak takes half an hour, accuracy and relevance simulate days of a market.
-ONLY_NAMED = {"soak", "accuracy", "relevance"}
+              "relevance": relevance.main, "estimates": estimates.main}
+#: Benchmarks run only when named: a soak takes half an hour, accuracy, relevance and estimates simulate days of a
+#: market.
+ONLY_NAMED = {"soak", "accuracy", "relevance", "estimates"}
 
 #: Benchmarks that take options (``process_result``: ``--db mysql://…``; ``load``, ``storage``: their scales;
 #: ``leaderboard``, ``dashboard``, ``days``, ``long_windows``, ``segments_board``: ``--db PATH``, ``--ips N``; the first
@@ -41,7 +43,8 @@ ONLY_NAMED = {"soak", "accuracy", "relevance"}
 WITH_OPTIONS = {"process_result": process_result.main, "load": load.main, "storage": storage.main,
                 "leaderboard": leaderboard.main,
                 "dashboard": dashboard.main, "days": days.main, "long_windows": long_windows.main,
-                "segments_board": segments_board.main, "soak": soak.main, "accuracy": accuracy.main}
+                "segments_board": segments_board.main, "soak": soak.main, "accuracy": accuracy.main,
+                "estimates": estimates.main}
 
 
 def main(argv: list[str]) -> int:

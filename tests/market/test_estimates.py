@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pytest
 
+from bench.reach_crawls import crawl_hourly
 from lib.core.clock import FrozenClock
 from lib.core.redis_client import state_redis
 from lib.core.settings import use_settings
@@ -21,8 +22,6 @@ from lib.standins.simulator.model import DAY, HOUR, MarketModel
 from lib.standins.simulator.traits import load_traits
 from lib.standins.simulator.truth import true_flows
 from models import CrawlSearchTotal, ListingEvent
-
-from .simulated_reach import crawl_hourly
 
 Z = 1.959963984540054
 T0 = 1_800_000_000.0 - (1_800_000_000.0 % DAY)  # a UTC midnight

@@ -1,7 +1,7 @@
 """Hourly crawls of the realistic market seen as the pages show them, without a browser or a database: each crawl's
 reach into both searches (the oldest ``created`` on its last page, when the search goes on past its pages), the
 listings it saw and the sales it saw (docs/concepts/measures.md, "Estimates"). What the estimators of
-``lib.market.reach`` read, for their coverage tests against the market's truth."""
+``lib.market.reach`` read: for their coverage tests and ``python -m bench estimates``, against the market's truth."""
 
 from __future__ import annotations
 
