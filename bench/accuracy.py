@@ -1,7 +1,9 @@
-"""``python -m bench accuracy [--days N] [--warmup N] [--sizes 0.3,3,40,250,1200] [--seed S] [--rows FILE]`` (2 scored
-days after a warm-up of 4 by default): how close each measure comes to the realistic market's truth
+"""``python -m bench accuracy [--days N] [--warmup N] [--sizes 0.3,1,1.5,2,3,5,40,250,1200] [--seed S] [--rows FILE]``
+(2 scored days after a warm-up of 4 by default): how close each measure comes to the realistic market's truth
 (docs/concepts/simulator.md), per IP size class, with the requests it cost; ``--rows`` also writes each IP-day's
-measures, intervals and truth as CSV.
+measures, intervals and truth as CSV. The small IPs of the default are the estimates' reference IPs (a deployment's
+many small IPs): with one or two, the spread of ages at sale between IPs cannot be measured and the estimates'
+intervals are wide.
 
 The crawls start ``--warmup`` days before the first scored day, as a deployment has been crawling its IPs: a
 relist is recognised only when its earlier listing was crawled (the market relists after 1 to 4 days), and the
@@ -53,7 +55,7 @@ from .common import bench_settings, load_average
 
 #: A Monday 00:00 UTC, with a week of market behind it (the first crawl's pages hold older listings too).
 T0 = 1_780_876_800.0
-SIZES = (0.3, 3.0, 40.0, 250.0, 1200.0)
+SIZES = (0.3, 1.0, 1.5, 2.0, 3.0, 5.0, 40.0, 250.0, 1200.0)
 #: The IP of this size gets a ×4 burst of two days from the start of the second scored day.
 BURST_SIZE = 40.0
 SEARCHES = (("on_sale", frozenset({ON_SALE})), ("sold", frozenset({SOLD_OUT, TRADING})))
@@ -369,7 +371,7 @@ class Options:
     rows: Path | None = None
 
 
-USAGE = ("usage: python -m bench accuracy [--days N] [--warmup N] [--sizes 0.3,3,40,250,1200] [--seed S] "
+USAGE = ("usage: python -m bench accuracy [--days N] [--warmup N] [--sizes 0.3,1,1.5,2,3,5,40,250,1200] [--seed S] "
          "[--rows FILE]")
 
 

@@ -20,7 +20,7 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 
-from lib.market.reach import AgeReference, outflow_estimate, visible_inflow
+from lib.market.reach import AgeReference, outflow_estimate
 from lib.standins.simulator.model import DAY, MarketModel
 from lib.standins.simulator.truth import true_flows
 
@@ -102,7 +102,7 @@ def run_seed(seed: int, o: Options) -> list[Held]:
     out = []
     for keyword, size in sizes.items():
         seen = crawl_hourly(model, keyword, T0 - DAY, T0 + o.days * DAY)
-        inflow = visible_inflow(seen.inflow_by_hour(), seen.crawls)
+        inflow = seen.inflow_by_hour()
         for truth in true_flows(model, keyword, T0, T0 + o.days * DAY):
             got = outflow_estimate(list(seen.sales.values()), seen.crawls, inflow, reference, truth.start,
                                    truth.end)

@@ -22,7 +22,6 @@ from __future__ import annotations
 import bisect
 import math
 import statistics
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -200,28 +199,6 @@ def inflow_estimate(created: Sequence[float], crawls: Sequence[CrawlReach], star
         return None
     value = observed + max(added, 0.0)
     return _interval(value, variance, observed, observed)
-
-
-def visible_inflow(counted: Mapping[int, float], crawls: Sequence[CrawlReach]) -> dict[int, float]:
-    """The IP's inflow by hour (``int(t // 3600)``), counted (``counted``) and raised where the on-sale pages did
-    not reach back to the previous crawl: an hour's count over the share of it the pages showed, as in
-    ``inflow_estimate`` (the visible rate over the unseen span). An hour seen for less than ``MIN_VISIBLE`` of it
-    keeps its count."""
-    unseen: dict[int, float] = defaultdict(float)
-    newest = {c.at: c.newest for c in crawls}
-    for c in crawls:
-        if c.previous is None or c.on_sale is None:
-            continue
-        before = newest.get(c.previous)
-        begin = c.previous if before is None else min(before, c.previous)
-        for hour in range(int(begin // HOUR), int(c.on_sale // HOUR) + 1):
-            unseen[hour] += max(0.0, min(c.on_sale, (hour + 1) * HOUR) - max(begin, hour * HOUR))
-    return {hour: (n * HOUR / (HOUR - unseen[hour]) if HOUR - unseen.get(hour, 0.0) >= MIN_VISIBLE else n)
-            for hour, n in counted.items()}
-
-
-#: An hour's count is raised by the share of it the on-sale pages showed only where they showed this much of it.
-MIN_VISIBLE = 600.0
 
 
 def outflow_estimate(sales: Sequence[float], crawls: Sequence[CrawlReach], inflow: Mapping[int, float],

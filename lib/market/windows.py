@@ -297,39 +297,30 @@ def _load_reach(ip_ids: Sequence[int] | None, w: Window, data: dict[int, _IpData
                & (CrawlSearchTotal.reach > CrawlSearchTotal.crawled_at - reach.MAX_AGE_HOURS * 3600.0)))]
     if not short_ips:
         return
-    since = w.since - REACH_HISTORY
-    # the crawls of a listing's life before the window too: they tell how much of each hour's inflow before it the
-    # on-sale pages showed (reach.visible_inflow)
-    with_history = (CrawlSearchTotal.crawled_at >= to_timestamp(since)) & (CrawlSearchTotal.crawled_at <= w.now)
     rows: dict[int, dict[float, dict[str, tuple[float | None, float | None]]]] = defaultdict(dict)
     for ip_id, at, status, far, newest in raw(
             CrawlSearchTotal.select(CrawlSearchTotal.ip_id, CrawlSearchTotal.crawled_at, CrawlSearchTotal.status,
                                     CrawlSearchTotal.reach, CrawlSearchTotal.newest)
-            .where(CrawlSearchTotal.ip_id.in_(short_ips) & with_history)):
+            .where(CrawlSearchTotal.ip_id.in_(short_ips) & in_window)):
         rows[ip_id].setdefault(at, {})[status] = (far, newest)
     short: list[int] = []
-    history: dict[int, list[reach.CrawlReach]] = {}
     for ip_id, crawls in rows.items():
         previous = None
         d = data[ip_id]
-        every = history[ip_id] = []
         for at in sorted(crawls):
             on_sale, sold = crawls[at].get("on_sale", (None, None)), crawls[at].get("sold", (None, None))
-            every.append(reach.CrawlReach(at, previous, on_sale[0], sold[0], on_sale[1]))
+            d.crawls.append(reach.CrawlReach(at, previous, on_sale[0], sold[0], on_sale[1]))
             previous = at
-        d.crawls.extend(c for c in every if c.at >= w.start - 2 * 3600.0)
         if any(c.sold is not None and c.at - c.sold < reach.MAX_AGE_HOURS * 3600.0 for c in d.crawls):
             short.append(ip_id)
     if not short:
         return
-    counted: dict[int, dict[int, float]] = defaultdict(dict)
+    since = w.since - REACH_HISTORY
     for ip_id, bucket, inflow in raw(IpStatsHourly.select(IpStatsHourly.ip_id, IpStatsHourly.hour_bucket,
                                                           IpStatsHourly.inflow)
                                      .where(IpStatsHourly.ip_id.in_(short) & (IpStatsHourly.hour_bucket >= since))):
         at = to_timestamp(bucket if isinstance(bucket, datetime) else datetime.fromisoformat(str(bucket)))
-        counted[ip_id][int((at or 0.0) // 3600)] = float(inflow or 0)
-    for ip_id in short:
-        data[ip_id].inflow_hours.update(reach.visible_inflow(counted[ip_id], history[ip_id]))
+        data[ip_id].inflow_hours[int((at or 0.0) // 3600)] = float(inflow or 0)
     shared = _reference(w)
     for ip_id in short:
         data[ip_id].reference = shared

@@ -13,7 +13,7 @@ from lib.core.clock import FrozenClock
 from lib.core.redis_client import state_redis
 from lib.core.settings import use_settings
 from lib.market.processing import CrawlResult, ResultProcessor
-from lib.market.reach import AgeReference, CrawlReach, inflow_estimate, outflow_estimate, visible_inflow
+from lib.market.reach import AgeReference, CrawlReach, inflow_estimate, outflow_estimate
 from lib.market.values import Estimate, Measure, WindowMeasures
 from lib.market.windows import window_measures
 from lib.scheduling.catalogue import Catalogue
@@ -81,22 +81,6 @@ def test_the_reference_share_is_raised_to_a_prediction_for_one_more_ip():
     between = max(0.0, spread - 6 * sampling / sum(sizes))
     assert share == pytest.approx(pooled)
     assert variance == pytest.approx((sampling / sum(sizes) + between) * (2.5706 / Z) ** 2, rel=1e-3)
-
-
-def test_an_hours_inflow_is_raised_by_the_share_of_it_the_on_sale_pages_showed():
-    """A crawl at 10:00 whose on-sale pages reached back to 09:15 after one at 09:00 (whose newest listing was
-    08:59): 09:00 shown for 45 of its 60 minutes, 08:00 for all but its last minute. A crawl at 12:00 reaching back
-    to 11:48 after the one at 10:00: 11:00 shown for 12 minutes; 10:00 not at all, so it keeps its count, as an
-    hour shown for less than ten minutes would."""
-    crawls = [CrawlReach(9 * HOUR, None, None, None, 9 * HOUR - 60.0),
-              CrawlReach(10 * HOUR, 9 * HOUR, 9.25 * HOUR, None, 10 * HOUR),
-              CrawlReach(12 * HOUR, 10 * HOUR, 11.8 * HOUR, None, 12 * HOUR - 60.0)]
-    got = visible_inflow({8: 30.0, 9: 45.0, 10: 12.0, 11: 7.0}, crawls)
-    assert got[8] == pytest.approx(30.0 * HOUR / (HOUR - 60.0))
-    assert got[9] == pytest.approx(45.0 * 60 / 45)
-    assert got[10] == 12.0 and got[11] == pytest.approx(7.0 * 60 / 12)
-    assert visible_inflow({8: 30.0}, crawls[:1]) == {8: 30.0}
-    assert visible_inflow({11: 7.0}, [crawls[1], replace(crawls[2], on_sale=11.9 * HOUR)]) == {11: 7.0}
 
 
 def test_no_outflow_estimate_where_the_sold_pages_reach_back_over_a_listings_life():
