@@ -20,7 +20,8 @@ from lib.core.redis_client import state_redis
 from lib.core.settings import load_settings, use_settings
 from lib.market.schema import create_tables
 from lib.messaging.broker import build_broker
-from lib.messaging.queues import COLLECT, PIPELINE, POOL
+from lib.messaging.queue_stats import queue_counts
+from lib.messaging.queues import ALL_QUEUES, COLLECT, PIPELINE, POOL
 from lib.scheduling.catalogue import Catalogue
 from lib.scheduling.schedule import ScheduleStore
 from models import AppliedResult, ItemSnapshot
@@ -147,8 +148,15 @@ def test_worker_killed_repeatedly_mid_fill(env, database_url, process_types):
         consumer.close()
     assert killer.kills_mid_work >= 2, "the killer never caught the worker holding a message"
     assert len(set(handed)) == total  # every row once: nothing handed out twice, nothing lost
-    wait_for(lambda: _used(Title, USED) == total and not busy(broker), timeout=60, interval=0.5,
-             what="every handed-out row marked used")
+    # as long as the results' wait above: a mark_used that met a busy lock or a slow database is retried after
+    # a backoff, and the killed worker's messages come back after the broker's heartbeat timeout
+    try:
+        wait_for(lambda: _used(Title, USED) == total and not busy(broker), timeout=150, interval=0.5,
+                 what="every handed-out row marked used")
+    except AssertionError as timed_out:  # say where it stood: rows left unmarked, or messages still waiting
+        counts = {queue: queue_counts(broker, queue) for queue in ALL_QUEUES}
+        raise AssertionError(f"{timed_out}: {_used(Title, USED)} of {total} used; messages by queue: "
+                             f"{ {q: c for q, c in counts.items() if any(c.values())} }") from None
     assert worker.proc.poll() is None
     assert dead_letters(broker) == 0
 
