@@ -78,7 +78,10 @@ def options(argv: list[str]) -> Options:
         try:
             if name == "--seeds":
                 low, _, high = value.partition("-")
-                o = Options(tuple(range(int(low), int(high or low) + 1)), o.references, o.days, o.sizes)
+                seeds = tuple(range(int(low), int(high or low) + 1))
+                if not seeds:
+                    raise SystemExit(USAGE)
+                o = Options(seeds, o.references, o.days, o.sizes)
             elif name == "--references" and 1 <= int(value) <= len(REFERENCE_SIZES):
                 o = Options(o.seeds, int(value), o.days, o.sizes)
             elif name == "--days" and int(value) > 0:

@@ -17,7 +17,8 @@ def test_options_name_the_seeds_the_references_the_days_and_the_sizes():
     assert options(["--seeds", "3-5", "--references", "2", "--days", "1", "--sizes", "40,600"]) == Options(
         (3, 4, 5), 2, 1, (40.0, 600.0))
     assert options(["--seeds", "7"]).seeds == (7,)
-    for wrong in (["--references", "11"], ["--days", "0"], ["--seeds", "x"], ["--sizes"], ["--what", "1"]):
+    for wrong in (["--references", "11"], ["--days", "0"], ["--seeds", "x"], ["--seeds", "5-3"], ["--sizes"],
+                  ["--what", "1"]):
         with pytest.raises(SystemExit):
             options(wrong)
 
