@@ -73,8 +73,9 @@ def test_the_demo_on_rabbitmq_redis_and_mariadb_survives_a_worker_kill(tmp_path,
     served = tmp_path / "served.jsonl"
     env = {**os.environ, "PYTHONPATH": os.getcwd(), "BROKER_URL": RABBITMQ_URL, "REDIS_URL": state,
            "DATABASE_URL": MYSQL_URL}
-    # no history: the worker is killed while the process types apply the live crawls
-    demo = subprocess.Popen([sys.executable, "-m", "lib.cli", "demo", "--minutes", "1.25", "--ips", "3",
+    # no history: the worker is killed while the process types apply the live crawls; two minutes, so that the
+    # largest IP (whose pages cost the simulator most to build) has a second crawl applied on a loaded machine
+    demo = subprocess.Popen([sys.executable, "-m", "lib.cli", "demo", "--minutes", "2", "--ips", "3",
                              "--history", "0", "--port", "0", "--record", str(served)], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     conn = pymysql.connect(host="127.0.0.1", port=3306, user="root", database=MYSQL_URL.rsplit("/", 1)[1],
