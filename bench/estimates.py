@@ -18,7 +18,7 @@ import statistics
 import sys
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from lib.market.reach import AgeReference, outflow_estimate
 from lib.standins.simulator.model import DAY, MarketModel
@@ -81,13 +81,13 @@ def options(argv: list[str]) -> Options:
                 seeds = tuple(range(int(low), int(high or low) + 1))
                 if not seeds:
                     raise SystemExit(USAGE)
-                o = Options(seeds, o.references, o.days, o.sizes)
+                o = replace(o, seeds=seeds)
             elif name == "--references" and 1 <= int(value) <= len(REFERENCE_SIZES):
-                o = Options(o.seeds, int(value), o.days, o.sizes)
+                o = replace(o, references=int(value))
             elif name == "--days" and int(value) > 0:
-                o = Options(o.seeds, o.references, int(value), o.sizes)
+                o = replace(o, days=int(value))
             elif name == "--sizes":
-                o = Options(o.seeds, o.references, o.days, tuple(float(s) for s in value.split(",")))
+                o = replace(o, sizes=tuple(float(s) for s in value.split(",")))
             else:
                 raise SystemExit(USAGE)
         except ValueError:

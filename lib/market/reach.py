@@ -20,6 +20,7 @@ measured count stands and no estimate is made.
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 import statistics
 from collections.abc import Mapping, Sequence
@@ -94,8 +95,13 @@ class AgeReference:
         (a prediction interval): (t/z)², t the Student quantile of as many degrees of freedom as reference IPs
         less one (at least one): with few reference IPs their spread is itself uncertain (×42 with one or two,
         ×1.7 with six, ×1.1 with thirty)."""
-        level = intervals.LEVEL
-        return (intervals.t_of(level, max(1, len(self.groups) - 1)) / intervals.z_of(level)) ** 2
+        return _prediction_factor(len(self.groups))
+
+
+@functools.lru_cache(maxsize=64)  # share() asks it once per hour of a listing's life, for every estimate
+def _prediction_factor(references: int) -> float:
+    level = intervals.LEVEL
+    return (intervals.t_of(level, max(1, references - 1)) / intervals.z_of(level)) ** 2
 
 
 #: A reference IP gives a price shift with at least this many priced sales on each side of the visible age.
