@@ -264,9 +264,15 @@ def stub_broker(env):
     use_settings(None)
 
 
-#: Test files whose every test starts real process types, the demo or a benchmark run (the chaos suite is
-#: slow as a whole); single slow tests elsewhere carry ``@pytest.mark.slow``.
-SLOW_FILES = {"test_demo.py", "test_bench_load.py", "test_crawl_process.py", "test_process_types.py"}
+#: Test files whose every test starts real process types, the demo, a benchmark run, a simulated week, the
+#: OpenAPI fuzzer or CLI processes that wait out unreachable services (the chaos suite is slow as a whole);
+#: single slow tests elsewhere carry ``@pytest.mark.slow``. Besides these, every test that drives Chromium (it
+#: uses the ``chromium`` fixture) and the MariaDB variant of every test that runs on both databases (the
+#: ``mysql`` mark of ``database_url``'s parameters) is slow: the fast tier runs on SQLite, without a browser,
+#: and keeps the tests of MariaDB's own behaviour (docs/getting-started.md, "While working").
+SLOW_FILES = {"test_demo.py", "test_bench_load.py", "test_crawl_process.py", "test_process_types.py",
+              "test_bench_process_result.py", "test_bench_soak.py", "test_bench_replicate.py",
+              "test_relists_truth.py", "test_openapi_fuzz.py", "test_unreachable.py", "test_relevance_process.py"}
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
@@ -284,8 +290,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
         elif path.name in SLOW_FILES:
             item.add_marker(pytest.mark.slow)
-        callspec = getattr(item, "callspec", None)
-        if item.get_closest_marker("slow_on_mysql") and callspec and callspec.params.get("database_url") == "mysql":
+        if "chromium" in getattr(item, "fixturenames", ()) or item.get_closest_marker("mysql"):
             item.add_marker(pytest.mark.slow)
         if item.get_closest_marker("slow_on_cluster") and path.parent.name == "cluster":
             item.add_marker(pytest.mark.slow)

@@ -107,7 +107,6 @@ def test_token_refresh_on_401(collector, api):
     assert api.stats["tokens"] >= 2 and api.stats["unauthorized"] >= 1
 
 
-@pytest.mark.slow_on_mysql  # the back-off is the client's, the same on either database
 def test_throttled_requests_back_off(collector, api):
     api.rate_limit = 3  # per second
     api.add_task("t", rows=1000)
@@ -180,7 +179,6 @@ def test_actor_chain_on_a_real_worker(db, api, env, broker, app_actors, start_wo
     assert sink_ids(task) == set(range(650))
 
 
-@pytest.mark.slow_on_mysql  # a CLI over the same collector: its MariaDB writes are tested above in the fast tier
 def test_collect_cli(api, env, database_url):
     env = {**env, "DATABASE_URL": database_url, "COLLECT_API_URL": api.url}
     assert run_cli(env, "db", "init").returncode == 0

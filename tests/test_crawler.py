@@ -58,8 +58,7 @@ def want_price(truth: dict) -> tuple[int | None, str | None]:
 RENAMED_API = r"/v9/renamed:search"
 
 
-# the DOM path's 5+5 pages are slow: the fast tier reads its full and last pages (test_the_dom_alone_reads_…)
-@pytest.mark.parametrize("path", ["api", pytest.param("dom", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("path", ["api", "dom"])
 def test_a_crawl_reads_every_item_of_every_page_exactly(crawl_env, sim, path):
     settings = load_settings({**crawl_env, **({"MERCARI_API_PATTERN": RENAMED_API} if path == "dom" else {})})
 

@@ -72,7 +72,6 @@ def test_api_anomalies_name_fields_missing_of_a_new_type_and_unknown_statuses():
     assert not api_anomalies({"meta": {"numFound": "1", "nextPageToken": ""}, "items": [good]})
 
 
-@pytest.mark.slow  # three crawls; the fast tier keeps the API path's drift alert (cells losing their price)
 def test_taking_the_api_path_away_raises_the_drift_alert(crawl_env, sim, settings):
     dom_only = load_settings({**crawl_env, "MERCARI_API_PATTERN": r"/v9/renamed:search"})
     log = DriftLog(state_redis(settings))
@@ -97,7 +96,6 @@ def test_taking_the_api_path_away_raises_the_drift_alert(crawl_env, sim, setting
     assert log.record(healthy["drift"]) == []
 
 
-@pytest.mark.slow  # four crawls; the fast tier keeps test_crawler's short-page test (the page read, the anomaly)
 def test_pages_short_of_120_count_nothing_and_pages_cut_short_raise_the_drift_alert(crawl_env, sim, settings):
     """On the DOM path: pages a few listings short of 120 with a next page (the site drops the listings it
     filters) are whole, no signal; pages that stop rendering after 40 listings are each a ``short_page``, and
@@ -118,7 +116,7 @@ def test_pages_short_of_120_count_nothing_and_pages_cut_short_raise_the_drift_al
     assert status_section(state_redis(settings))["anomalies"]["short_page"] == 2 * drift.CRAWLS
 
 
-@pytest.mark.parametrize("path", ["api", pytest.param("dom", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("path", ["api", "dom"])
 def test_cells_losing_their_price_raise_the_drift_alert(crawl_env, sim, settings, path):
     """On the API path the cross-check's sample sees it; on the DOM path every cell does (prices are then
     read off the image label)."""

@@ -108,17 +108,15 @@ def truth_ids(sim, pages: dict[str, int]) -> set[str]:
 
 
 @pytest.mark.parametrize("how, times, steps, errors", [
-    # another tab in front: cured by the first step (the fast tier keeps the bounds and the frame probe below)
-    pytest.param("hidden", 1, {"bring_to_front": 1, "new_tab": 0, "browser_restart": 0}, {}, marks=pytest.mark.slow),
-    pytest.param("paused_clock", 1, {"bring_to_front": 1, "new_tab": 1, "browser_restart": 0}, {},
-                 marks=pytest.mark.slow),
+    # another tab in front: cured by the first step
+    pytest.param("hidden", 1, {"bring_to_front": 1, "new_tab": 0, "browser_restart": 0}, {}),
+    pytest.param("paused_clock", 1, {"bring_to_front": 1, "new_tab": 1, "browser_restart": 0}, {}),
     # the next crawl's first navigation never ends in the frozen tab: a page timeout, then recovered
-    pytest.param("between_crawls", 0, {"bring_to_front": 1, "new_tab": 1, "browser_restart": 0}, {},
-                 marks=pytest.mark.slow),
+    pytest.param("between_crawls", 0, {"bring_to_front": 1, "new_tab": 1, "browser_restart": 0}, {}),
     # frozen again after the front, the new tab and the restart: the ladder is spent, the page a timeout; the next
     # crawl, in the restarted browser, reads every page (the restart's own cure, without a fourth freeze)
     pytest.param("paused_clock", 3, {"bring_to_front": 1, "new_tab": 1, "browser_restart": 1},
-                 {"sold:2": "timeout"}, marks=pytest.mark.slow),
+                 {"sold:2": "timeout"}),
 ])
 def test_a_tab_that_stops_rendering_mid_read_is_recovered(crawl_env, sim, monkeypatch, how, times, steps, errors):
     """Sold page 2's tab stops rendering while its list is read: the stall is told within seconds and the page

@@ -109,7 +109,6 @@ def test_same_state_within_the_window_is_not_sent_changed_state_is(wired, receiv
     wait_for(lambda: receiver.count("/ok") == 2, what="the changed state delivered")
 
 
-@pytest.mark.slow_on_mysql
 def test_redis_down_still_delivers(db, env, receiver):
     settings = load_settings({**env, "NOTIFY_WEBHOOK_URLS": f"{receiver.url}/ok"})
     ip = Catalogue(ScheduleStore(state_redis(settings)), settings).add("ダンジョン飯")

@@ -90,7 +90,6 @@ def test_lost_pool_is_recovered(db, settings):
     assert result.recovered == 20 and result.pushed == 20
 
 
-@pytest.mark.slow_on_mysql  # MariaDB's lock conflicts: test_a_deadlock_victim_runs_again in the fast tier
 @pytest.mark.slow_on_cluster  # the cluster's pop script runs in its other pool tests in the fast tier
 def test_eight_consumers_with_concurrent_fills_hand_out_every_row_once(db, env):
     settings = load_settings({**env, "POOL_SIZE": "2000", "POOL_THRESHOLD": "400"})
@@ -135,7 +134,6 @@ def test_eight_consumers_with_concurrent_fills_hand_out_every_row_once(db, env):
     assert Title.select().where(Title.status == USED).count() == total
 
 
-@pytest.mark.slow_on_mysql
 def test_redis_stopped_mid_run_falls_back_without_duplicates(db, env, tmp_path):
     server = EmbeddedRedis(Path(tempfile.mkdtemp(dir="/tmp")))  # short path: unix socket length limit
     server.ensure_running()

@@ -47,7 +47,6 @@ def expected_order(scripts, by: str, hours: int) -> list[int]:
     return sorted(ranked, key=lambda ip: (sign * value(ip), -values[ip]["outflow"], ip))
 
 
-@pytest.mark.slow_on_mysql  # the fast tier runs ip show on MariaDB and this on SQLite
 @pytest.mark.parametrize("hours", [24, 6])
 def test_leaderboard_order_equals_the_definitions(env, market, hours):
     seen_any = 0
@@ -78,7 +77,6 @@ def test_leaderboard_order_equals_the_definitions(env, market, hours):
     assert [int(r["ip_id"]) for r in parsed] == expected_order(market, "outflow", hours)
 
 
-@pytest.mark.slow_on_mysql
 def test_ip_show_equals_the_definitions(env, market):
     ip_id, script = next(iter(market.items()))
     out = run_cli(env, "ip", "show", str(ip_id), "--hours", "24", "--format", "json")
@@ -96,7 +94,6 @@ def test_ip_show_equals_the_definitions(env, market):
     assert table.returncode == 0 and "sell-through" in table.stdout and "HOUR" in table.stdout
 
 
-@pytest.mark.slow_on_mysql
 def test_the_leaderboard_is_served_from_its_cache(env, settings, market):
     r = state_redis(settings)
     side = ReadSide(settings, r)
@@ -105,7 +102,6 @@ def test_the_leaderboard_is_served_from_its_cache(env, settings, market):
     assert side.leaderboard("heat", 24) == first
 
 
-@pytest.mark.slow_on_mysql  # the segments' numbers are checked on MariaDB in tests/market/test_segments.py
 def test_ip_show_by_segment_and_segments_reapply(env, settings, db, tmp_path):
     """``ip show --by`` shows each goods type's measures as the definitions give them over its listings, in JSON,
     CSV and a table; ``segments reapply`` after a taxonomy change derives them again (and the cached answer goes)."""

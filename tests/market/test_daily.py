@@ -10,8 +10,6 @@ from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 
-import pytest
-
 from lib.core.clock import FrozenClock, naive_utc
 from lib.core.db import database, is_mysql
 from lib.market.daily import roll_up_pending
@@ -132,7 +130,6 @@ def test_a_late_result_updates_a_past_day(db, settings):
     assert served_days(settings, ip_id, now, 30) == full
 
 
-@pytest.mark.slow_on_mysql  # 300 days of crawls; the other daily tests run on MariaDB in the fast tier
 def test_the_per_day_series_reaches_beyond_the_hourly_horizon(db, settings):
     """300 days of an IP's market, its old hourly rows and listings pruned: the per-day series of all 300 days,
     today's partial day included, is the definition by day."""

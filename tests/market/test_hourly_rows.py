@@ -56,9 +56,7 @@ def deliver(settings, script, order: str, seed: int) -> int:
 
 
 @pytest.mark.parametrize("api", [True, False], ids=["api", "dom"])
-# seeds 2 and 3 on MariaDB in the full suite only: the SQLite runs check the same definitions on every seed
-@pytest.mark.parametrize("seed", [1, pytest.param(2, marks=pytest.mark.slow_on_mysql),
-                                  pytest.param(3, marks=pytest.mark.slow_on_mysql)])
+@pytest.mark.parametrize("seed", [1, 2, 3])
 def test_hourly_rows_equal_the_definition_in_any_order(db, settings, seed, api):
     script = make_script(seed, api=api)
     expected = {h: {k: (f(v) if isinstance(v, (int, float)) and v is not None and k != "inflow"

@@ -39,7 +39,6 @@ def wait_for(condition, timeout: float = 30.0) -> None:
         time.sleep(0.05)
 
 
-@pytest.mark.slow_on_mysql  # the refresh actor's path is the same on either database
 def test_a_result_keeps_the_leaderboard_until_the_refresh_actor_recomputes_it(db, settings, stub_broker,
                                                                                start_worker):
     import actors

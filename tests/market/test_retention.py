@@ -109,7 +109,6 @@ def count(model, ip_id: int) -> int:
     return model.select().where(model.ip_id == ip_id).count()
 
 
-@pytest.mark.slow_on_mysql  # tests/market/test_daily.py's per-day series test prunes on MariaDB in the fast tier
 def test_pruning_keeps_every_window_it_promises(db, small):
     recent = make_script(5, n_crawls=30)
     end = max(at for at, _ in recent.crawls)
@@ -182,7 +181,6 @@ def test_pruning_keeps_every_window_it_promises(db, small):
     assert_definition(merged(history, extra), ip_id, end + H + 600)
 
 
-@pytest.mark.slow_on_mysql  # tests/market/test_daily.py runs the rollup on MariaDB in the fast tier
 def test_daily_rollup_equals_the_definition_by_day(db, small):
     old = merged(shifted(make_script(2, n_crawls=40), -20 * DAY), shifted(make_script(3, n_crawls=40), -16 * DAY))
     ip_id = add_ip(small)

@@ -8,8 +8,6 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 
-import pytest
-
 from lib.core.clock import FrozenClock
 from lib.core.redis_client import state_redis
 from lib.market.processing import CrawlResult, ResultProcessor
@@ -171,7 +169,6 @@ def test_character_segments_follow_the_ip_character_list(db, settings):
     check_segments(script, ip_id, CHARACTER, characters, 12, now)
 
 
-@pytest.mark.slow_on_mysql  # the per-IP segment tests run on MariaDB in the fast tier
 def test_the_board_across_ips_pools_every_ips_listings_of_a_type(db, settings, env):
     """docs/concepts/measures.md "Segments": what sells across franchises. Two IPs' scripted markets: each goods
     type's flows are the IPs' flows of that type added up; its sold prices and its cohort are the pooled

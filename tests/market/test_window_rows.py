@@ -95,7 +95,6 @@ def assert_rows_equal_the_definition(market: Market, all_windows, now: float) ->
             assert not wrong, (ip_id, hours, wrong)
 
 
-@pytest.mark.slow_on_mysql  # the refresh test runs on MariaDB in the fast tier
 def test_rows_equal_the_definition_after_any_sequence_of_results(db, settings):
     clock = FrozenClock(T0)
     market = Market(settings, clock)
@@ -130,7 +129,6 @@ def test_rows_equal_the_definition_after_any_sequence_of_results(db, settings):
         assert_rows_equal_the_definition(market, all_windows, clock.now())
 
 
-@pytest.mark.slow_on_mysql  # twelve hour rolls; the other row tests run on MariaDB in the fast tier
 def test_the_hour_roll_recomputes_exactly_the_rows_whose_facts_leave_a_range(db, settings):
     clock = FrozenClock(T0)
     market = Market(settings, clock)

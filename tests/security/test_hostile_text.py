@@ -67,7 +67,6 @@ def cli_settings(db, database_url, env):
     use_settings(None)
 
 
-@pytest.mark.slow_on_mysql  # MariaDB's utf8mb4 round trip is in tests/test_ip_catalogue.py's fast tier
 def test_hostile_keywords_round_trip_through_cli_catalogue_read_side_and_results(cli_settings, env, database_url):
     from lib.core.redis_client import state_redis
     from lib.market.processing import CrawlResult, ResultProcessor

@@ -56,7 +56,6 @@ def summary(report: str) -> tuple[int, int, list[str], set[str]]:
     return int(selected[1]), int(tested[1]), titles, set(re.findall(r"^\s+- (\w+ /\S+)$", warnings, re.MULTILINE))
 
 
-@pytest.mark.slow_on_mysql  # the MariaDB run doubles the time; the fast tier fuzzes over SQLite
 @pytest.mark.usefixtures("dead")
 def test_the_api_keeps_to_its_openapi_document(dashboard, tmp_path):
     operator = dashboard.token is not None
