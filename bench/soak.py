@@ -242,7 +242,7 @@ def _start_crawler(pages: int, base_url: str) -> None:
 
     _crawler["sim"] = MarketSimulator()
     _crawler["settings"] = load_settings({"SCHEDULER_PAGES_ON_SALE": str(pages), "SCHEDULER_PAGES_SOLD": str(pages),
-                                          "MERCARI_BASE_URL": base_url})
+                                          "MERCARI_BASE_URL": base_url, "CRAWL_RATE_LIMIT": "0"})
 
 
 def _crawl(job: tuple[int, str, str, float]) -> dict:

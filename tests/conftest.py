@@ -75,6 +75,7 @@ FAST = {
     "BROKER_HEARTBEAT_TIMEOUT": "3s",
     "BROKER_MAINTENANCE_CHANCE": "500000",
     "LOG_LEVEL": "INFO",
+    "CRAWL_RATE_LIMIT": "0",  # the simulator on loopback; the budget's own tests set it
 }
 
 

@@ -1,4 +1,4 @@
-"""The fleet-wide crawl rate limit on real Redis: one window per proxy shared by every process, and a page load
+"""The fleet-wide crawl rate limit on real Redis: one window per address shared by every process, and a page load
 that finds it full waits, visibly (status, metrics' gauge), without loading. The two-crawler run against the
 simulator is in tests/test_crawl_rate_limit_fleet.py."""
 
@@ -78,10 +78,10 @@ def test_a_full_window_makes_page_loads_wait_and_say_so(settings, env, db, broke
         assert not task.done()  # no turn within the minute: it does not load
         status = gather(settings, broker, r)
         assert len(status["crawl_rate_waiting"]) == 1
-        assert "crawl rate limit: 2 pages/min per proxy; 1 page load(s) waiting for a turn" in render(
+        assert "crawl rate limit: 2 pages/min per address; 1 page load(s) waiting for a turn" in render(
             {**status, "crawl_rate_limit": 2})
         shown = run_cli(settings_env, "status")
-        assert "crawl rate limit: 2 pages/min per proxy; 1 page load(s) waiting" in shown.stdout, shown.stderr
+        assert "crawl rate limit: 2 pages/min per address; 1 page load(s) waiting" in shown.stdout, shown.stderr
     finally:
         loop.call_soon_threadsafe(task.cancel)
         runner.join(timeout=10)

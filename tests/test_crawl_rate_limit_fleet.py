@@ -116,5 +116,5 @@ def test_two_crawler_pools_stay_under_the_fleet_wide_limit(env, settings, broker
     # both crawler process types waited for turns, sharing the one window: seen in the samples of who waits, or,
     # where one's waits all fell between samples (a busy machine), in its own counter of time waited
     assert len(waiters) == 2 or min(waited) > 0, (waiters, waited)
-    assert status_line.startswith(f"crawl rate limit: {LIMIT} pages/min per proxy; ") and "waiting" in status_line
+    assert status_line.startswith(f"crawl rate limit: {LIMIT} pages/min per address; ") and "waiting" in status_line
     assert gauge >= 1 and sum(waited) > 30  # the metrics: page loads waiting, and the time they waited

@@ -10,8 +10,10 @@ from collections import Counter
 
 import pytest
 
+from lib.core.redis_client import state_redis
 from lib.core.settings import load_settings
 from lib.crawling import page_fetch
+from lib.crawling.budget import RequestBudget
 from lib.crawling.crawl import Crawler, CrawlFailed
 from lib.crawling.driver import Browser
 from lib.crawling.page_fetch import ErrorKind, PageError, fetch_page, search_url
@@ -262,7 +264,7 @@ def test_the_simulator_flatters_no_crawler(sim, chromium):
 
 
 @pytest.mark.parametrize("mode, kind", [
-    ("403", ErrorKind.BLOCKED), ("429", ErrorKind.BLOCKED), ("challenge", ErrorKind.BLOCKED),
+    ("403", ErrorKind.BLOCKED), ("429", ErrorKind.THROTTLED), ("challenge", ErrorKind.BLOCKED),
     ("captcha", ErrorKind.BLOCKED), ("soft_block", ErrorKind.BLOCKED), ("slow", ErrorKind.TIMEOUT),
 ])
 def test_each_block_kind_is_detected(sim, chromium, mode, kind):
@@ -290,10 +292,12 @@ def test_each_block_kind_is_detected(sim, chromium, mode, kind):
     run(go())
 
 
-def crawl_after_a_429(crawl_env, sim, retry_after: int, task_id: str):
-    """A 3+1-page crawl whose first page answers 429 with ``Retry-After``; (the crawl's result or its
-    ``CrawlFailed``, the simulator's page log of the crawl)."""
-    settings = load_settings({**crawl_env, "SCHEDULER_PAGES_ON_SALE": "3", "SCHEDULER_PAGES_SOLD": "1"})
+def crawl_after_a_429(crawl_env, sim, retry_after: int, task_id: str, budget: int = 0):
+    """A 3+1-page crawl whose first page answers 429 with ``Retry-After``, under a request budget of ``budget``
+    page loads a minute (0: none); (the crawl's result or its ``CrawlFailed``, the simulator's page log of the
+    crawl)."""
+    settings = load_settings({**crawl_env, "SCHEDULER_PAGES_ON_SALE": "3", "SCHEDULER_PAGES_SOLD": "1",
+                              "CRAWL_RATE_LIMIT": str(budget)})
 
     async def go():
         crawler = Crawler.from_settings(settings)
@@ -311,17 +315,20 @@ def crawl_after_a_429(crawl_env, sim, retry_after: int, task_id: str):
     return outcome, sim.page_log[before:]
 
 
-def test_retry_after_is_honoured(crawl_env, sim):
-    result, log = crawl_after_a_429(crawl_env, sim, 3, "t-429")
+def test_retry_after_is_honoured_and_the_429_cuts_the_address_budget(crawl_env, sim):
+    result, log = crawl_after_a_429(crawl_env, sim, 3, "t-429", budget=10)
     assert isinstance(result, dict), result
-    assert result["errors"] == {"on_sale:1": "blocked"} and result["pages_crawled"] == 3
+    assert result["errors"] == {"on_sale:1": "throttled"} and result["pages_crawled"] == 3
     assert log[0][1] == "429" and log[1][0] - log[0][0] >= 3.0  # the next request waited as asked
+    # the whole fleet's budget for this address (no proxy) is halved (lib/crawling/budget.py)
+    settings = load_settings(crawl_env)
+    assert RequestBudget(10, lambda: state_redis(settings)).now("direct").limit == 5
 
 
 def test_a_retry_after_too_long_ends_the_crawl(crawl_env, sim):
     failed, log = crawl_after_a_429(crawl_env, sim, 3600, "t-429-long")
     assert isinstance(failed, CrawlFailed), failed
-    assert failed.errors == {"on_sale:1": "blocked"} and len(log) == 1
+    assert failed.errors == {"on_sale:1": "throttled"} and len(log) == 1
 
 
 def test_no_results_modal_and_malformed_cells(sim, chromium):

@@ -130,6 +130,20 @@ def crawl_rate_waiting(waiter: str) -> str:
 CRAWL_RATE_WAITING_PATTERN = crawl_rate_waiting("*")
 
 
+# each address's request budget (lib/crawling/budget.py)
+def crawl_budget(address: str) -> str:
+    """An address's budget after a 429 cut it, and when (gone once it has climbed back)."""
+    return f"{PREFIX}:crawl-budget:{{{address}}}"
+
+
+CRAWL_BUDGET_PATTERN = crawl_budget("*")
+
+
+def crawl_loads(address: str, minute: int) -> str:
+    """The page loads an address began in one minute (``int(time // 60)``), for status and metrics."""
+    return f"{PREFIX}:crawl-loads:{{{address}}}@{minute}"
+
+
 # alert notifications (the three layers of dedup of docs/operating/alerts.md)
 def notify_state(ip_id: int, rule: str) -> str:
     """Hash of the last state notified for an IP and rule; expires after NOTIFY_DEDUP_WINDOW."""

@@ -106,6 +106,13 @@ def proxy_list(raw: str) -> tuple[str, ...]:
     return proxies
 
 
+def address_name(raw: str) -> str:
+    """A name for an address in Redis keys and metrics labels: letters, digits, '.', '_' and '-', at most 64."""
+    if not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", raw):
+        raise ValueError(f"{raw!r} is not a name of letters, digits, '.', '_' and '-' (at most 64)")
+    return raw
+
+
 WEBHOOK_SCHEMES = ("http", "https", "slack+https", "slack+http", "dingtalk+https", "dingtalk+http")
 
 

@@ -166,10 +166,16 @@ class Settings:
             "Crawls before the browser is restarted (draining).")
     crawl_block_resources: bool = setting("true", parsers.boolean,
             "Drop images, fonts, media and analytics requests.")
-    crawl_rate_limit: int = setting("0", parsers.non_negative_int,
-            "Page loads per minute to the site, fleet-wide: however many crawler processes and machines run, at "
-            "most this many begin in any minute (per proxy where PROXY_URLS are set), shared through Redis. "
-            "0: no limit.")
+    crawl_rate_limit: int = setting("48", parsers.non_negative_int,
+            "The request budget: page loads per minute to the site per address (each proxy of PROXY_URLS, or "
+            "the crawlers' own address), fleet-wide: however many crawler processes and machines run, at most "
+            "this many begin in any minute, shared through Redis. A 429 halves an address's budget, which then "
+            "climbs back by one a minute (docs/concepts/crawling.md). 48: about 60 a minute from one address "
+            "ran clean and about 76 drew a 429 in a public probe. 0: no limit and no cut (a local simulator).")
+    crawl_direct_address: str = setting("direct", parsers.address_name,
+            "The name of the address this machine's crawlers load pages from without a proxy: crawlers that give "
+            "the same name share one request budget. The default, one name for all, suits machines behind one "
+            "address (NAT); give each machine with an address of its own its own name.")
     seller_hash_secret: str | None = setting(None, parsers.secret_token,
             "Key of the keyed hash the crawler keeps of each listing's seller id, to recognise a seller's relists "
             "(docs/concepts/crawling.md): the raw id is never stored. The same on every crawler; changing it "

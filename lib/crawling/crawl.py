@@ -167,6 +167,8 @@ class Crawler:
                     await tabs.drop()  # the next page starts on a fresh tab
                     errors[f"{label}:{number}"] = e.kind.value
                     logger.warning("IP %s task %s: %s page %d failed (%s)", ip_id, task_id, label, number, e)
+                    if e.kind is ErrorKind.THROTTLED:
+                        await self._throttled()
                     stop = await self._after_page(e.kind, e.retry_after)
                     continue
                 except NoTurn as e:  # the next page would wait as long: the crawl ends with what it read
@@ -244,6 +246,14 @@ class Crawler:
                 await self.manager.restart("a tab stopped rendering", self.manager.proxy)
                 return True
         return False
+
+    async def _throttled(self) -> None:
+        """A 429 through the current address: its budget is cut for the whole fleet. A state store out of reach
+        leaves it as it was (the page's own back-off still applies)."""
+        try:
+            await asyncio.to_thread(self.rate_limit.throttled, self.rotator.current)
+        except redis.RedisError as e:
+            logger.warning("could not cut the request budget after a 429: %s", e)
 
     def _count_recovery(self, step: str) -> None:
         if self.on_recovery is None:

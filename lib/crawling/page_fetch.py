@@ -65,6 +65,8 @@ CROSS_CHECK_WAIT = 3.0
 class ErrorKind(str, enum.Enum):
     TIMEOUT = "timeout"
     BLOCKED = "blocked"
+    #: HTTP 429: the site's limit of requests per address (the address's budget is cut, lib/crawling/budget.py)
+    THROTTLED = "throttled"
     NETWORK = "network"
     PARSE = "parse"
     UNKNOWN = "unknown"
@@ -74,7 +76,7 @@ class ErrorKind(str, enum.Enum):
 
     @property
     def counts_toward_proxy_switch(self) -> bool:
-        return self in (ErrorKind.TIMEOUT, ErrorKind.BLOCKED, ErrorKind.NETWORK)
+        return self in (ErrorKind.TIMEOUT, ErrorKind.BLOCKED, ErrorKind.THROTTLED, ErrorKind.NETWORK)
 
 
 class PageError(Exception):
@@ -342,7 +344,8 @@ async def _fetch_page(tab: Tab, url: str, base_url: str, timeout: float, first_p
         raise _classify(e) from None
     blocked = _detect_block(nav.status, nav.title, nav.text)
     if blocked:
-        raise PageError(ErrorKind.BLOCKED, blocked, retry_after_seconds(nav.headers.get("retry-after")))
+        raise PageError(ErrorKind.THROTTLED if nav.status == 429 else ErrorKind.BLOCKED, blocked,
+                        retry_after_seconds(nav.headers.get("retry-after")))
     # a person scrolls a little while the page loads (first page only); the API's answer does not
     # wait for the scrolling to end: once the page is read from it, the scrolling stops there (between two steps,
     # before the tab moves on); the DOM is read only after the scrolling ended, back at the top
@@ -427,7 +430,7 @@ def page_from_api(api: ApiResponse, base_url: str, search_status: str,
                   seller_key: bytes | None = None) -> PageResult | None:
     """The page from the API's answer; None when the answer cannot be read (the DOM is then read)."""
     if api.status in (403, 429):
-        raise PageError(ErrorKind.BLOCKED, f"API HTTP {api.status}",
+        raise PageError(ErrorKind.THROTTLED if api.status == 429 else ErrorKind.BLOCKED, f"API HTTP {api.status}",
                         retry_after_seconds(api.headers.get("retry-after")))
     payload = api.body
     if api.status >= 400 or not isinstance(payload, dict) or not isinstance(payload.get("items"), list):

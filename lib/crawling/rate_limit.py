@@ -1,5 +1,6 @@
 """The fleet-wide politeness limit: at most CRAWL_RATE_LIMIT page loads begin in any minute, across every
-crawler process and machine, per proxy where proxies are set.
+crawler process and machine, per proxy where proxies are set; less where the site answered 429 through that
+address (``lib.crawling.budget``: the budget is cut, then climbs back).
 
 The count is shared through the application-state Redis by Dramatiq's ``WindowRateLimiter`` (a sliding window
 of one-second buckets). A page load that finds the window full waits, polling for a turn, and says so: a
@@ -29,6 +30,7 @@ from dramatiq.rate_limits.backends import RedisBackend
 from lib.core import keys
 from lib.core.redaction import redact_url
 from lib.core.settings import Settings
+from lib.crawling.budget import RequestBudget
 
 logger = logging.getLogger(__name__)
 
@@ -44,9 +46,10 @@ WAITING_MARKER_GRACE = 10.0
 TURN_WAIT_MAX = 3 * WINDOW_SECONDS
 
 
-def proxy_label(proxy: str | None) -> str:
-    """The name a proxy's window goes by in Redis: ``direct`` without one, else a digest (never credentials)."""
-    return "direct" if not proxy else hashlib.sha256(proxy.encode()).hexdigest()[:16]
+def proxy_label(proxy: str | None, direct: str = "direct") -> str:
+    """The name an address's window and budget go by in Redis: a digest of the proxy (never its credentials), or
+    ``direct`` (``CRAWL_DIRECT_ADDRESS``) without one."""
+    return direct if not proxy else hashlib.sha256(proxy.encode()).hexdigest()[:16]
 
 
 class _TransactionalPipelines:
@@ -99,16 +102,20 @@ class CrawlRateLimit:
       client: the application-state Redis client (a function returning it).
       observe: called with the seconds a page load waited, when it waited (the metrics' counter).
       patience: the longest a page load waits for its turn (``TURN_WAIT_MAX``), then ``NoTurn``.
+      direct: the name of the address page loads without a proxy go out from (``CRAWL_DIRECT_ADDRESS``).
     """
 
     def __init__(self, limit: int, client: Callable[[], redis.Redis], *,
-                 observe: Callable[[float], None] | None = None, patience: float = TURN_WAIT_MAX) -> None:
+                 observe: Callable[[float], None] | None = None, patience: float = TURN_WAIT_MAX,
+                 direct: str = "direct") -> None:
         self.limit = limit
+        self.direct = direct
         self._client = client
         self.observe = observe
         self.patience = patience
         self._limiters: dict[str, WindowRateLimiter] = {}
         self._ids = itertools.count(1)
+        self.budget = RequestBudget(limit, client) if limit else None
         # between two tries: about half the spacing of page loads at the limit, within [0.2 s, 2 s]
         self.poll = min(2.0, max(0.2, 30.0 / limit)) if limit else 0.0
 
@@ -116,10 +123,15 @@ class CrawlRateLimit:
     def from_settings(cls, settings: Settings, *, observe: Callable[[float], None] | None = None) -> CrawlRateLimit:
         from lib.core.redis_client import state_redis
 
-        return cls(settings.crawl_rate_limit, lambda: state_redis(settings), observe=observe)
+        return cls(settings.crawl_rate_limit, lambda: state_redis(settings), observe=observe,
+                   direct=settings.crawl_direct_address)
+
+    def address(self, proxy: str | None) -> str:
+        """The name of the address a page load through ``proxy`` (None: none) goes out from."""
+        return proxy_label(proxy, self.direct)
 
     def _limiter(self, proxy: str | None) -> WindowRateLimiter:
-        label = proxy_label(proxy)
+        label = self.address(proxy)
         if label not in self._limiters:
             backend = RedisBackend(client=_TransactionalPipelines(self._client()))
             self._limiters[label] = _window_limiter(backend, keys.crawl_rate(label), limit=self.limit,
@@ -127,9 +139,24 @@ class CrawlRateLimit:
         return self._limiters[label]
 
     def try_acquire(self, proxy: str | None) -> bool:
-        """Take a turn now if the window has room (a blocking Redis round trip)."""
-        with self._limiter(proxy).acquire(raise_on_failure=False) as acquired:
+        """Take a turn now if the window has room under the address's budget (blocking Redis round trips)."""
+        limiter = self._limiter(proxy)
+        if self.budget is not None:
+            limiter.limit = self.budget.now(self.address(proxy)).limit
+        with limiter.acquire(raise_on_failure=False) as acquired:
+            if acquired:
+                count_load(self._client(), self.address(proxy))
             return bool(acquired)
+
+    def throttled(self, proxy: str | None) -> int | None:
+        """The site answered 429 through ``proxy``: its budget is cut for the fleet (``lib.crawling.budget``).
+        Returns the budget now, or None without a limit (CRAWL_RATE_LIMIT=0: nothing to cut)."""
+        if self.budget is None:
+            return None
+        cut = self.budget.throttled(self.address(proxy))
+        logger.warning("the site answered 429 via %s: its budget is now %d page loads a minute (of %d)",
+                       redact_url(proxy) if proxy else "no proxy", cut, self.limit)
+        return cut
 
     async def wait_for_turn(self, proxy: str | None) -> float:
         """Wait until a page load through ``proxy`` may begin; returns the seconds waited (0: its turn was free).
@@ -176,6 +203,25 @@ class CrawlRateLimit:
         since = time.time() - (time.monotonic() - started)
         marker = json.dumps({"waiter": waiter, "proxy": redact_url(proxy) if proxy else "direct", "since": since})
         self._client().set(keys.crawl_rate_waiting(waiter), marker, px=int((self.poll + WAITING_MARKER_GRACE) * 1000))
+
+
+#: A minute's count of page loads outlives the minute by this long (seconds): status reads the minute before.
+LOADS_KEPT = 180
+
+
+def count_load(client: redis.Redis, address: str, at: float | None = None) -> None:
+    """One page load began through ``address``: counted in its minute."""
+    key = keys.crawl_loads(address, int((time.time() if at is None else at) // 60))
+    pipe = client.pipeline(transaction=False)
+    pipe.incr(key)
+    pipe.expire(key, LOADS_KEPT)
+    pipe.execute()
+
+
+def loads_last_minute(client: redis.Redis, address: str, at: float | None = None) -> int:
+    """The page loads that began through ``address`` in the last whole minute, across the fleet."""
+    raw = client.get(keys.crawl_loads(address, int((time.time() if at is None else at) // 60) - 1))
+    return int(raw) if raw is not None else 0
 
 
 def waiting(client: redis.Redis) -> list[dict[str, Any]]:

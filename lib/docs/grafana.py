@@ -82,6 +82,12 @@ ROWS = (
         Panel("Page loads waiting for the rate limit", "animetop_crawl_rate_limit_waiting: page loads waiting for "
               "CRAWL_RATE_LIMIT, all crawlers. Always above 0: raise the limit or add proxies.",
               q("max(animetop_crawl_rate_limit_waiting)"), kind="stat"),
+        Panel("Request budget per address", "animetop_crawl_page_loads_last_minute against "
+              "animetop_crawl_budget_pages_per_minute, per address (a proxy, or direct): the budget drops by half "
+              "when the site answers 429 and climbs back by one a minute. Loads at the budget all the time: add "
+              "proxies.",
+              q("max by (address) (animetop_crawl_page_loads_last_minute)", "{{address}} loads") +
+              q("max by (address) (animetop_crawl_budget_pages_per_minute)", "{{address}} budget")),
     )),
     Row("Crawls and results", (
         Panel("Time to apply one crawl result", "animetop_pipeline_processing_duration_seconds (worker). Alert: "
@@ -90,7 +96,8 @@ ROWS = (
         Panel("Time of one crawl (all pages)", "animetop_crawler_request_duration_seconds (crawler). Alert: p95 "
               "above 60 s.", quantiles("animetop_crawler_request_duration_seconds"), unit="s", alert_above=60),
         Panel("Search pages read per minute, by outcome", "animetop_crawl_pages_total: ok, timeout, blocked, "
-              "network, parse, unknown, rate_limited (no turn under CRAWL_RATE_LIMIT). Watch `blocked` rising.",
+              "throttled (429), network, parse, unknown, rate_limited (no turn under CRAWL_RATE_LIMIT). Watch "
+              "`blocked` and `throttled` rising.",
               q("sum by (outcome) (rate(animetop_crawl_pages_total[5m])) * 60", "{{outcome}}")),
         Panel("Items applied per second", "animetop_items_processed_total: items applied to the state machine. "
               "Flat while crawling: results are not being applied.",

@@ -55,6 +55,8 @@ def demo_env(data_dir: Path, sim_url: str, speed: float, anchor: float, chromium
         "SCHEDULER_STARTUP_SPREAD": "10m", "SCHEDULER_BACKPRESSURE_THRESHOLD": "6",
         "JANITOR_TIMEOUT": "6h", "JANITOR_INTERVAL": "1h",
         "CRAWLER_PROCESSES": "1", "CRAWLER_THREADS": "2", "CRAWL_MAX_PAGES": "2",
+        # the simulator on this machine, its market faster than real time: no site's request budget to keep
+        "CRAWL_RATE_LIMIT": "0",
         "WORKER_PROCESSES": "1", "WORKER_THREADS": "4", "WORKER_SHUTDOWN_TIMEOUT": "20s",
         "LOG_LEVEL": "WARNING",
     }

@@ -101,6 +101,7 @@ class StateCollector:
         from lib.core.settings import get_settings
         from lib.messaging.queue_stats import counting_broker
         from lib.messaging.queues import CRAWL
+        from lib.operations.status import budgets
         from lib.operations.status import counts as current_counts
 
         settings = get_settings()
@@ -121,7 +122,16 @@ class StateCollector:
         waiting = GaugeMetricFamily("animetop_crawl_rate_limit_waiting",
                                     "Page loads waiting for the fleet-wide CRAWL_RATE_LIMIT, all crawlers.")
         waiting.add_metric([], len(now["crawl_rate_waiting"]))
-        yield from (pending, depth, dead, scheduled, in_flight, waiting)
+        budget = GaugeMetricFamily("animetop_crawl_budget_pages_per_minute",
+                                   "Each address's request budget now (CRAWL_RATE_LIMIT, less after a 429).",
+                                   labels=["address"])
+        loads = GaugeMetricFamily("animetop_crawl_page_loads_last_minute",
+                                  "Page loads each address began in the last whole minute, all crawlers.",
+                                  labels=["address"])
+        for b in budgets(settings, state_redis(settings)):
+            budget.add_metric([b["address"]], b["limit"])
+            loads.add_metric([b["address"]], b["loads_last_minute"])
+        yield from (pending, depth, dead, scheduled, in_flight, waiting, budget, loads)
         from lib.crawling.drift import metric_families
 
         yield from metric_families(state_redis(settings))

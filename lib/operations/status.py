@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime, timezone
 from typing import Any
 
@@ -13,6 +14,7 @@ from lib.core.clock import get_clock
 from lib.core.redaction import redact_url
 from lib.core.settings import Settings
 from lib.crawling import rate_limit, recovery
+from lib.crawling.budget import RequestBudget
 from lib.crawling.drift import render_status, status_section
 from lib.messaging.dead_letters import DeadLetters
 from lib.messaging.in_flight import InFlight
@@ -46,6 +48,7 @@ def gather(settings: Settings, broker: Broker, client: redis.Redis) -> dict[str,
         "at": now,
         "broker": redact_url(settings.broker_url_resolved),
         "crawl_rate_limit": settings.crawl_rate_limit,
+        "crawl_budgets": budgets(settings, client),
         **counts(broker, client),
         "schedule_paused": schedule.paused(),
         "due_now": len(schedule.due(now, limit=10_000)),
@@ -60,6 +63,17 @@ def gather(settings: Settings, broker: Broker, client: redis.Redis) -> dict[str,
     }
 
 
+def budgets(settings: Settings, client: redis.Redis) -> list[dict[str, Any]]:
+    """Each address's request budget now (the configured ones, and any a 429 cut), with the page loads it began
+    in the last whole minute, fleet-wide. Empty without a limit."""
+    if not settings.crawl_rate_limit:
+        return []
+    addresses = ([rate_limit.proxy_label(p) for p in settings.proxy_urls]
+                 or [rate_limit.proxy_label(None, settings.crawl_direct_address)])
+    return [{**dataclasses.asdict(b), "loads_last_minute": rate_limit.loads_last_minute(client, b.address)}
+            for b in RequestBudget(settings.crawl_rate_limit, lambda: client).all(addresses)]
+
+
 def _when(ts: float | None) -> str:
     if ts is None:
         return "-"
@@ -70,9 +84,14 @@ def _crawl_rate_line(status: dict[str, Any]) -> str:
     limit, waiting = status["crawl_rate_limit"], status["crawl_rate_waiting"]
     if not limit:
         return "crawl rate limit: none (CRAWL_RATE_LIMIT=0)"
-    line = f"crawl rate limit: {limit} pages/min per proxy; {len(waiting)} page load(s) waiting for a turn"
+    line = f"crawl rate limit: {limit} pages/min per address; {len(waiting)} page load(s) waiting for a turn"
     if waiting:
         line += f" (longest {waiting[0]['waiting_s']:.0f}s, via {waiting[0]['proxy']}, {waiting[0]['waiter']})"
+    for b in status.get("crawl_budgets", []):
+        line += (f"\n  {b['address']}: {b['loads_last_minute']} page load(s) in the last minute, budget "
+                 f"{b['limit']} of {b['budget']}/min")
+        if b["cut_at"] is not None:
+            line += f" (cut by a 429 at {_when(b['cut_at'])}, back to {b['budget']} by {_when(b['full_at'])})"
     return line
 
 
