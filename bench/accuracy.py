@@ -124,7 +124,9 @@ def crawl(search: RealisticSearch, keyword: str, t: float, plan: dict[str, int],
                 if item["source_id"] not in items or item["status"] == "sold":
                     items[item["source_id"]] = item
             if not page.has_next or (answer["items"] and not matched):  # past the real results: padding only
+                total["ended"] = True
                 break
+        total.setdefault("ended", False)
         total["items"] = len(read)
         totals[label] = total
     return list(items.values()), totals

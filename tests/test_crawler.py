@@ -101,7 +101,7 @@ def test_a_crawl_reads_every_item_of_every_page_exactly(crawl_env, sim, path):
     for label, statuses in (("on_sale", ON_SALE), ("sold", SOLD)):
         _, found = sim.page_items(KEYWORD, statuses, 1, sim.clock.now())
         assert result["search"][label] == {"num_found": found if path == "api" else None, "pages": 5,
-                                           "items": len(expected(sim, statuses))}
+                                           "items": len(expected(sim, statuses)), "ended": False}
     sources = [p["source"] for p in result["drift"]["pages"]]
     assert sources == [path] * 10 and [p["items"] for p in result["drift"]["pages"]] == sizes
     assert all(p["has_next"] for p in result["drift"]["pages"])

@@ -253,6 +253,22 @@ def test_search_totals_are_stored_once_with_the_crawl(proc, ip):
     assert CrawlSearchTotal.select().count() == 2
 
 
+@pytest.mark.parametrize("ended, pages, reach", [
+    (True, 5, None),      # the crawler saw the search end on its last planned page: seen whole
+    (False, 2, T0 - 50),  # it stopped short of the plan without the search ending: the pages reached back so far
+    (None, 2, None),      # a crawler that did not say: fewer pages than planned means the search ended
+    (None, 5, T0 - 50),
+])
+def test_the_crawler_says_whether_a_search_ended_on_its_pages(proc, ip, ended, pages, reach):
+    from models import CrawlSearchTotal
+
+    on_sale = {"num_found": 2, "pages": pages, "items": 2, **({} if ended is None else {"ended": ended})}
+    listings = [item("m1", created=T0 - 50), item("m2", created=T0 - 10)]
+    proc.apply(CrawlResult.parse(ip.id, "task-ended", T0 + 60, listings, search={"on_sale": on_sale}))
+    row = CrawlSearchTotal.get((CrawlSearchTotal.ip_id == ip.id) & (CrawlSearchTotal.status == "on_sale"))
+    assert (row.reach, row.newest) == (reach, T0 - 10)
+
+
 def test_malformed_search_totals_are_refused():
     from lib.core.errors import BadMessage
 
@@ -260,6 +276,7 @@ def test_malformed_search_totals_are_refused():
                           ({"sold": {"num_found": -1, "pages": 1, "items": 1}}, "num_found"),
                           ({"sold": {"num_found": 1, "pages": "5", "items": 1}}, "pages"),
                           ({"sold": {"num_found": 1, "pages": 1}}, "items"),
+                          ({"sold": {"num_found": 1, "pages": 1, "items": 1, "ended": "yes"}}, "ended"),
                           ({"sold": 7}, "not a map"), ([1], "search must be a map")]:
         with pytest.raises(BadMessage, match=words):
             CrawlResult.parse(1, "t", T0, [], search=search)

@@ -157,6 +157,7 @@ class Crawler:
             total: dict[str, int | None] = {"num_found": None, "pages": 0, "items": 0}
             read: set[str] = set()
             missed: set[str] = set()
+            ended = False  # the search ended on the pages read: no next page, or past its real results
             for number in range(1, page_count + 1):
                 if stop:
                     break
@@ -188,11 +189,15 @@ class Crawler:
                 on_page = add_page(result, items, total, read, matcher, missed)
                 page_records.append(_page_record(label, number, result, on_page))
                 if not result.has_next:
+                    ended = True
                     break
                 if past_real_results(result, on_page):
                     logger.info("IP %s task %s: %s page %d holds no listing of the IP; the search stops there",
                                 ip_id, task_id, label, number)
+                    ended = True
                     break
+            # a failed page was skipped: its listings were not seen, so the search was not seen whole
+            total["ended"] = ended and not any(key.split(":", 1)[0] == label for key in errors)
             total["items"] = len(read)
             search[label] = total
             relevance[label] = {"matched": len(read), "missed": len(missed)}

@@ -64,7 +64,7 @@ logger = logging.getLogger(__name__)
 class SearchTotal:
     """One search of a crawl (on sale or sold): the site's total count of its listings, when the site reported
     one, and what the pages read covered. Carried in a crawl result as ``search = {status: {"num_found": …,
-    "pages": …, "items": …}}``."""
+    "pages": …, "items": …, "ended": …}}``."""
 
     status: str
     num_found: int | None
@@ -73,6 +73,9 @@ class SearchTotal:
     #: Listings the pages held that are not about the IP (their titles name neither its keyword nor an alias: the
     #: site's padding past the real results), from the crawl's ``relevance``; None when the crawler did not say.
     items_missed: int | None = None
+    #: Whether the search ended on the pages read (no next page, or past its real results, and no page of it
+    #: failed), as the crawler saw it; None from a crawler that did not say (then: fewer pages than planned).
+    ended: bool | None = None
 
     @classmethod
     def parse(cls, status: Any, raw: Any) -> SearchTotal:
@@ -86,8 +89,11 @@ class SearchTotal:
             return value
 
         num_found = raw.get("num_found")
+        ended = raw.get("ended")
+        if ended is not None and not isinstance(ended, bool):
+            raise BadMessage(f"search {status}: ended must be true or false, got {ended!r:.40}")
         return cls(status, None if num_found is None else count("num_found", num_found),
-                   count("pages", raw.get("pages")), count("items", raw.get("items")))
+                   count("pages", raw.get("pages")), count("items", raw.get("items")), ended=ended)
 
     def with_relevance(self, raw: Any) -> SearchTotal:
         """This total with the search's ``relevance`` (``{"matched": …, "missed": …}``) of the crawl message."""
@@ -112,8 +118,11 @@ def search_reach(items: list[CrawlItem], status: str, ended: bool) -> dict[str, 
 
 
 def _ended(result: CrawlResult, total: SearchTotal, planned: int) -> bool:
-    """Whether the search ended on the pages read: fewer than planned, none of them failed (a failed page is
-    skipped, and the crawl goes on to the next: the search did not end there)."""
+    """Whether the search ended on the pages read: as the crawler said, else (a crawler that did not say) fewer
+    pages than planned, none of them failed (a failed page is skipped, and the crawl goes on to the next: the
+    search did not end there)."""
+    if total.ended is not None:
+        return total.ended
     failed = any(str(key).split(":", 1)[0] == total.status for key in result.errors)
     return total.pages_read < planned and not failed
 

@@ -55,7 +55,9 @@ def past_crawl(sim: MarketSimulator, keyword: str, ip_id: int, task_id: str, at:
             on_page = add_page(result, items, total, read, matcher, missed)
             pages += 1
             if not result.has_next or past_real_results(result, on_page):
+                total["ended"] = True
                 break
+        total.setdefault("ended", False)
         total["items"] = len(read)
         search[label] = total
         relevance[label] = {"matched": len(read), "missed": len(missed)}

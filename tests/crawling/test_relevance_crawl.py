@@ -80,6 +80,7 @@ def test_a_niche_ip_counts_no_padding_and_stops_paging_at_the_first_page_without
     for label in SEARCHES:
         assert message["search"][label]["pages"] == expected_pages[label]
         assert message["search"][label]["items"] == len(real[label])
+        assert message["search"][label]["ended"] is True  # past its real results: seen whole, short of the plan
         assert message["relevance"][label] == {"matched": len(real[label]), "missed": len(padded[label])}
     records = [(p["status"], p["page"], p["matched"], p["missed"]) for p in drift["pages"]]
     assert records == [(label, n, sum(not i["truth"]["padded"] for i in page), sum(i["truth"]["padded"] for i in page))
