@@ -23,6 +23,8 @@ class IpMetadata(BaseModel):
     aliases = peewee.TextField(null=True)
     active = peewee.BooleanField(default=True, index=True)
     weight = peewee.DoubleField(default=1.0)
+    #: Seconds between its crawls as an operator pinned them (``animetop ip pin``); NULL: the adaptive interval.
+    pinned_interval = peewee.DoubleField(null=True)
     last_crawled_at = peewee.DateTimeField(null=True)
     created_at = peewee.DateTimeField()
     updated_at = peewee.DateTimeField()

@@ -38,6 +38,30 @@ def test_add_list_disable_enable_round_trip_keywords_unchanged(cli_env, settings
     assert schedule.time_of(first) is not None
 
 
+def test_an_operator_pins_and_unpins_an_ip_s_interval(cli_env, settings, database_url):
+    assert run_cli(cli_env, "db", "init").returncode == 0
+    assert run_cli(cli_env, "ip", "add", "呪術廻戦").returncode == 0
+    ip_id = json.loads(run_cli(cli_env, "ip", "list", "--format", "json").stdout)[0]["id"]
+    pinned = run_cli(cli_env, "ip", "pin", str(ip_id), "--every", "6h")
+    assert pinned.returncode == 0, pinned.stderr
+    assert pinned.stdout.startswith(f"pinned IP {ip_id} ('呪術廻戦'): crawled every 6h, whatever its heat; next crawl ")
+    listed = json.loads(run_cli(cli_env, "ip", "list", "--format", "json").stdout)[0]
+    assert listed["pinned_interval_s"] == 6 * 3600
+    assert "(pinned: every 6h)" in run_cli(cli_env, "ip", "list").stdout
+    unpinned = run_cli(cli_env, "ip", "unpin", str(ip_id))
+    assert unpinned.returncode == 0 and "its interval follows its heat again" in unpinned.stdout
+    assert json.loads(run_cli(cli_env, "ip", "list", "--format", "json").stdout)[0]["pinned_interval_s"] is None
+    # refused, and nothing changed
+    for args, code, words in [(("pin", str(ip_id)), 2, "--every with `ip pin ID`, which needs it"),
+                              (("pin", str(ip_id), "--every", "soon"), 2, "expected a duration"),
+                              (("pin", str(ip_id), "--every", "30s"), 1, "between a minute and 30 days"),
+                              (("unpin", str(ip_id), "--every", "1h"), 2, "--every with `ip pin ID`"),
+                              (("pin", "999", "--every", "1h"), 1, "no IP with id 999")]:
+        refused = run_cli(cli_env, "ip", *args)
+        assert refused.returncode == code and words in refused.stderr, (args, refused.stderr)
+    assert json.loads(run_cli(cli_env, "ip", "list", "--format", "json").stdout)[0]["pinned_interval_s"] is None
+
+
 @pytest.mark.parametrize("keyword, message", [
     ("", "empty"), ("   ", "empty"), ("x" * 201, "at most 200"), ("a\tb", "control characters"),
 ])

@@ -136,6 +136,33 @@ def test_rebuild_after_redis_lost_follows_the_database(scheduler, settings, cloc
     assert all(0 <= startup_offset(i, spread) < spread for i in range(1, 1000))
 
 
+def test_a_pinned_interval_holds_whatever_the_heat_in_the_tick_the_rebuild_and_the_closed_loop(scheduler, settings,
+                                                                                                  clock):
+    from lib.market.processing import CrawlResult, ResultProcessor
+
+    hot, pinned = add_ips(scheduler, 2, weight=4.0)  # heat's interval: the minimum, 1 h
+    state = ExecutionState(clock)
+    state.record_execution(CRAWL_JOB, pinned.id, at=T0 - 2 * HOUR)
+    # pinned every 6 h: its next crawl is its last + 6 h (not due now, as it would be at 1 h)
+    assert scheduler.catalogue.pin(pinned.id, 6 * HOUR).pinned_interval == 6 * HOUR
+    assert scheduler.store.time_of(pinned.id) == T0 + 4 * HOUR
+    # the tick's provisional next time
+    scheduler.store.schedule(pinned.id, T0)
+    assert sorted(scheduler.tick().enqueued) == [hot.id, pinned.id]
+    assert scheduler.store.all() == {hot.id: T0 + HOUR, pinned.id: T0 + 6 * HOUR}
+    # the result's closed loop
+    proc = ResultProcessor(settings, state_redis(settings), clock)
+    proc.apply(CrawlResult.parse(pinned.id, "t-pinned", T0 + 60, []))
+    assert scheduler.store.time_of(pinned.id) == T0 + 60 + 6 * HOUR
+    # the schedule rebuilt from the database
+    state_redis(settings).flushdb()
+    assert scheduler.tick().rebuilt == 2
+    assert scheduler.store.time_of(pinned.id) == pytest.approx(T0 + 60 + 6 * HOUR)
+    # unpinned, its heat decides again: last crawl a minute ago + 1 h
+    scheduler.catalogue.pin(pinned.id, None)
+    assert scheduler.store.time_of(pinned.id) == T0 + 60 + HOUR
+
+
 def test_restart_with_redis_intact_changes_nothing(scheduler, settings, broker, clock):
     add_ips(scheduler, 4)
     scheduler.store.schedule(1, T0 + 500)

@@ -22,11 +22,10 @@ def cmd_ip(args) -> int:
         from lib.cli.characters import cmd_characters
 
         return cmd_characters(args)
-    if args.operation or args.operand or (args.alias and args.action not in ("add", "aliases")) \
-            or (args.remove_alias and args.action != "aliases"):
-        print(f"animetop ip {args.action}: too many arguments (list, add, remove, import, export and NAME go with "
-              f"`ip characters ID`; --alias with `ip add`, `ip aliases ID` and `ip characters ID add`; "
-              f"--remove-alias with `ip aliases ID`)", file=sys.stderr)
+    if _misplaced(args):
+        print(f"animetop ip {args.action}: too many or too few arguments (list, add, remove, import, export and NAME "
+              f"go with `ip characters ID`; --alias with `ip add`, `ip aliases ID` and `ip characters ID add`; "
+              f"--remove-alias with `ip aliases ID`; --every with `ip pin ID`, which needs it)", file=sys.stderr)
         return 2
     if args.action == "show":
         return _show_ip(args)
@@ -53,6 +52,8 @@ def cmd_ip(args) -> int:
         elif args.action == "enable":
             ip = catalogue.enable(parse_ip_id(args.value))
             print(f"enabled IP {ip.id} ({ip.keyword!r})")
+        elif args.action in ("pin", "unpin"):
+            return _pin(catalogue, args)
         elif args.action == "import":
             added, problems = catalogue.import_file(args.value)
             for problem in problems:
@@ -60,15 +61,43 @@ def cmd_ip(args) -> int:
             print(f"{added} IP(s) added, {len(problems)} skipped")
         elif args.action == "list":
             _print_ips(catalogue, args.format)
-        elif args.action == "show":
-            return _show_ip(args)
     except CatalogueError as e:
         print(f"animetop ip {args.action}: {e}", file=sys.stderr)
         return 1
     return 0
 
 
+def _misplaced(args) -> bool:
+    """An argument given to an action that takes none such (or ``pin`` without its ``--every``)."""
+    return bool(args.operation or args.operand or (args.alias and args.action not in ("add", "aliases"))
+                or (args.remove_alias and args.action != "aliases") or ((args.every is None) == (args.action == "pin")))
+
+
+def _pin(catalogue, args) -> int:
+    """``ip pin ID --every D`` and ``ip unpin ID`` (a CatalogueError reaches the caller)."""
+    from lib.core.parsers import format_duration, parse_duration
+
+    every = None
+    if args.action == "pin":
+        try:
+            every = parse_duration(args.every)
+        except ValueError as e:
+            print(f"animetop ip pin: --every {args.every!r}: {e}", file=sys.stderr)
+            return 2
+    ip = catalogue.pin(parse_ip_id(args.value), every)
+    next_at = catalogue.schedule.time_of(ip.id)
+    due = (f"; next crawl {datetime.fromtimestamp(next_at, timezone.utc):%Y-%m-%d %H:%M:%S} UTC" if next_at
+           else "; not scheduled (disabled)")
+    if ip.pinned_interval:
+        print(f"pinned IP {ip.id} ({ip.keyword!r}): crawled every {format_duration(ip.pinned_interval)}, whatever "
+              f"its heat{due}")
+    else:
+        print(f"unpinned IP {ip.id} ({ip.keyword!r}): its interval follows its heat again{due}")
+    return 0
+
+
 def _print_ips(catalogue, fmt: str) -> None:
+    from lib.core.parsers import format_duration
     from lib.scheduling.catalogue import aliases_of
 
     rows = []
@@ -76,7 +105,7 @@ def _print_ips(catalogue, fmt: str) -> None:
         next_at = catalogue.schedule.time_of(ip.id)
         rows.append({
             "id": ip.id, "keyword": ip.keyword, "name": ip.display_name, "active": ip.active,
-            "weight": ip.weight, "aliases": list(aliases_of(ip)),
+            "weight": ip.weight, "aliases": list(aliases_of(ip)), "pinned_interval_s": ip.pinned_interval,
             "last_crawled_at": ip.last_crawled_at.isoformat() + "Z" if ip.last_crawled_at else None,
             "next_crawl_at": datetime.fromtimestamp(next_at, timezone.utc).isoformat() if next_at else None,
         })
@@ -87,8 +116,9 @@ def _print_ips(catalogue, fmt: str) -> None:
     for r in rows:
         nxt = r["next_crawl_at"][:19].replace("T", " ") if r["next_crawl_at"] else "-"
         aliases = f"  (aliases: {', '.join(r['aliases'])})" if r["aliases"] else ""
+        pinned = f"  (pinned: every {format_duration(r['pinned_interval_s'])})" if r["pinned_interval_s"] else ""
         print(f"{r['id']:>6}  {'yes' if r['active'] else 'no':6}  {r['weight']:>6.2f}  {nxt:19}  {r['keyword']}"
-              f"{aliases}")
+              f"{aliases}{pinned}")
     print(f"{len(rows)} IP(s)")
 
 

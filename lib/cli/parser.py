@@ -43,9 +43,13 @@ def build_parser() -> argparse.ArgumentParser:
                               'replaces the list with a JSON file [{"name": …, "aliases": […]}]; `… export` prints '
                               "the list as such a file. A change segments the IP's stored listings again by the new "
                               "list. aliases: `ip aliases ID` lists IP ID's aliases; `ip aliases ID --alias A "
-                              "--remove-alias B` changes them (its next crawl uses them)")
-    p.add_argument("action", choices=["add", "list", "show", "disable", "enable", "import", "characters", "aliases"])
-    p.add_argument("value", nargs="?", help="add: KEYWORD; show/disable/enable/characters/aliases: ID; import: FILE")
+                              "--remove-alias B` changes them (its next crawl uses them). pin: `ip pin ID --every 6h` "
+                              "crawls IP ID every 6 hours whatever its heat; `ip unpin ID` gives it back its "
+                              "adaptive interval")
+    p.add_argument("action", choices=["add", "list", "show", "disable", "enable", "import", "characters", "aliases",
+                                      "pin", "unpin"])
+    p.add_argument("value", nargs="?",
+                   help="add: KEYWORD; show/disable/enable/characters/aliases/pin/unpin: ID; import: FILE")
     p.add_argument("operation", nargs="?", choices=["list", "add", "remove", "import", "export"],
                    help="characters: what to do with the list (default: list)")
     p.add_argument("operand", nargs="?", help="characters add/remove: NAME; characters import: FILE")
@@ -56,6 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "--alias=-x for one that starts with a dash)")
     p.add_argument("--remove-alias", action="append", default=[], metavar="A",
                    help="aliases: an alias to remove (repeatable)")
+    p.add_argument("--every", metavar="DURATION",
+                   help="pin: the interval between the IP's crawls (30m, 6h, 2d; a minute to 30 days)")
     p.add_argument("--hours", type=int, default=24, help="show: the window's hours (default 24)")
     p.add_argument("--name", help="add: display name (default: the keyword)")
     p.add_argument("--weight", type=float, default=1.0, help="add: initial weight (default 1.0)")

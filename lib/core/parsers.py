@@ -26,6 +26,14 @@ def parse_duration(raw: str) -> float:
     return seconds
 
 
+def format_duration(seconds: float) -> str:
+    """Seconds as ``parse_duration`` reads them, in the largest unit that holds them whole: 21600 → ``"6h"``."""
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size and float(seconds / size).is_integer():
+            return f"{int(seconds // size)}{unit}"
+    return f"{seconds:g}s"
+
+
 def hour_windows(raw: str) -> tuple[int, ...]:
     """``"1d,7d,30d"``: comma-separated durations of whole hours → hours (empty: none)."""
     hours = []

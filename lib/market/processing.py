@@ -54,7 +54,7 @@ from lib.market.statistics import (
     settled_hours,
 )
 from lib.scheduling.execution_state import ExecutionState
-from lib.scheduling.schedule import CRAWL_JOB, ScheduleStore, interval_for
+from lib.scheduling.schedule import CRAWL_JOB, ScheduleStore, ip_interval
 from lib.segments.stored import Segmenter, segment_applied, stored_titles
 from models import AppliedResult, CrawlSearchTotal, IpMetadata, IpStatsHourly, ItemSnapshot
 
@@ -356,7 +356,7 @@ class ResultProcessor:
         newest = max(result.crawled_at, to_timestamp(ip.last_crawled_at) or result.crawled_at)
         ExecutionState(self.clock).record_execution(CRAWL_JOB, result.ip_id, at=newest)
         if ip.active:
-            self.schedule.schedule(ip.id, newest + interval_for(ip.weight, self.settings))
+            self.schedule.schedule(ip.id, newest + ip_interval(ip, self.settings))
         invalidate_caches(self.client, result.ip_id)
 
     def apply(self, result: CrawlResult) -> Outcome:

@@ -16,9 +16,13 @@ import peewee
 from lib.core.clock import Clock, get_clock, to_timestamp
 from lib.core.db import database
 from lib.core.settings import Settings
-from lib.scheduling.schedule import CRAWL_JOB, IpDue, ScheduleStore, interval_for, ip_due_from_row, parse_aliases
+from lib.scheduling.schedule import CRAWL_JOB, IpDue, ScheduleStore, ip_due_from_row, ip_interval, parse_aliases
 from models import IpMetadata
 from models.ip import KEYWORD_MAX_LENGTH
+
+#: The bounds of an interval an operator pins (seconds): a minute (the scheduler's tick), thirty days.
+MIN_PINNED = 60.0
+MAX_PINNED = 30 * 86400.0
 
 logger = logging.getLogger(__name__)
 
@@ -113,16 +117,33 @@ class Catalogue:
 
     def enable(self, ip_id: int) -> IpMetadata:
         """Crawl an IP again: now if it is overdue (or never ran), else at its last crawl + interval."""
-        from lib.scheduling.execution_state import ExecutionState
-
         (IpMetadata.update(active=True, updated_at=self.clock.utcnow())
          .where(IpMetadata.id == self.get(ip_id).id).execute())
         ip = self.get(ip_id)
+        self._reschedule(ip)
+        return ip
+
+    def pin(self, ip_id: int, interval: float | None) -> IpMetadata:
+        """Crawl an IP every ``interval`` seconds whatever its heat (None: its adaptive interval again); an active
+        IP's next crawl moves to its last crawl + the new interval (now if that has passed)."""
+        if interval is not None and not MIN_PINNED <= interval <= MAX_PINNED:
+            raise CatalogueError(f"a pinned interval is between a minute and {MAX_PINNED / 86400:g} days, not "
+                                 f"{interval:g} s")
+        (IpMetadata.update(pinned_interval=interval, updated_at=self.clock.utcnow())
+         .where(IpMetadata.id == self.get(ip_id).id).execute())
+        ip = self.get(ip_id)
+        if ip.active:
+            self._reschedule(ip)
+        return ip
+
+    def _reschedule(self, ip: IpMetadata) -> None:
+        """Due now if overdue (or never run), else at its last crawl + interval."""
+        from lib.scheduling.execution_state import ExecutionState
+
         last = ExecutionState(self.clock).last_execution_time(CRAWL_JOB, ip.id) or to_timestamp(ip.last_crawled_at)
         now = self.clock.now()
-        interval = interval_for(ip.weight, self.settings)
+        interval = ip_interval(ip, self.settings)
         self.schedule.schedule(ip.id, now if last is None or last + interval <= now else last + interval)
-        return ip
 
     def import_file(self, path: Path) -> tuple[int, builtins.list[str]]:
         """Add IPs from a file: one keyword a line, or CSV with a header (keyword[,name][,weight][,aliases], the
@@ -139,14 +160,15 @@ class Catalogue:
 
     def due_info(self, ip_ids: builtins.list[int]) -> dict[int, IpDue]:
         rows = IpMetadata.select(IpMetadata.id, IpMetadata.keyword, IpMetadata.weight, IpMetadata.active,
-                                 IpMetadata.last_crawled_at, IpMetadata.aliases).where(IpMetadata.id.in_(ip_ids))
+                                 IpMetadata.last_crawled_at, IpMetadata.aliases,
+                                 IpMetadata.pinned_interval).where(IpMetadata.id.in_(ip_ids))
         return {row.id: ip_due_from_row(row) for row in rows}
 
     def iter_all(self, chunk: int = 2000) -> Iterator[IpDue]:
         last_id = 0
         while True:
             rows = list(IpMetadata.select(IpMetadata.id, IpMetadata.keyword, IpMetadata.weight, IpMetadata.active,
-                                          IpMetadata.last_crawled_at, IpMetadata.aliases)
+                                          IpMetadata.last_crawled_at, IpMetadata.aliases, IpMetadata.pinned_interval)
                         .where(IpMetadata.id > last_id).order_by(IpMetadata.id).limit(chunk))
             if not rows:
                 return

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import redis
 
@@ -26,6 +26,21 @@ def interval_for(weight: float, settings: Settings) -> float:
     base = settings.scheduler_base_interval
     interval = base / weight if weight and weight > 0 else base
     return min(max(interval, settings.scheduler_min_interval), settings.scheduler_max_interval)
+
+
+class Scheduled(Protocol):
+    """What an IP's interval is read from (``models.IpMetadata``, ``IpDue``)."""
+
+    @property
+    def weight(self) -> float: ...
+
+    @property
+    def pinned_interval(self) -> float | None: ...
+
+
+def ip_interval(ip: Scheduled, settings: Settings) -> float:
+    """An IP's interval: the one an operator pinned (``animetop ip pin``), else ``interval_for`` its weight."""
+    return ip.pinned_interval if ip.pinned_interval else interval_for(ip.weight, settings)
 
 
 def startup_offset(ip_id: int, window: float) -> float:
@@ -98,6 +113,8 @@ class IpDue:
     #: The operator's aliases of the keyword, carried in the crawl message (the crawler counts only the listings
     #: whose titles name the keyword or one of them, and stops paging at a page with none).
     aliases: tuple[str, ...] = ()
+    #: Seconds between its crawls as an operator pinned them; None: the adaptive interval.
+    pinned_interval: float | None = None
 
 
 def planned_times(ips: Iterable[IpDue], last_runs: dict[str, float], settings: Settings,
@@ -111,7 +128,7 @@ def planned_times(ips: Iterable[IpDue], last_runs: dict[str, float], settings: S
         if not ip.active:
             continue
         last = last_runs.get(str(ip.id), ip.last_crawled_at)
-        interval = interval_for(ip.weight, settings)
+        interval = ip_interval(ip, settings)
         if last is None or last + interval <= now:
             times[ip.id] = now + startup_offset(ip.id, window)
         else:
@@ -121,7 +138,8 @@ def planned_times(ips: Iterable[IpDue], last_runs: dict[str, float], settings: S
 
 def ip_due_from_row(row: IpMetadata) -> IpDue:
     return IpDue(id=row.id, keyword=row.keyword, weight=row.weight, active=row.active,
-                 last_crawled_at=to_timestamp(row.last_crawled_at), aliases=parse_aliases(row.aliases))
+                 last_crawled_at=to_timestamp(row.last_crawled_at), aliases=parse_aliases(row.aliases),
+                 pinned_interval=row.pinned_interval)
 
 
 def parse_aliases(stored: str | None) -> tuple[str, ...]:

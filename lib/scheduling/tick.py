@@ -26,7 +26,7 @@ from lib.messaging.queues import CRAWL
 from lib.messaging.routes import CRAWL_IP, SCHEDULE_TICK
 from lib.scheduling.catalogue import Catalogue
 from lib.scheduling.execution_state import ExecutionState
-from lib.scheduling.schedule import CRAWL_JOB, IpDue, ScheduleStore, interval_for, planned_times
+from lib.scheduling.schedule import CRAWL_JOB, IpDue, ScheduleStore, ip_interval, planned_times
 
 logger = logging.getLogger(__name__)
 
@@ -136,7 +136,7 @@ class Scheduler:
                 self.in_flight.release(ip_id)
             raise
         # Provisional next time; the crawl's result sets the exact one (closed loop).
-        self.store.schedule_many({ip.id: now + interval_for(ip.weight, self.settings) for ip in live})
+        self.store.schedule_many({ip.id: now + ip_interval(ip, self.settings) for ip in live})
         result.enqueued.extend(ip.id for ip in live if ip.id in claimed)
         result.already_in_flight.extend(ip.id for ip in live if ip.id not in claimed)
 
