@@ -26,7 +26,7 @@ from lib.core.clock import get_clock
 from lib.core.recorders import observe_rate_wait, observe_tab_recovery
 from lib.core.settings import Settings
 from lib.crawling.browsers import BrowserManager
-from lib.crawling.driver import Browser, DriverError, Tab, find_chromium
+from lib.crawling.driver import Browser, DriverError, RenderingStopped, Tab, find_chromium
 from lib.crawling.listings import deployment_seller_key, seller_key
 from lib.crawling.page_fetch import (
     API_GRACE,
@@ -236,9 +236,13 @@ class Crawler:
             if step == BRING_TO_FRONT:
                 try:
                     await tab.bring_to_front()
-                    if await tab.renders():
-                        logger.info("the tab renders again, brought to the front")
-                        return True
+                    # as the stall was told: a visible page whose clock runs gets a second probe (a starved
+                    # renderer on a loaded machine misses one), a frozen one is told at once
+                    await tab.check_rendering()
+                    logger.info("the tab renders again, brought to the front")
+                    return True
+                except RenderingStopped:
+                    pass
                 except Exception as e:
                     logger.info("bringing the tab to the front failed: %s", e)
                 logger.info("the tab still does not render at the front")
