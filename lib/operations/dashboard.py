@@ -14,15 +14,17 @@ from lib.core.settings import Settings
 from lib.crawling.drift import status_section
 from lib.market.read_side import ReadSide
 from lib.messaging.dead_letters import DeadLetters, ReasonStore
-from lib.operations.status import counts
+from lib.operations.status import budgets, counts
 from lib.web.api import WebContext
 from lib.web.app import create_app
 from lib.web.auth import OperatorAuth
 
 
-def status(broker: Broker, client: redis.Redis) -> dict[str, Any]:
-    """What the operations page shows: queue counts, scheduled IPs, crawls in flight, crawler drift."""
-    return {**counts(broker, client), "crawler_drift": status_section(client)}
+def status(settings: Settings, broker: Broker, client: redis.Redis) -> dict[str, Any]:
+    """What the operations page shows: queue counts, scheduled IPs, crawls in flight, crawler drift, each
+    address's request budget."""
+    return {**counts(broker, client), "crawler_drift": status_section(client),
+            "crawl_budgets": budgets(settings, client)}
 
 
 def app_for(settings: Settings, broker: Broker, read_side: ReadSide | None = None) -> FastAPI:
@@ -35,5 +37,5 @@ def app_for(settings: Settings, broker: Broker, read_side: ReadSide | None = Non
         letters = DeadLetters.for_broker(broker, reasons) if reasons is not None else None
     except (TypeError, AttributeError):
         letters = None
-    return create_app(WebContext(settings=settings, read_side=side, status=lambda: status(broker, client),
+    return create_app(WebContext(settings=settings, read_side=side, status=lambda: status(settings, broker, client),
                                  dead_letters=letters, auth=OperatorAuth(settings.dashboard_token)))

@@ -229,12 +229,26 @@ class CrawlerDrift(BaseModel):
     alert: list[str] = Field(description="reasons the crawler-drift alert is on; empty when it is off")
 
 
+class AddressBudget(BaseModel):
+    """One address's request budget now (lib/crawling/budget.py): a proxy's digest, or the crawlers' own address."""
+
+    address: str
+    limit: int = Field(description="page loads a minute it may begin now: the budget, less after a 429")
+    budget: int = Field(description="CRAWL_RATE_LIMIT")
+    cut_at: float | None = Field(description="when a 429 last cut it (Unix time); null: it is whole")
+    full_at: float | None = Field(description="when it will be whole again, climbing by one a minute")
+    loads_last_minute: int = Field(description="page loads it began in the last whole minute, all crawlers")
+
+
 class Status(BaseModel):
     scheduled_ips: int
     in_flight: list[int] = Field(description="IPs whose crawl is in flight")
     queues: list[QueueCounts]
     dead_letters: int
     crawler_drift: CrawlerDrift | None = None
+    crawl_budgets: list[AddressBudget] = Field(default_factory=list,
+                                               description="each address's request budget; empty with "
+                                                           "CRAWL_RATE_LIMIT=0 (no limit)")
 
 
 class DeadLetterOut(BaseModel):

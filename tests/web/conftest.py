@@ -70,7 +70,7 @@ def start_dashboard(settings, broker, token: str | None, clock: FrozenClock) -> 
     client = state_redis(settings)
     letters = DeadLetters.for_broker(broker, broker.reasons)
     ctx = WebContext(settings=settings, read_side=ReadSide(settings, client, clock),
-                     status=lambda: status(broker, client), dead_letters=letters, auth=OperatorAuth(token))
+                     status=lambda: status(settings, broker, client), dead_letters=letters, auth=OperatorAuth(token))
     return BackgroundServer(create_app(ctx)).start(), letters
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import time
 import urllib.request
 from collections import defaultdict
 from datetime import timedelta
@@ -384,6 +385,36 @@ def test_status_shows_crawler_drift(dashboard, settings):
     drift = reply.json()["crawler_drift"]
     assert drift["crawls"] == CRAWLS and drift["pages_by_source"] == {"dom": 2 * CRAWLS}
     assert drift["alert"] == ["api_path_missing"]
+
+
+def test_status_shows_each_address_request_budget(db, env, broker):
+    """With a budget, /api/v1/status carries each address's: the loads of the last minute, the budget now (halved
+    by a 429) and when it was cut; with none (CRAWL_RATE_LIMIT=0), an empty list."""
+    from lib.crawling.budget import RequestBudget
+    from lib.crawling.rate_limit import count_load
+
+    settings = load_settings({**env, "CRAWL_RATE_LIMIT": "10"})
+    r = state_redis(settings)
+    RequestBudget(10, lambda: r).throttled("direct")
+    while time.time() % 60 > 50:  # the count and the read in the same minute (a wait of 10 s at most)
+        time.sleep(0.2)
+    for _ in range(3):
+        count_load(r, "direct", at=time.time() - 60)
+    server, _ = start_dashboard(settings, broker, None, FrozenClock(T0))
+    try:
+        reply = call(f"{server.url}/api/v1/status")
+        check_against_openapi(call(f"{server.url}/api/v1/openapi.json").json(), "/api/v1/status", "get", reply)
+        (budget,) = reply.json()["crawl_budgets"]
+        shown = (budget["address"], budget["limit"], budget["budget"], budget["loads_last_minute"])
+        assert shown == ("direct", 5, 10, 3)
+        assert budget["cut_at"] is not None and budget["full_at"] > budget["cut_at"]
+    finally:
+        server.stop()
+    server, _ = start_dashboard(load_settings(env), broker, None, FrozenClock(T0))
+    try:
+        assert call(f"{server.url}/api/v1/status").json()["crawl_budgets"] == []
+    finally:
+        server.stop()
 
 
 def test_refusals_answer_the_same_from_every_route(dashboard, settings):

@@ -6,6 +6,7 @@ and keyboard work. Screenshots are written to the test's directory."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 import os
 import sqlite3
@@ -17,6 +18,7 @@ import pytest
 
 from lib.core.clock import FrozenClock
 from lib.core.redis_client import state_redis
+from lib.crawling.budget import RequestBudget
 from lib.crawling.drift import CRAWLS, DriftLog
 from lib.crawling.install import ensure_cjk_font
 from models import AppliedResult, IpMetadata, ItemSnapshot
@@ -59,7 +61,9 @@ def font():
 def site(request, db, settings, broker, font):
     # the demo's clock ran ahead of real time: the dashboard's "now" is its last crawl
     last = AppliedResult.select(peewee.fn.MAX(AppliedResult.crawled_at)).scalar()
-    server, letters = start_dashboard(settings, broker, request.param, FrozenClock(last + 60))
+    # a request budget of 10 page loads a minute, for the operations page to show (the demo crawled without one)
+    budgeted = dataclasses.replace(settings, crawl_rate_limit=10)
+    server, letters = start_dashboard(budgeted, broker, request.param, FrozenClock(last + 60))
     yield server.url, letters, request.param
     server.stop()
 
@@ -199,6 +203,7 @@ def test_operations_requeue_and_purge(site, broker, start_worker, chromium):
     sent = [doomed.send(n).message_id for n in range(3)]
     start_worker(broker)
     wait_for(lambda: len(letters.list("work")) == 3, what="three dead letters")
+    RequestBudget(10, state_redis).throttled("direct")  # the site answered 429: the budget is halved
 
     async def go():
         browser = await launch(chromium)
@@ -209,6 +214,8 @@ def test_operations_requeue_and_purge(site, broker, start_worker, chromium):
             drift = await page.js("() => document.getElementById('drift').innerText")
             assert "ALERT crawler drift: api_path_missing" in drift, drift
             assert f"{2 * CRAWLS} from the page (DOM)" in drift, drift
+            budget = await page.js("() => [...document.querySelectorAll('#budgets tbody td')].map(td => td.innerText)")
+            assert budget[:4] == ["direct", "0", "5", "10"] and budget[4] != "–" and budget[5] != "–", budget
             if token is None:
                 state = await page.js("() => [document.getElementById('readonly').hidden,"
                                       " document.getElementById('letter-actions').hidden,"

@@ -10,6 +10,11 @@
       ...[["IPs scheduled", s.scheduled_ips], ["Crawls in flight", s.in_flight.length], ["Dead letters", s.dead_letters]]
         .map(([label, v]) => el("div", {class: "card"}, el("b", {}, v), label)));
     drift(s.crawler_drift);
+    document.querySelector("#budgets tbody").replaceChildren(...s.crawl_budgets.map(b => el("tr", {},
+      el("td", {}, b.address), el("td", {class: "num"}, b.loads_last_minute), el("td", {class: "num"}, b.limit),
+      el("td", {class: "num"}, b.budget), el("td", {}, b.cut_at === null ? "–" : time(b.cut_at)),
+      el("td", {}, b.full_at === null ? "–" : time(b.full_at)))));
+    document.getElementById("budgets-empty").hidden = s.crawl_budgets.length > 0;
     document.querySelector("#queues tbody").replaceChildren(...s.queues.map(q => el("tr", {},
       el("td", {}, q.queue), el("td", {class: "num"}, q.ready), el("td", {class: "num"}, q.running ?? "–"),
       el("td", {class: "num"}, q.delayed), el("td", {class: "num"}, q.dead))));
