@@ -46,11 +46,15 @@ def test_an_operator_pins_and_unpins_an_ip_s_interval(cli_env, settings, databas
     assert pinned.returncode == 0, pinned.stderr
     assert pinned.stdout.startswith(f"pinned IP {ip_id} ('呪術廻戦'): crawled every 6h, whatever its heat; next crawl ")
     listed = json.loads(run_cli(cli_env, "ip", "list", "--format", "json").stdout)[0]
-    assert listed["pinned_interval_s"] == 6 * 3600
-    assert "(pinned: every 6h)" in run_cli(cli_env, "ip", "list").stdout
+    assert (listed["pinned_interval_s"], listed["interval_s"], listed["interval_why"]) == \
+        (6 * 3600, 6 * 3600, "pinned by an operator")
+    table = run_cli(cli_env, "ip", "list").stdout
+    assert "   6h  " in table and table.rstrip().splitlines()[1].endswith("呪術廻戦  (pinned)"), table
     unpinned = run_cli(cli_env, "ip", "unpin", str(ip_id))
     assert unpinned.returncode == 0 and "its interval follows its heat again" in unpinned.stdout
-    assert json.loads(run_cli(cli_env, "ip", "list", "--format", "json").stdout)[0]["pinned_interval_s"] is None
+    listed = json.loads(run_cli(cli_env, "ip", "list", "--format", "json").stdout)[0]
+    assert listed["pinned_interval_s"] is None and listed["interval_s"] == 2 * 3600  # weight 1: the base interval
+    assert listed["interval_why"] == "heat: weight 1.00, base 2h / weight = 2h"
     # refused, and nothing changed
     for args, code, words in [(("pin", str(ip_id)), 2, "--every with `ip pin ID`, which needs it"),
                               (("pin", str(ip_id), "--every", "soon"), 2, "expected a duration"),

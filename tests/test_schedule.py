@@ -61,6 +61,25 @@ def test_interval_bounds_come_from_settings():
     assert interval_for(0.1, settings) == 3600
 
 
+@pytest.mark.parametrize("weight, pinned, why", [
+    (1.5, None, "heat: weight 1.50, base 30m / weight = 20m"),
+    (10.0, None, "heat: weight 10.00, base 30m / weight = 3m, held at the least interval"),
+    (0.1, None, "heat: weight 0.10, base 30m / weight = 5h, held at the most interval"),
+    (0.0, None, "weight 0: the base interval 30m"),
+    (10.0, 6 * HOUR, "pinned by an operator"),
+])
+def test_the_interval_says_why(weight, pinned, why):
+    from types import SimpleNamespace
+
+    from lib.scheduling.schedule import interval_reason, ip_interval
+
+    settings = load_settings({"SCHEDULER_BASE_INTERVAL": "30m", "SCHEDULER_MIN_INTERVAL": "10m",
+                              "SCHEDULER_MAX_INTERVAL": "1h"})
+    ip = SimpleNamespace(weight=weight, pinned_interval=pinned)
+    assert interval_reason(ip, settings) == why
+    assert ip_interval(ip, settings) == (pinned or interval_for(weight, settings))
+
+
 def test_execution_state_records_and_decides(db, clock):
     state = ExecutionState(clock)
     assert state.last_execution_time("crawl_ip", 7) is None

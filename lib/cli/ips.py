@@ -99,6 +99,7 @@ def _pin(catalogue, args) -> int:
 def _print_ips(catalogue, fmt: str) -> None:
     from lib.core.parsers import format_duration
     from lib.scheduling.catalogue import aliases_of
+    from lib.scheduling.schedule import interval_reason, ip_interval
 
     rows = []
     for ip in catalogue.list():
@@ -106,19 +107,21 @@ def _print_ips(catalogue, fmt: str) -> None:
         rows.append({
             "id": ip.id, "keyword": ip.keyword, "name": ip.display_name, "active": ip.active,
             "weight": ip.weight, "aliases": list(aliases_of(ip)), "pinned_interval_s": ip.pinned_interval,
+            "interval_s": ip_interval(ip, catalogue.settings), "interval_why": interval_reason(ip, catalogue.settings),
             "last_crawled_at": ip.last_crawled_at.isoformat() + "Z" if ip.last_crawled_at else None,
             "next_crawl_at": datetime.fromtimestamp(next_at, timezone.utc).isoformat() if next_at else None,
         })
     if fmt == "json":
         print(json.dumps(rows, ensure_ascii=False, indent=2))
         return
-    print(f"{'ID':>6}  {'ACTIVE':6}  {'WEIGHT':>6}  {'NEXT CRAWL (UTC)':19}  KEYWORD")
+    print(f"{'ID':>6}  {'ACTIVE':6}  {'WEIGHT':>6}  {'EVERY':>5}  {'NEXT CRAWL (UTC)':19}  KEYWORD")
     for r in rows:
         nxt = r["next_crawl_at"][:19].replace("T", " ") if r["next_crawl_at"] else "-"
         aliases = f"  (aliases: {', '.join(r['aliases'])})" if r["aliases"] else ""
-        pinned = f"  (pinned: every {format_duration(r['pinned_interval_s'])})" if r["pinned_interval_s"] else ""
-        print(f"{r['id']:>6}  {'yes' if r['active'] else 'no':6}  {r['weight']:>6.2f}  {nxt:19}  {r['keyword']}"
-              f"{aliases}{pinned}")
+        pinned = "  (pinned)" if r["pinned_interval_s"] else ""
+        every = format_duration(round(r["interval_s"]))
+        print(f"{r['id']:>6}  {'yes' if r['active'] else 'no':6}  {r['weight']:>6.2f}  {every:>5}  {nxt:19}  "
+              f"{r['keyword']}{aliases}{pinned}")
     print(f"{len(rows)} IP(s)")
 
 

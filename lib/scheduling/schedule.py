@@ -43,6 +43,20 @@ def ip_interval(ip: Scheduled, settings: Settings) -> float:
     return ip.pinned_interval if ip.pinned_interval else interval_for(ip.weight, settings)
 
 
+def interval_reason(ip: Scheduled, settings: Settings) -> str:
+    """Why ``ip_interval`` is what it is, in words an operator reads (``animetop ip list``)."""
+    from lib.core.parsers import format_duration as d
+
+    if ip.pinned_interval:
+        return "pinned by an operator"
+    base, low, high = settings.scheduler_base_interval, settings.scheduler_min_interval, settings.scheduler_max_interval
+    if not ip.weight or ip.weight <= 0:
+        return f"weight {ip.weight:g}: the base interval {d(base)}"
+    raw = base / ip.weight
+    bound = f", held at the {'least' if raw < low else 'most'} interval" if not low <= raw <= high else ""
+    return f"heat: weight {ip.weight:.2f}, base {d(base)} / weight = {d(round(raw))}{bound}"
+
+
 def startup_offset(ip_id: int, window: float) -> float:
     """A fixed offset in [0, window) per IP, so a rebuilt schedule spreads overdue IPs the same way every time."""
     return window * ((ip_id * 2654435761) % 2**32) / 2**32
