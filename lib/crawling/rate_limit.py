@@ -145,7 +145,10 @@ class CrawlRateLimit:
             limiter.limit = self.budget.now(self.address(proxy)).limit
         with limiter.acquire(raise_on_failure=False) as acquired:
             if acquired:
-                count_load(self._client(), self.address(proxy))
+                try:
+                    count_load(self._client(), self.address(proxy))
+                except redis.RedisError as e:  # the turn is taken: raising would make the caller take another
+                    logger.warning("could not count a page load for status and metrics: %s", e)
             return bool(acquired)
 
     def throttled(self, proxy: str | None) -> int | None:

@@ -148,3 +148,28 @@ def test_an_address_name_that_cannot_be_a_key_is_refused(raw):
     with pytest.raises(SettingsError, match="CRAWL_DIRECT_ADDRESS"):
         load_settings({"CRAWL_DIRECT_ADDRESS": raw})
     assert load_settings({"CRAWL_DIRECT_ADDRESS": "crawler-1.eu"}).crawl_direct_address == "crawler-1.eu"
+
+
+def test_a_page_load_that_cannot_be_counted_still_takes_one_turn(settings):
+    """The minute's count is written after the turn is taken; a Redis error there must not make the page load
+    take a second turn (its waiting loop retries on Redis errors)."""
+    import asyncio
+
+    import redis
+
+    real = state_redis(settings)
+
+    class Uncountable:
+        """The state client, refusing the count's pipeline (the window's transactions go through)."""
+
+        def pipeline(self, transaction: bool = True):
+            if not transaction:
+                raise redis.ConnectionError("the count's write failed")
+            return real.pipeline(transaction=True)
+
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+    uncountable = CrawlRateLimit(2, lambda: Uncountable(), patience=5)  # type: ignore[arg-type,return-value]
+    assert asyncio.run(uncountable.wait_for_turn(None)) == 0.0
+    assert [CrawlRateLimit(2, lambda: real).try_acquire(None) for _ in range(2)] == [True, False]
