@@ -117,6 +117,6 @@ class RequestBudget:
     def all(self, addresses: Iterable[str]) -> list[AddressBudget]:
         """The budgets of these addresses and of every address a 429 has cut and that has not climbed back."""
         client = self._client()
-        found = {key.decode().rsplit("{", 1)[1].rstrip("}") if isinstance(key, bytes) else str(key)
+        found = {(key.decode() if isinstance(key, bytes) else str(key)).rsplit("{", 1)[1].rstrip("}")
                  for key in client.scan_iter(match=keys.CRAWL_BUDGET_PATTERN, count=500)}
         return [self.now(address) for address in sorted(set(addresses) | found)]

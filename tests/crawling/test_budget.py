@@ -173,3 +173,15 @@ def test_a_page_load_that_cannot_be_counted_still_takes_one_turn(settings):
     uncountable = CrawlRateLimit(2, lambda: Uncountable(), patience=5)  # type: ignore[arg-type,return-value]
     assert asyncio.run(uncountable.wait_for_turn(None)) == 0.0
     assert [CrawlRateLimit(2, lambda: real).try_acquire(None) for _ in range(2)] == [True, False]
+
+
+def test_the_cut_addresses_are_found_whatever_the_client_decodes(settings):
+    import redis
+
+    r = state_redis(settings)
+    RequestBudget(4, lambda: r).throttled("crawler-a")
+    decoding = redis.Redis.from_url(settings.redis_url, decode_responses=True)
+    try:
+        assert [b.address for b in RequestBudget(4, lambda: decoding).all([])] == ["crawler-a"]
+    finally:
+        decoding.close()
