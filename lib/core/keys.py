@@ -136,7 +136,8 @@ def crawl_budget(address: str) -> str:
     return f"{PREFIX}:crawl-budget:{{{address}}}"
 
 
-CRAWL_BUDGET_PATTERN = crawl_budget("*")
+#: The addresses a 429 ever cut (their budgets may have climbed back since): status lists them without a scan.
+CRAWL_BUDGET_ADDRESSES = f"{PREFIX}:crawl-budget-addresses"
 
 
 def crawl_loads(address: str, minute: int) -> str:

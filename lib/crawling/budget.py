@@ -12,7 +12,8 @@ per ``HOLD`` seconds.
 
 The state is one Redis hash per address (``keys.crawl_budget``): the budget after its last cut and when it was
 cut; the budget now is computed from them and the clock, so nothing has to run for it to climb back. The cut is
-one script (atomic, one key: a cluster slot). Clocks are the machines' own (as for the rate limit's window).
+one script (atomic, one key: a cluster slot). The addresses ever cut are kept in a set, for status to list them.
+Clocks are the machines' own (as for the rate limit's window).
 """
 
 from __future__ import annotations
@@ -112,11 +113,12 @@ class RequestBudget:
             self._cut = client.register_script(_CUT_SCRIPT)
         reduced = self._cut(keys=[keys.crawl_budget(address)],
                             args=[self.budget, repr(self._clock()), CUT, PROBE_STEP, PROBE_EVERY, HOLD])
+        # outside the script: on a cluster the set and the address's hash are in different slots
+        client.sadd(keys.CRAWL_BUDGET_ADDRESSES, address)
         return int(str(reduced))
 
     def all(self, addresses: Iterable[str]) -> list[AddressBudget]:
-        """The budgets of these addresses and of every address a 429 has cut and that has not climbed back."""
-        client = self._client()
-        found = {(key.decode() if isinstance(key, bytes) else str(key)).rsplit("{", 1)[1].rstrip("}")
-                 for key in client.scan_iter(match=keys.CRAWL_BUDGET_PATTERN, count=500)}
-        return [self.now(address) for address in sorted(set(addresses) | found)]
+        """The budgets of these addresses and of every address a 429 has cut (one set read, not a key scan)."""
+        cut = {m.decode() if isinstance(m, bytes) else str(m)
+               for m in self._client().smembers(keys.CRAWL_BUDGET_ADDRESSES)}
+        return [self.now(address) for address in sorted(set(addresses) | cut)]

@@ -140,13 +140,14 @@ class CrawlRateLimit:
 
     def try_acquire(self, proxy: str | None) -> bool:
         """Take a turn now if the window has room under the address's budget (blocking Redis round trips)."""
+        address = self.address(proxy)
         limiter = self._limiter(proxy)
         if self.budget is not None:
-            limiter.limit = self.budget.now(self.address(proxy)).limit
+            limiter.limit = self.budget.now(address).limit
         with limiter.acquire(raise_on_failure=False) as acquired:
             if acquired:
                 try:
-                    count_load(self._client(), self.address(proxy))
+                    count_load(self._client(), address)
                 except redis.RedisError as e:  # the turn is taken: raising would make the caller take another
                     logger.warning("could not count a page load for status and metrics: %s", e)
             return bool(acquired)
