@@ -1,5 +1,7 @@
-"""crawl_ip: one IP's 5 on-sale + 5 sold search pages in headless Chromium (logic in ``lib.crawling``)."""
+"""crawl_ip: one IP's on-sale and sold search pages, as deep as its page plan says, in headless Chromium (logic in
+``lib.crawling``)."""
 
+import asyncio
 import logging
 
 from lib.core.recorders import observe_crawl
@@ -7,6 +9,7 @@ from lib.core.redis_client import state_redis
 from lib.core.settings import get_settings
 from lib.crawling.crawl import process_crawler
 from lib.crawling.drift import DriftLog
+from lib.crawling.page_plan import load_plan
 from lib.messaging.routes import CRAWL_IP
 
 from .pipeline import process_result
@@ -19,8 +22,10 @@ logger = logging.getLogger(__name__)
                   releases_in_flight=lambda ip_id, *_, **__: ip_id)
 async def crawl_ip(ip_id: int, keyword: str, task_id: str, aliases: list[str] | None = None) -> None:
     settings = get_settings()
+    plan = (await asyncio.to_thread(load_plan, state_redis(settings), ip_id, settings.scheduler_pages_on_sale,
+                                    settings.scheduler_pages_sold) if settings.scheduler_page_plan else None)
     # aliases: the IP's other names, as the scheduler read them (lib.segments.relevance)
-    result = await process_crawler(settings).crawl(ip_id, keyword, task_id, tuple(aliases or ()))
+    result = await process_crawler(settings).crawl(ip_id, keyword, task_id, tuple(aliases or ()), plan)
     drift = result.pop("drift")  # the crawler's own record, not part of the result message
     observe_crawl(result["duration"], result["pages_crawled"], result["errors"])
     try:

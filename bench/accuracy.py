@@ -1,4 +1,5 @@
-"""``python -m bench accuracy [--days N] [--warmup N] [--sizes 0.3,1,1.5,2,3,5,40,250,1200] [--seed S] [--rows FILE]``
+"""``python -m bench accuracy [--days N] [--warmup N] [--sizes 0.3,1,1.5,2,3,5,40,250,1200] [--seed S] [--rows FILE]
+[--fixed]``
 (2 scored days after a warm-up of 4 by default): how close each measure comes to the realistic market's truth
 (docs/concepts/simulator.md), per IP size class, with the requests it cost; ``--rows`` also writes each IP-day's
 measures, intervals and truth as CSV. The small IPs of the default are the estimates' reference IPs (a deployment's
@@ -9,8 +10,9 @@ The crawls start ``--warmup`` days before the first scored day, as a deployment 
 relist is recognised only when its earlier listing was crawled (the market relists after 1 to 4 days), and the
 outflow estimate learns the ages at sale from the sales seen before.
 
-A market of IPs across the size range (new listings an hour, one of them with a ×4 burst) is crawled every hour
-with the fixed plan (``SCHEDULER_PAGES_ON_SALE`` on-sale + ``SCHEDULER_PAGES_SOLD`` sold pages), its pages built
+A market of IPs across the size range (new listings an hour, one of them with a ×4 burst) is crawled every hour,
+each crawl as deep as the IP's page plan (``lib.market.page_plans``) within ``SCHEDULER_PAGES_ON_SALE`` on-sale +
+``SCHEDULER_PAGES_SOLD`` sold pages (``--fixed``: every search to its end or those caps), its pages built
 from the simulator's search API answers (``lib.standins.simulator.realistic``: the JSON the crawler parses, read by
 ``lib.crawling.listings.item_from_api``) instead of through Chromium, and each crawl goes through the worker's own
 ``ResultProcessor``. Then each IP-day's measures, read as the API reads them (the hourly rows, the events,
@@ -37,7 +39,9 @@ from lib.core.clock import FrozenClock
 from lib.core.db import bind_database, database
 from lib.core.redis_client import state_redis
 from lib.core.settings import use_settings
+from lib.crawling.crawl import caps
 from lib.crawling.listings import item_from_api
+from lib.crawling.page_plan import CrawlPlan, load_plan
 from lib.market import windows
 from lib.market.processing import CrawlResult, ResultProcessor
 from lib.market.schema import create_tables
@@ -83,10 +87,10 @@ class Served:
     requests: int = 0
 
 
-def crawl(search: RealisticSearch, keyword: str, t: float, plan: dict[str, int], base_url: str,
+def crawl(search: RealisticSearch, keyword: str, t: float, plan: CrawlPlan, base_url: str,
           served: Served) -> tuple[list[dict], dict[str, dict]]:
-    """One crawl at ``t``: each search's pages in turn until the plan's count or the last page, each answer's items
-    as the crawler reads them; the totals as the crawler reports them."""
+    """One crawl at ``t``: each search's pages in turn until the plan's depth (``lib.crawling.page_plan``) or the
+    last page, each answer's items as the crawler reads them; the totals as the crawler reports them."""
     items: dict[str, dict] = {}
     totals: dict[str, dict] = {}
     matcher = title_matcher(keyword)
@@ -95,10 +99,11 @@ def crawl(search: RealisticSearch, keyword: str, t: float, plan: dict[str, int],
         read: set[str] = set()
         # the search's real results once, for all its pages (``search.page`` finds them again for each page);
         # past them, the pages as the search serves them (padding)
-        wanted = plan[label] * PAGE_SIZE
+        depth = plan.search(label)
+        wanted = depth.pages * PAGE_SIZE
         real = search.results(keyword, statuses, t, needed=wanted + 1)
         num_found = site_total(search, keyword, label, statuses, t)
-        for number in range(1, plan[label] + 1):
+        for number in range(1, depth.pages + 1):
             if len(real) > wanted:
                 page = Page(tuple(real[(number - 1) * PAGE_SIZE:number * PAGE_SIZE]), num_found, True)
             else:
@@ -107,13 +112,16 @@ def crawl(search: RealisticSearch, keyword: str, t: float, plan: dict[str, int],
             served.requests += 1
             total["pages"] += 1
             total["num_found"] = int(answer["meta"]["numFound"])
-            matched = 0
+            mine: list[dict] = []
+            oldest: float | None = None
             for raw, one in zip(answer["items"], page.items, strict=True):
                 # as the crawler reads a page (lib.crawling.crawl.add_page): the IP's listings only
                 item = item_from_api(raw, base_url, label, SELLER_KEY)
                 if not matcher.matches(str(item["title"])):
                     continue
-                matched += 1
+                mine.append(item)
+                if item["created"] is not None:
+                    oldest = item["created"] if oldest is None else min(oldest, item["created"])
                 if one.padded:
                     served.padded.add(item["source_id"])
                 elif one.story.relist_of is not None:
@@ -123,8 +131,11 @@ def crawl(search: RealisticSearch, keyword: str, t: float, plan: dict[str, int],
                 read.add(item["source_id"])
                 if item["source_id"] not in items or item["status"] == "sold":
                     items[item["source_id"]] = item
-            if not page.has_next or (answer["items"] and not matched):  # past the real results: padding only
+            if not page.has_next or (answer["items"] and not mine):  # past the real results: padding only
                 total["ended"] = True
+                break
+            depth = depth.deepened(mine)
+            if depth.reached(oldest):  # as deep as the plan needs (lib.crawling.crawl.after_page)
                 break
         total.setdefault("ended", False)
         total["items"] = len(read)
@@ -205,10 +216,11 @@ def true_heat(truth: TrueFlow, baseline: Sequence[TrueFlow]) -> float | None:
     return windows._heat(flows, base, truth.sell_through, truth.cohort).heat.value
 
 
-def run_market(model: MarketModel, keywords: Sequence[str], days: int, plan: dict[str, int],
-               settings, progress: bool = True, warmup: int = 0) -> tuple[list[DayRow], dict[str, Served]]:
-    """Crawl each IP hourly from ``warmup`` days before T0 (a baseline crawl then) to ``days`` days after it, and
-    compare each day from T0; the requests counted are those of the scored days."""
+def run_market(model: MarketModel, keywords: Sequence[str], days: int, settings, progress: bool = True,
+               warmup: int = 0) -> tuple[list[DayRow], dict[str, Served]]:
+    """Crawl each IP hourly from ``warmup`` days before T0 (a baseline crawl then) to ``days`` days after it, each
+    crawl as deep as the IP's page plan says (``SCHEDULER_PAGE_PLAN``; off: the caps), and compare each day from T0;
+    the requests counted are those of the scored days."""
     bind_database(settings.database_url_resolved)
     create_tables()
     r = state_redis(settings)
@@ -229,6 +241,8 @@ def run_market(model: MarketModel, keywords: Sequence[str], days: int, plan: dic
         for k, kw in enumerate(keywords):
             t = T0 + hour * HOUR + 60.0 * k  # the IPs a minute apart, as a scheduler spreads them
             clock.set(t)
+            plan = (load_plan(r, ids[kw], settings.scheduler_pages_on_sale, settings.scheduler_pages_sold)
+                    if settings.scheduler_page_plan else caps(settings))
             items, totals = crawl(search, kw, t, plan, settings.mercari_base_url, served[kw])
             processor.apply(CrawlResult.parse(ids[kw], f"{kw}-{hour}", t, items, sum(
                 total["pages"] for total in totals.values()), None, totals))
@@ -363,7 +377,8 @@ class Options:
 
     Parameters:
         days: the days scored; warmup: the days crawled before them; sizes: the IPs' new listings an hour (one IP
-        each); seed: the market's; rows: where each IP-day's row is written as CSV (None: nowhere).
+        each); seed: the market's; rows: where each IP-day's row is written as CSV (None: nowhere); fixed: every
+        crawl reads both searches to their end or their caps (``SCHEDULER_PAGE_PLAN=false``), not the IP's plan.
     """
 
     days: int = 2
@@ -371,17 +386,22 @@ class Options:
     sizes: tuple[float, ...] = SIZES
     seed: int = 1
     rows: Path | None = None
+    fixed: bool = False
 
 
 USAGE = ("usage: python -m bench accuracy [--days N] [--warmup N] [--sizes 0.3,1,1.5,2,3,5,40,250,1200] [--seed S] "
-         "[--rows FILE]")
+         "[--rows FILE] [--fixed]")
 
 
 def options(argv: list[str]) -> Options:
     days, warmup, sizes, seed = Options.days, Options.warmup, Options.sizes, Options.seed
     rows: Path | None = None
+    fixed = False
     rest = list(argv)
     while rest:
+        if rest[0] == "--fixed":
+            fixed, rest = True, rest[1:]
+            continue
         if len(rest) >= 2 and rest[0] == "--days" and rest[1].isdigit() and int(rest[1]) > 0:
             days = int(rest[1])
         elif len(rest) >= 2 and rest[0] == "--warmup" and rest[1].isdigit():
@@ -395,7 +415,7 @@ def options(argv: list[str]) -> Options:
         else:
             raise SystemExit(USAGE)
         rest = rest[2:]
-    return Options(days, warmup, sizes, seed, rows)
+    return Options(days, warmup, sizes, seed, rows, fixed)
 
 
 def market(sizes: Sequence[float], seed: int) -> tuple[MarketModel, list[str]]:
@@ -413,10 +433,12 @@ def main(argv: list[str] | None = None) -> int:
     model, keywords = market(o.sizes, o.seed)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp, bench_settings(Path(tmp)) as settings:
-        plan = {"on_sale": settings.scheduler_pages_on_sale, "sold": settings.scheduler_pages_sold}
+        settings = dataclasses.replace(settings, scheduler_page_plan=not o.fixed)
+        depth = "each IP's page plan" if settings.scheduler_page_plan else "both searches to their end"
         print(f"accuracy: {len(keywords)} IPs × {o.days} days after {o.warmup} of warm-up, hourly crawls of "
-              f"{plan['on_sale']} on-sale + {plan['sold']} sold pages, seed {o.seed}, load {load_average()}")
-        rows, served = run_market(model, keywords, o.days, plan, settings, warmup=o.warmup)
+              f"{depth}, at most {settings.scheduler_pages_on_sale} on-sale + {settings.scheduler_pages_sold} sold "
+              f"pages, seed {o.seed}, load {load_average()}")
+        rows, served = run_market(model, keywords, o.days, settings, warmup=o.warmup)
     for line in table(rows, served):
         print(line)
     if o.rows is not None:

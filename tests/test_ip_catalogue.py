@@ -5,6 +5,7 @@ import json
 import pytest
 
 from lib.core.redis_client import state_redis
+from lib.crawling.page_plan import CrawlPlan, SearchPlan, store_plan
 from lib.scheduling.catalogue import Catalogue, CatalogueError
 from lib.scheduling.schedule import ScheduleStore
 from models import IpMetadata
@@ -98,3 +99,24 @@ def test_import_lines_and_csv(db, settings, tmp_path):
     assert added == 1 and "weight" in problems[0]
     ip = IpMetadata.get(IpMetadata.keyword == "チェンソーマン")
     assert (ip.display_name, ip.weight) == ("Chainsaw Man", 1.5)
+
+
+def test_ip_list_shows_how_deep_each_ip_s_next_crawl_reads(cli_env, settings, database_url):
+    assert run_cli(cli_env, "db", "init").returncode == 0
+    for keyword in ("呪術廻戦", "ハイキュー!!"):
+        assert run_cli(cli_env, "ip", "add", keyword).returncode == 0
+    first, second = (r["id"] for r in json.loads(run_cli(cli_env, "ip", "list", "--format", "json").stdout))
+    at = 1_800_000_000.0
+    store_plan(state_redis(settings), first, CrawlPlan(
+        SearchPlan(5, at - 600, "back to the newest listing the last crawl saw"),
+        SearchPlan(5, at - 192 * 3600 - 600, "back to listings created 192 h before the last crawl"), made_at=at))
+    listed = {r["id"]: r for r in json.loads(run_cli(cli_env, "ip", "list", "--format", "json").stdout)}
+    assert listed[first]["pages"]["on_sale"] == {"most": 5, "back_to": "2027-01-15T07:50:00+00:00",
+                                                 "why": "back to the newest listing the last crawl saw"}
+    assert listed[first]["pages"]["sold"]["back_to"] == "2027-01-07T07:50:00+00:00"
+    # not crawled yet: each search to its end or its cap
+    assert listed[second]["pages"]["on_sale"] == {"most": 5, "back_to": None, "why": "the page cap"}
+    rows = run_cli(cli_env, "ip", "list").stdout.splitlines()
+    assert "ON SALE BACK TO" in rows[0] and "SOLD BACK TO" in rows[0]
+    assert "2027-01-15 07:50:00  2027-01-07 07:50:00  呪術廻戦" in rows[1], rows
+    assert "the end (≤ 5 pages)  the end (≤ 5 pages)  ハイキュー!!" in rows[2], rows

@@ -98,31 +98,53 @@ def _pin(catalogue, args) -> int:
 
 def _print_ips(catalogue, fmt: str) -> None:
     from lib.core.parsers import format_duration
+    from lib.crawling.page_plan import CrawlPlan, load_plans
     from lib.scheduling.catalogue import aliases_of
     from lib.scheduling.schedule import interval_reason, ip_interval
 
+    settings = catalogue.settings
+    ips = catalogue.list()
+    plans = load_plans(catalogue.schedule.client, [ip.id for ip in ips], settings.scheduler_pages_on_sale,
+                       settings.scheduler_pages_sold) if settings.scheduler_page_plan else {}
+    caps = CrawlPlan.caps(settings.scheduler_pages_on_sale, settings.scheduler_pages_sold)
     rows = []
-    for ip in catalogue.list():
+    for ip in ips:
         next_at = catalogue.schedule.time_of(ip.id)
+        plan = plans.get(ip.id) or caps
         rows.append({
             "id": ip.id, "keyword": ip.keyword, "name": ip.display_name, "active": ip.active,
             "weight": ip.weight, "aliases": list(aliases_of(ip)), "pinned_interval_s": ip.pinned_interval,
             "interval_s": ip_interval(ip, catalogue.settings), "interval_why": interval_reason(ip, catalogue.settings),
             "last_crawled_at": ip.last_crawled_at.isoformat() + "Z" if ip.last_crawled_at else None,
             "next_crawl_at": datetime.fromtimestamp(next_at, timezone.utc).isoformat() if next_at else None,
+            "pages": {label: {"most": depth.pages, "back_to": _iso(depth.until), "why": depth.why}
+                      for label, depth in (("on_sale", plan.on_sale), ("sold", plan.sold))},
         })
     if fmt == "json":
         print(json.dumps(rows, ensure_ascii=False, indent=2))
         return
-    print(f"{'ID':>6}  {'ACTIVE':6}  {'WEIGHT':>6}  {'EVERY':>5}  {'NEXT CRAWL (UTC)':19}  KEYWORD")
+    print(f"{'ID':>6}  {'ACTIVE':6}  {'WEIGHT':>6}  {'EVERY':>5}  {'NEXT CRAWL (UTC)':19}  {'ON SALE BACK TO':19}  "
+          f"{'SOLD BACK TO':19}  KEYWORD")
     for r in rows:
         nxt = r["next_crawl_at"][:19].replace("T", " ") if r["next_crawl_at"] else "-"
         aliases = f"  (aliases: {', '.join(r['aliases'])})" if r["aliases"] else ""
         pinned = "  (pinned)" if r["pinned_interval_s"] else ""
         every = format_duration(round(r["interval_s"]))
+        depth = [_depth(r["pages"][label]) for label in ("on_sale", "sold")]
         print(f"{r['id']:>6}  {'yes' if r['active'] else 'no':6}  {r['weight']:>6.2f}  {every:>5}  {nxt:19}  "
-              f"{r['keyword']}{aliases}{pinned}")
+              f"{depth[0]:19}  {depth[1]:19}  {r['keyword']}{aliases}{pinned}")
     print(f"{len(rows)} IP(s)")
+
+
+def _iso(at: float | None) -> str | None:
+    return None if at is None else datetime.fromtimestamp(at, timezone.utc).isoformat()
+
+
+def _depth(search: dict) -> str:
+    """A search's planned depth in the table: the creation time it reads back to, else its end within the cap."""
+    if search["back_to"] is not None:
+        return str(search["back_to"])[:19].replace("T", " ")
+    return f"the end (≤ {search['most']} pages)"
 
 
 @command("leaderboard")

@@ -145,6 +145,12 @@ def crawl_loads(address: str, minute: int) -> str:
     return f"{PREFIX}:crawl-loads:{{{address}}}@{minute}"
 
 
+# each IP's page plan for its next crawl (lib/crawling/page_plan.py)
+def crawl_plan(ip_id: int) -> str:
+    """How deep the IP's next crawl reads each search, as the worker planned it after its last crawl."""
+    return f"{PREFIX}:crawl-plan:{ip_id}"
+
+
 # alert notifications (the three layers of dedup of docs/operating/alerts.md)
 def notify_state(ip_id: int, rule: str) -> str:
     """Hash of the last state notified for an IP and rule; expires after NOTIFY_DEDUP_WINDOW."""

@@ -86,9 +86,13 @@ class Settings:
     scheduler_max_interval: float = setting("2h", parsers.parse_duration,
             "Longest crawl interval (cold IPs).")
     scheduler_pages_on_sale: int = setting("5", parsers.positive_int,
-            "On-sale search pages crawled per IP.")
+            "The most on-sale search pages a crawl reads.")
     scheduler_pages_sold: int = setting("5", parsers.positive_int,
-            "Sold search pages crawled per IP.")
+            "The most sold search pages a crawl reads.")
+    scheduler_page_plan: bool = setting("true", parsers.boolean,
+            "Read each search of a crawl only as deep as what changed since the IP's last crawl needs, within "
+            "SCHEDULER_PAGES_ON_SALE and SCHEDULER_PAGES_SOLD (docs/concepts/crawling.md, Pages that follow "
+            "change); false: every crawl reads both searches to their end or their caps.")
     scheduler_batch_size: int = setting("50", parsers.positive_int,
             "Due IPs pushed per batch.")
     scheduler_backpressure_threshold: int = setting("25", parsers.positive_int,

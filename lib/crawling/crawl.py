@@ -18,6 +18,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AsyncExitStack
+from dataclasses import dataclass
 from typing import Any
 
 import redis
@@ -38,6 +39,7 @@ from lib.crawling.page_fetch import (
     fetch_page,
     search_url,
 )
+from lib.crawling.page_plan import CrawlPlan, SearchPlan
 from lib.crawling.proxies import ProxyRotator
 from lib.crawling.rate_limit import CrawlRateLimit, NoTurn
 from lib.crawling.recovery import BRING_TO_FRONT, BROWSER_RESTART, NEW_TAB, STEPS, RecoveryLog
@@ -52,10 +54,13 @@ logger = logging.getLogger(__name__)
 RETRY_AFTER_MAX = 120.0
 
 
-def search_plan(settings: Settings) -> tuple[tuple[str, str, int], ...]:
-    """A crawl's searches, in order: (the search URL's status parameter, the items' status, most pages read)."""
-    return ((ON_SALE_PARAM, "on_sale", settings.scheduler_pages_on_sale),
-            (SOLD_PARAM, "sold", settings.scheduler_pages_sold))
+#: A crawl's searches, in order: (the search URL's status parameter, the items' status).
+SEARCHES = ((ON_SALE_PARAM, "on_sale"), (SOLD_PARAM, "sold"))
+
+
+def caps(settings: Settings) -> CrawlPlan:
+    """The crawl plan of an IP the worker planned nothing for: each search to its end or its page cap."""
+    return CrawlPlan.caps(settings.scheduler_pages_on_sale, settings.scheduler_pages_sold)
 
 
 class CrawlFailed(RuntimeError):
@@ -111,9 +116,10 @@ class Crawler:
         return cls(settings, manager, rotator, on_recovery=_recovery_tally(settings))
 
     async def crawl(self, ip_id: int, keyword: str, task_id: str,
-                    aliases: tuple[str, ...] | list[str] = ()) -> dict[str, Any]:
+                    aliases: tuple[str, ...] | list[str] = (), plan: CrawlPlan | None = None) -> dict[str, Any]:
         """The crawl result message for ``process_result`` (plus ``drift``, for the crawler process); ``aliases``:
-        the other names of the IP its listings' titles may use."""
+        the other names of the IP its listings' titles may use; ``plan``: how deep each search reads
+        (``lib.crawling.page_plan``; None: to the page caps)."""
         matcher = title_matcher(keyword, aliases)
         started = time.time()
         crawled_at = get_clock().now()
@@ -122,7 +128,7 @@ class Crawler:
         search: dict[str, dict[str, Any]] = {}
         page_records: list[dict[str, Any]] = []
         relevance: dict[str, dict[str, int]] = {}
-        plan = search_plan(self.settings)
+        plan = plan or caps(self.settings)
         tabs, self._idle_tab = self._idle_tab or _CrawlTab(self.manager), None
         cancelled = False
         try:
@@ -146,19 +152,20 @@ class Crawler:
                 "drift": {"ip_id": ip_id, "task_id": task_id, "at": crawled_at, "pages": page_records,
                           "errors": errors}}
 
-    async def _pages(self, plan: tuple[tuple[str, str, int], ...], matcher: TitleMatcher, ip_id: int,
+    async def _pages(self, plan: CrawlPlan, matcher: TitleMatcher, ip_id: int,
                      task_id: str, tabs: _CrawlTab, items: dict[str, dict[str, Any]], errors: dict[str, str],
                      search: dict[str, dict[str, Any]], page_records: list[dict[str, Any]],
                      relevance: dict[str, dict[str, int]]) -> None:
         base = self.settings.mercari_base_url
         keyword = matcher.keyword
         stop = False
-        for status_param, label, page_count in plan:
+        for status_param, label in SEARCHES:
+            depth = plan.search(label)
             total: dict[str, int | None] = {"num_found": None, "pages": 0, "items": 0}
             read: set[str] = set()
             missed: set[str] = set()
             ended = False  # the search ended on the pages read: no next page, or past its real results
-            for number in range(1, page_count + 1):
+            for number in range(1, depth.pages + 1):
                 if stop:
                     break
                 url = search_url(base, keyword, status_param, number)
@@ -188,13 +195,17 @@ class Crawler:
                     self._api_missed = result.source != "api"
                 on_page = add_page(result, items, total, read, matcher, missed)
                 page_records.append(_page_record(label, number, result, on_page))
-                if not result.has_next:
+                depth = depth.deepened(on_page.items)
+                end = after_page(result, on_page, depth)
+                if end == ENDED:
+                    if result.has_next:
+                        logger.info("IP %s task %s: %s page %d holds no listing of the IP; the search stops there",
+                                    ip_id, task_id, label, number)
                     ended = True
                     break
-                if past_real_results(result, on_page):
-                    logger.info("IP %s task %s: %s page %d holds no listing of the IP; the search stops there",
-                                ip_id, task_id, label, number)
-                    ended = True
+                if end == REACHED:
+                    logger.debug("IP %s task %s: %s page %d reaches back as far as the plan needs (%s)", ip_id,
+                                 task_id, label, number, depth.why)
                     break
             # a failed page was skipped: its listings were not seen, so the search was not seen whole
             total["ended"] = ended and not any(key.split(":", 1)[0] == label for key in errors)
@@ -297,27 +308,41 @@ class Crawler:
         await self.manager.close()
 
 
+@dataclass(frozen=True)
+class PageRead(Relevance):
+    """What a page held: its listings about the IP and the others, the oldest ``created`` of the IP's (None: none,
+    or a page read from the DOM, which shows no creation time), and the IP's listings themselves."""
+
+    oldest: float | None = None
+    items: tuple[dict[str, Any], ...] = ()
+
+
 def add_page(result: PageResult, items: dict[str, dict[str, Any]], total: dict[str, int | None],
-             read: set[str], matcher: TitleMatcher | None = None, missed: set[str] | None = None) -> Relevance:
+             read: set[str], matcher: TitleMatcher | None = None, missed: set[str] | None = None) -> PageRead:
     """A page read into its crawl: the crawl's ``items`` by id, its search's ``total`` (the site's count, pages
     read) and the ids the search ``read``; with a ``matcher``, only the listings whose titles match it, the others'
-    ids going to ``missed``. Returns the page's matching and missing listings."""
+    ids going to ``missed``. Returns what the page held."""
     if result.num_found is not None:
         total["num_found"] = result.num_found
     total["pages"] = (total["pages"] or 0) + 1
-    matched = misses = 0
+    misses = 0
+    mine: list[dict[str, Any]] = []
+    oldest: float | None = None
     for item in result.items:
         if matcher is not None and not matcher.matches(str(item.get("title") or "")):
             misses += 1
             if missed is not None:
                 missed.add(item["source_id"])
             continue
-        matched += 1
+        mine.append(item)
         read.add(item["source_id"])
+        created = item.get("created")
+        if isinstance(created, (int, float)) and (oldest is None or created < oldest):
+            oldest = float(created)
         # the same listing on an on-sale and a sold page: it sold while we were reading
         if item["source_id"] not in items or item["status"] == "sold":
             items[item["source_id"]] = item
-    return Relevance(matched, misses)
+    return PageRead(len(mine), misses, oldest, tuple(mine))
 
 
 def past_real_results(result: PageResult, on_page: Relevance) -> bool:
@@ -325,6 +350,19 @@ def past_real_results(result: PageResult, on_page: Relevance) -> bool:
     results are behind and the next pages hold only the site's padding. An empty page says nothing (the site
     answers one now and then for no reason)."""
     return bool(result.items) and not on_page.matched
+
+
+#: Why a search stopped after a page (``after_page``): its results ended on it, or it reached the plan's depth.
+ENDED, REACHED = "ended", "reached"
+
+
+def after_page(result: PageResult, on_page: PageRead, depth: SearchPlan) -> str | None:
+    """Whether the search stops after this page (``ENDED``, ``REACHED``) or reads the next (None): the crawler's
+    rule, which the demo's history and the benchmarks read their pages by too. ``depth``: the search's plan as the
+    pages read so far deepened it (``SearchPlan.deepened``). The page cap is the caller's."""
+    if not result.has_next or past_real_results(result, on_page):
+        return ENDED
+    return REACHED if depth.reached(on_page.oldest) else None
 
 
 class _CrawlTab:

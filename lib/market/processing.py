@@ -30,6 +30,7 @@ from lib.core.clock import Clock, get_clock, naive_utc, to_timestamp
 from lib.core.db import ParameterList, insert_rows, select_tuples, write_transaction
 from lib.core.errors import BadMessage
 from lib.core.settings import Settings
+from lib.crawling.page_plan import load_plan, store_plan
 from lib.market import listing_urls, window_rows
 from lib.market.facts import (
     CrawlTimes,
@@ -41,8 +42,9 @@ from lib.market.facts import (
     store_sightings,
 )
 from lib.market.item_state import SOLD, STATUSES, Change, CrawlItem, ItemState, ItemStateStore, decide
+from lib.market.page_plans import next_plan
 from lib.market.read_side import invalidate_caches
-from lib.market.relists import find_relists, store_relists, title_match
+from lib.market.relists import find_relists, store_relists
 from lib.market.retention import details_pruned_before
 from lib.market.statistics import (
     adjusted_weight,
@@ -56,6 +58,7 @@ from lib.market.statistics import (
 from lib.scheduling.execution_state import ExecutionState
 from lib.scheduling.schedule import CRAWL_JOB, ScheduleStore, ip_interval
 from lib.segments.stored import Segmenter, segment_applied, stored_titles
+from lib.segments.title_keys import title_match
 from models import AppliedResult, CrawlSearchTotal, IpMetadata, IpStatsHourly, ItemSnapshot
 
 logger = logging.getLogger(__name__)
@@ -181,6 +184,7 @@ class ResultProcessor:
                                      self.clock)
         self.schedule = ScheduleStore(client)
         self.floor: float | None = None  # storage pruned before this (lib.market.retention), read per result
+        self._caps = {"on_sale": settings.scheduler_pages_on_sale, SOLD: settings.scheduler_pages_sold}
 
     # -- step 1 ----------------------------------------------------------------
     def decide(self, result: CrawlResult, ip: IpMetadata) -> tuple[list[Change], bool]:
@@ -315,7 +319,7 @@ class ResultProcessor:
 
     def _insert_search_totals(self, result: CrawlResult) -> None:
         if result.search:
-            planned = {"on_sale": self.settings.scheduler_pages_on_sale, SOLD: self.settings.scheduler_pages_sold}
+            planned = self._caps
             CrawlSearchTotal.insert_many([{
                 "task_id": result.task_id, "ip_id": result.ip_id, "crawled_at": result.crawled_at,
                 "status": total.status, "num_found": total.num_found, "pages_read": total.pages_read,
@@ -357,6 +361,11 @@ class ResultProcessor:
         ExecutionState(self.clock).record_execution(CRAWL_JOB, result.ip_id, at=newest)
         if ip.active:
             self.schedule.schedule(ip.id, newest + ip_interval(ip, self.settings))
+        if self.settings.scheduler_page_plan and result.crawled_at >= newest:  # a late result plans nothing
+            ended = {total.status: _ended(result, total, self._caps[total.status]) for total in result.search}
+            last = load_plan(self.client, ip.id, self._caps["on_sale"], self._caps[SOLD])
+            store_plan(self.client, ip.id, next_plan(result.crawled_at, result.items, ended, self.settings,
+                                                     last.on_sale.watch))
         invalidate_caches(self.client, result.ip_id)
 
     def apply(self, result: CrawlResult) -> Outcome:

@@ -32,8 +32,6 @@ reaches the database only later (a late result of an older crawl) stays a new li
 from __future__ import annotations
 
 import bisect
-import functools
-import hashlib
 from collections import defaultdict
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
@@ -43,29 +41,13 @@ import peewee
 from lib.core.db import ParameterList, insert_rows
 from lib.market.item_state import ON_SALE, CrawlItem
 from lib.market.statistics import tuples
-from lib.segments.normalize import compact, normalize
+from lib.segments.title_keys import earlier_titles
 from models import CrawlSearchTotal, ItemSnapshot, ListingRelist
 
 CHUNK = 500
 #: A seller with more of the IP's listings than this within RELIST_WITHIN is taken for a shop: its same-titled
 #: listings nobody saw deleted are copies, not relists (``python -m bench accuracy`` scores the choice).
 FEW_LISTINGS = 10
-
-
-@functools.lru_cache(maxsize=32768)
-def title_match(title: str) -> str | None:
-    """The fingerprint of a title's normalized form (64 bits; None for a title with no word). Cached: a listing's
-    title comes back with every crawl that sees it, and normalizing one costs about 17 µs."""
-    folded = compact(normalize(title))
-    return hashlib.blake2b(folded.encode(), digest_size=8).hexdigest() if folded else None
-
-
-def earlier_titles(title: str) -> set[str]:
-    """The fingerprints of the titles a relist titled ``title`` may have had first: the same, or without its first
-    or last word."""
-    words = normalize(title).split(" ")
-    forms = [words] + ([words[1:], words[:-1]] if len(words) > 1 else [])
-    return {key for form in forms if (key := title_match(" ".join(form))) is not None}
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ needs sales among the listings created in the window: a demo of a few simulated 
 is crawled here, before the live phase: for each IP, a crawl every ``step`` seconds up to the live start, each
 reading the simulator's search API answers at the crawl's time (``MarketSimulator.answer_for``: the listings the
 browser would have been served then), turned into the crawl result message by the crawler's own code
-(``page_from_api``, ``add_page``, ``past_real_results``, ``search_plan``) and applied by ``ResultProcessor`` (what the
+(``page_from_api``, ``add_page``, ``after_page``, the IP's page plan) and applied by ``ResultProcessor`` (what the
 ``process_result`` actor runs), in time order, on a clock standing at each crawl's time. The simulator records
 those pages like the live ones, so ``tests/test_demo.py`` checks the history's hours against the simulator's
 truth too.
@@ -24,15 +24,16 @@ from lib.core.settings import Settings
 from lib.operations.demo_clock import DemoClock
 
 if TYPE_CHECKING:
+    from lib.crawling.page_plan import CrawlPlan
     from lib.standins.simulator.server import MarketSimulator
 
 
 def past_crawl(sim: MarketSimulator, keyword: str, ip_id: int, task_id: str, at: float,
-               settings: Settings, aliases: Sequence[str] = ()) -> dict[str, Any]:
+               settings: Settings, aliases: Sequence[str] = (), plan: CrawlPlan | None = None) -> dict[str, Any]:
     """The crawl result message (``process_result``'s arguments) of a crawl of ``keyword`` at ``at``: the pages the
-    crawler reads (``search_plan``) as the simulator's API answered them at that time, the listings kept and the
-    paging stopped as the crawler does (``lib.segments.relevance``)."""
-    from lib.crawling.crawl import add_page, past_real_results, search_plan
+    crawler reads (``plan``: the IP's page plan, None: the caps) as the simulator's API answered them at that time,
+    the listings kept and the paging stopped as the crawler does (``lib.crawling.crawl.after_page``)."""
+    from lib.crawling.crawl import ENDED, SEARCHES, add_page, after_page, caps
     from lib.crawling.driver import ApiResponse
     from lib.crawling.listings import seller_key
     from lib.crawling.page_fetch import page_from_api
@@ -43,19 +44,23 @@ def past_crawl(sim: MarketSimulator, keyword: str, ip_id: int, task_id: str, at:
     search: dict[str, dict[str, Any]] = {}
     relevance: dict[str, dict[str, int]] = {}
     pages = 0
-    for status_param, label, page_count in search_plan(settings):
+    plan = plan or caps(settings)
+    for status_param, label in SEARCHES:
+        depth = plan.search(label)
         total: dict[str, int | None] = {"num_found": None, "pages": 0, "items": 0}
         read: set[str] = set()
         missed: set[str] = set()
-        for number in range(1, page_count + 1):
+        for number in range(1, depth.pages + 1):
             answer = sim.answer_for(keyword, status_param, number, at)
             result = page_from_api(ApiResponse(200, {}, answer), settings.mercari_base_url, label,
                                    seller_key(settings))
             assert result is not None  # the simulator's answer in normal mode is always readable
             on_page = add_page(result, items, total, read, matcher, missed)
             pages += 1
-            if not result.has_next or past_real_results(result, on_page):
-                total["ended"] = True
+            depth = depth.deepened(on_page.items)
+            end = after_page(result, on_page, depth)
+            if end is not None:
+                total["ended"] = end == ENDED
                 break
         total.setdefault("ended", False)
         total["items"] = len(read)
@@ -91,11 +96,15 @@ def backfill(sim: MarketSimulator, settings: Settings, client: redis.Redis, ips:
     plan = [(ip_id, keyword, at) for index, (ip_id, keyword) in enumerate(ips)
             for at in crawl_times(end, hours, step, index, len(ips))]
     plan.sort(key=lambda p: p[2])  # in time order across IPs too: the history reads like the live phase
+    from lib.crawling.page_plan import load_plan
+
     processor = ResultProcessor(settings, client, clock)
     last_told = time.monotonic()
     for done, (ip_id, keyword, at) in enumerate(plan, start=1):
         clock.set(at)
-        message = past_crawl(sim, keyword, ip_id, f"history-{ip_id}-{int(at)}", at, settings)
+        depth = (load_plan(client, ip_id, settings.scheduler_pages_on_sale, settings.scheduler_pages_sold)
+                 if settings.scheduler_page_plan else None)
+        message = past_crawl(sim, keyword, ip_id, f"history-{ip_id}-{int(at)}", at, settings, plan=depth)
         processor.apply(CrawlResult.parse(**message))
         if progress is not None and (time.monotonic() - last_told >= 5 or done == len(plan)):
             progress(done, len(plan))

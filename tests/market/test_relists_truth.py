@@ -1,8 +1,8 @@
 """Relists and auctions on the realistic market (lib/standins/simulator/model.py), held to its truth
 (lib/standins/simulator/truth.py): a mid-size IP crawled every hour for a week, each crawl the pages the crawler reads
-(``lib.operations.backfill.past_crawl``: the crawler's own code on the simulator's API answers) applied by the real
-result path. Its relists are not counted as new supply, its daily inflow is the true count of new goods, and its
-sell-through and time to sell follow the goods across their relists."""
+(``lib.operations.backfill.past_crawl``: the crawler's own code on the simulator's API answers, as deep as the IP's
+page plan) applied by the real result path. Its relists are not counted as new supply, its daily inflow is the true
+count of new goods, and its sell-through and time to sell follow the goods across their relists."""
 
 from dataclasses import dataclass, replace
 
@@ -11,6 +11,7 @@ import pytest
 from lib.core.clock import FrozenClock
 from lib.core.redis_client import state_redis
 from lib.core.settings import load_settings
+from lib.crawling.page_plan import load_plan
 from lib.market.processing import CrawlResult, ResultProcessor
 from lib.market.statistics import tuples
 from lib.market.windows import window_measures
@@ -38,7 +39,8 @@ class Run:
 
 @pytest.fixture(scope="module")
 def week(tmp_path_factory, redis_server):
-    """One IP of 20 new listings an hour (no burst), crawled hourly for a week, 5+5 pages, on SQLite."""
+    """One IP of 20 new listings an hour (no burst), crawled hourly for a week, at most 5+5 pages as its page plans
+    say, on SQLite."""
     from lib.core.db import bind_database
     from lib.market.schema import create_tables
 
@@ -63,7 +65,9 @@ def week(tmp_path_factory, redis_server):
     crawls = [START + i * HOUR for i in range(DAYS * 24 + 1)]
     for n, at in enumerate(crawls):
         clock.set(at)
-        message = past_crawl(sim, KEYWORD, ip.id, f"w{n}", at, settings)
+        # each crawl as deep as the IP's page plan, as the crawler reads it (docs/concepts/crawling.md)
+        plan = load_plan(client, ip.id, settings.scheduler_pages_on_sale, settings.scheduler_pages_sold)
+        message = past_crawl(sim, KEYWORD, ip.id, f"w{n}", at, settings, plan=plan)
         proc.apply(CrawlResult.parse(**message))
     yield Run(ip.id, model, crawls)
     client.flushdb()

@@ -1,0 +1,186 @@
+"""How deep each search of one crawl reads (docs/concepts/crawling.md, "Pages that follow change").
+
+Both searches list newest-created first. A search is read page by page until one of:
+
+* its results end: no next page, or a page holding listings none of which is the IP's (the site's padding);
+* the page cap (SCHEDULER_PAGES_ON_SALE, SCHEDULER_PAGES_SOLD);
+* a page whose oldest listing of the IP was created at or before the plan's ``until``: every listing past it is
+  older, and the worker that made the plan knows it needs none of them (``lib.market.page_plans``). A listing
+  created after ``until`` whose seller has listings on sale under a title it may relist (the plan's ``watch``:
+  by ``watch_key``, when they were created) takes ``until`` back past the oldest of those: it is told from new
+  goods only by reading back past the earlier listing and not finding it (``lib.market.relists``).
+
+A page without creation times (read from the DOM, which shows none) never meets ``until``: the search goes on to
+its cap, as a crawl without a plan does. The worker stores each IP's plan for its next crawl in the state store;
+the crawl reads it (one ``GET``) and, when there is none or it cannot be read, reads the caps.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+import redis
+
+from lib.core import keys
+from lib.segments.title_keys import earlier_titles
+
+logger = logging.getLogger(__name__)
+
+#: A plan is kept this long after the crawl it was made from: an IP crawled less often reads its caps.
+PLAN_TTL = 30 * 86400
+#: How late a listing may reach the search after it is created: ~50 s (https://github.com/take-kun/mercapi/issues/37)
+#: and ~60 s (https://github.com/marvinody/mercari/issues/28) reported; ten times that, for the outliers nobody
+#: reported. Every depth a plan sets is this much further back. A page holds 120 listings, so the margin costs a page
+#: only when the depth falls on a page's end.
+LATE_INDEXING = 600.0
+
+
+def watch_key(seller: str, title_key: str) -> str:
+    """A listing's key in a plan's watch: its seller's hash and its title's fingerprint (``title_keys``), in 32
+    bits (two of an IP's few hundred watched listings share one by chance once in millions of plans)."""
+    return hashlib.blake2b(f"{seller}|{title_key}".encode(), digest_size=4).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class SearchPlan:
+    """How deep one search reads.
+
+    Parameters:
+      pages: the most pages read.
+      until: a creation time (Unix seconds): the search stops after the page whose oldest listing of the IP was
+        created at or before it. None: read to the end of the results or ``pages``.
+      why: the reason, for operators (``animetop ip list``).
+    """
+
+    pages: int
+    until: float | None = None
+    why: str = "the page cap"
+    #: listings on sale a new listing may relist, by ``watch_key``: when they were created
+    watch: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+
+    def reached(self, oldest: float | None) -> bool:
+        """Whether a page whose oldest listing of the IP was created at ``oldest`` ends the search: at or before
+        ``until``. A page with no creation time (None: the DOM's, or none of the IP's) never does."""
+        return self.until is not None and oldest is not None and oldest <= self.until
+
+    def deepened(self, items: Iterable[Mapping[str, Any]]) -> SearchPlan:
+        """The plan after a page of the IP's ``items``: ``until`` taken back to ``LATE_INDEXING`` before the oldest
+        watched listing that one created after ``until`` may relist (the same seller, a title it may have had)."""
+        if self.until is None or not self.watch:
+            return self
+        until = self.until
+        for item in items:
+            created, seller, title = item.get("created"), item.get("seller"), item.get("title")
+            if not isinstance(created, (int, float)) or created <= self.until or not isinstance(seller, str) \
+                    or not isinstance(title, str):
+                continue
+            earlier = [t for key in earlier_titles(title) for t in self.watch.get(watch_key(seller, key), ())
+                       if t < created]
+            if earlier:
+                until = min(until, min(earlier) - LATE_INDEXING)
+        if until == self.until:
+            return self
+        return replace(self, until=until, why=f"{self.why}, and back to the listings a new one may relist")
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlPlan:
+    """One crawl's depth, per search; ``made_at``: the crawl it was planned after (None: no plan, the caps)."""
+
+    on_sale: SearchPlan
+    sold: SearchPlan
+    made_at: float | None = None
+
+    @classmethod
+    def caps(cls, pages_on_sale: int, pages_sold: int) -> CrawlPlan:
+        """Today's settings' fixed depth: each search to its end or its cap."""
+        return cls(SearchPlan(pages_on_sale), SearchPlan(pages_sold))
+
+    def search(self, label: str) -> SearchPlan:
+        return self.on_sale if label == "on_sale" else self.sold
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), separators=(",", ":"))  # watch: a JSON object of lists
+
+    @classmethod
+    def from_json(cls, text: str | bytes, pages_on_sale: int, pages_sold: int) -> CrawlPlan:
+        """A stored plan, its page counts held to today's caps (a cap lowered since it was made wins).
+
+        Raises:
+          ValueError: not a plan.
+        """
+        raw = json.loads(text)
+        if not isinstance(raw, dict):
+            raise ValueError("a crawl plan is a JSON object")
+        return cls(_search(raw.get("on_sale"), pages_on_sale), _search(raw.get("sold"), pages_sold),
+                   _time(raw.get("made_at")))
+
+
+def _search(raw: object, cap: int) -> SearchPlan:
+    if not isinstance(raw, dict):
+        raise ValueError("a search plan is a JSON object")
+    pages = raw.get("pages")
+    if not isinstance(pages, int) or isinstance(pages, bool) or pages < 1:
+        raise ValueError(f"a search plan's pages must be a whole number of at least 1, got {pages!r:.40}")
+    why = raw.get("why")
+    watch = raw.get("watch") or {}
+    if not isinstance(watch, dict):
+        raise ValueError("a search plan's watch is a JSON object")
+    times: dict[str, tuple[float, ...]] = {}
+    for seller, created in watch.items():
+        if not isinstance(created, list):
+            raise ValueError(f"a watched seller's listings are a list of times, got {created!r:.40}")
+        times[seller] = tuple(t for t in map(_time, created) if t is not None)
+    return SearchPlan(min(pages, cap), _time(raw.get("until")), why if isinstance(why, str) else "the page cap",
+                      times)
+
+
+def _time(raw: object) -> float | None:
+    if raw is None:
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not math.isfinite(raw):
+        raise ValueError(f"a plan's time must be a number, got {raw!r:.40}")
+    return float(raw)
+
+
+def store_plan(client: redis.Redis, ip_id: int, plan: CrawlPlan) -> None:
+    client.set(keys.crawl_plan(ip_id), plan.to_json(), ex=PLAN_TTL)
+
+
+def load_plans(client: redis.Redis, ip_ids: Sequence[int], pages_on_sale: int,
+               pages_sold: int) -> dict[int, CrawlPlan | None]:
+    """Each IP's stored plan (None: none, or unreadable), one pipeline of ``GET``s (a cluster splits it by slot)."""
+    pipe = client.pipeline(transaction=False)
+    for ip_id in ip_ids:
+        pipe.get(keys.crawl_plan(ip_id))
+    out: dict[int, CrawlPlan | None] = {}
+    for ip_id, text in zip(ip_ids, pipe.execute(), strict=True):
+        try:
+            out[ip_id] = None if text is None else CrawlPlan.from_json(text, pages_on_sale, pages_sold)
+        except ValueError:
+            out[ip_id] = None
+    return out
+
+
+def load_plan(client: redis.Redis, ip_id: int, pages_on_sale: int, pages_sold: int) -> CrawlPlan:
+    """The IP's plan for its next crawl; the caps when it has none, or when it cannot be read (the crawl then costs
+    what a crawl without a plan costs, and loses nothing)."""
+    caps = CrawlPlan.caps(pages_on_sale, pages_sold)
+    try:
+        text = client.get(keys.crawl_plan(ip_id))
+    except redis.RedisError as e:
+        logger.warning("IP %s: could not read its crawl plan (%s): reading the page caps", ip_id, e)
+        return caps
+    if text is None:
+        return caps
+    try:
+        return CrawlPlan.from_json(text, pages_on_sale, pages_sold)
+    except ValueError as e:
+        logger.warning("IP %s: its stored crawl plan is unreadable (%s): reading the page caps", ip_id, e)
+        return caps

@@ -1,0 +1,146 @@
+"""Each IP's page plan for its next crawl (lib/market/page_plans.py), as docs/concepts/crawling.md defines it: an
+on-sale search that ended is read whole again, one that did not back to the newest listing seen less the late
+indexing margin; the sold search back to a listing's life before the crawl. The worker stores it after each
+result, a late result leaves the newer plan, SCHEDULER_PAGE_PLAN=false stores none."""
+
+import dataclasses
+
+import pytest
+
+from lib.core import keys
+from lib.core.clock import FrozenClock
+from lib.core.redis_client import state_redis
+from lib.crawling.page_plan import LATE_INDEXING, load_plan, watch_key
+from lib.market.item_state import CrawlItem
+from lib.market.page_plans import next_plan
+from lib.market.processing import CrawlResult, ResultProcessor
+from lib.market.reach import MAX_AGE_HOURS
+from lib.scheduling.catalogue import Catalogue
+from lib.scheduling.schedule import ScheduleStore
+from lib.segments.title_keys import title_match
+
+H = 3600.0
+T0 = 1_800_000_000.0 - (1_800_000_000.0 % H)
+LIFE = MAX_AGE_HOURS * H  # written out: 192 h, the search's oldest listings (docs/concepts/simulator.md)
+
+
+def item(sid, status="on_sale", created=None):
+    return {"source_id": sid, "title": f"鬼滅の刃 {sid}", "price": 1000, "status": status,
+            "image_url": None, "item_url": None, "created": created, "updated": None}
+
+
+def items(*raw):
+    return [CrawlItem.parse(x) for x in raw]
+
+
+def test_an_on_sale_search_that_ended_is_read_whole_again(settings):
+    plan = next_plan(T0, items(item("a", created=T0 - 50 * H)), {"on_sale": True, "sold": True}, settings)
+    assert plan.on_sale.until is None and plan.on_sale.pages == settings.scheduler_pages_on_sale
+    assert plan.made_at == T0
+
+
+def test_an_on_sale_search_that_did_not_end_is_read_back_to_the_newest_listing_seen(settings):
+    newest = T0 - 90
+    plan = next_plan(T0, items(item("a", created=T0 - 5 * H), item("b", created=newest),
+                               item("s", "sold", created=T0 - 30)), {"on_sale": False, "sold": False}, settings)
+    assert LATE_INDEXING >= 60  # the reported indexing delays (~50-60 s) fit in the margin
+    assert plan.on_sale.until == newest - LATE_INDEXING  # the sold listing's time is not the on-sale search's
+
+
+def test_a_listing_dated_after_its_crawl_does_not_push_the_plan_past_the_crawl(settings):
+    plan = next_plan(T0, items(item("a", created=T0 + 500)), {"on_sale": False}, settings)
+    assert plan.on_sale.until == T0 - LATE_INDEXING
+
+
+def test_without_creation_times_the_on_sale_search_reads_its_cap(settings):
+    plan = next_plan(T0, items(item("a")), {"on_sale": False, "sold": False}, settings)
+    assert plan.on_sale.until is None
+
+
+@pytest.mark.parametrize("sold_ended", [True, False])
+def test_the_sold_search_is_read_back_a_listing_s_life_before_the_crawl(settings, sold_ended):
+    plan = next_plan(T0, items(item("s", "sold", created=T0 - H)), {"on_sale": True, "sold": sold_ended}, settings)
+    # every sale after T0 is of a listing created after T0 - LIFE: the pages past that hold none
+    assert plan.sold.until == T0 - LIFE - LATE_INDEXING
+    assert plan.sold.pages == settings.scheduler_pages_sold
+
+
+@pytest.fixture
+def clock():
+    return FrozenClock(T0)
+
+
+@pytest.fixture
+def ip(db, settings, clock):
+    return Catalogue(ScheduleStore(state_redis(settings)), settings, clock).add("鬼滅の刃")
+
+
+def apply(settings, clock, ip, n, at, rows, search):
+    clock.set(at)
+    ResultProcessor(settings, state_redis(settings), clock).apply(
+        CrawlResult.parse(ip.id, f"t{n}", at, rows, search=search))
+
+
+SEARCH = {"on_sale": {"num_found": None, "pages": 5, "items": 2, "ended": False},
+          "sold": {"num_found": None, "pages": 5, "items": 1, "ended": False}}
+
+
+def test_the_worker_stores_the_plan_of_the_next_crawl_and_a_late_result_leaves_it(settings, clock, ip):
+    r = state_redis(settings)
+    caps = (settings.scheduler_pages_on_sale, settings.scheduler_pages_sold)
+    apply(settings, clock, ip, 1, T0, [item("a", created=T0 - 600)], SEARCH)
+    assert load_plan(r, ip.id, *caps).on_sale.until == T0 - 600 - LATE_INDEXING
+    apply(settings, clock, ip, 2, T0 + H, [item("a", created=T0 - 600), item("b", created=T0 + 1000)], SEARCH)
+    plan = load_plan(r, ip.id, *caps)
+    assert (plan.made_at, plan.on_sale.until) == (T0 + H, T0 + 1000 - LATE_INDEXING)
+    # a result crawled before the newest one, applied after it: the newer crawl's plan stays
+    apply(settings, clock, ip, 3, T0 + H / 2, [item("c", created=T0 + 1500)], SEARCH)
+    assert load_plan(r, ip.id, *caps) == plan
+
+
+def test_with_the_plan_off_the_worker_stores_none(settings, clock, ip):
+    off = dataclasses.replace(settings, scheduler_page_plan=False)
+    apply(off, clock, ip, 1, T0, [item("a", created=T0 - 600)], SEARCH)
+    assert state_redis(settings).get(keys.crawl_plan(ip.id)) is None
+
+
+def by(sid, seller, created, status="on_sale", title=None):
+    return {**item(sid, status, created), "seller": seller, **({"title": title} if title else {})}
+
+
+def key(seller, sid):
+    return watch_key(seller, title_match(f"鬼滅の刃 {sid}"))
+
+
+def test_the_plan_watches_the_listings_on_sale_within_relist_within_by_seller_and_title(settings):
+    since = T0 - settings.relist_within
+    rows = items(by("a", "s1", T0 - H), by("b", "s2", since - 1),  # too old to be relisted
+                 by("c", "s3", T0 - 2 * H, "sold"), item("d", created=T0 - H))  # sold; no seller
+    watched = {key("s1", "a"): (T0 - 5 * H, since - 10), "elsewhere": (T0 - 3 * H,)}
+    plan = next_plan(T0, rows, {"on_sale": False}, settings, watched=watched)
+    assert plan.on_sale.watch == {key("s1", "a"): (T0 - 5 * H, T0 - H), "elsewhere": (T0 - 3 * H,)}
+    # read whole, the next crawl needs no watch
+    assert next_plan(T0, rows, {"on_sale": True}, settings, watched=watched).on_sale.watch == {}
+
+
+def test_a_shop_s_copies_are_all_watched(settings):
+    copies = items(*(by(f"a{k}", "s1", T0 - k * 60, title="鬼滅の刃 a") for k in range(10)))
+    plan = next_plan(T0, copies, {"on_sale": False}, settings)
+    assert plan.on_sale.watch == {key("s1", "a"): tuple(T0 - k * 60 for k in range(9, -1, -1))}
+
+
+def test_the_worker_carries_the_watch_from_plan_to_plan(settings, clock, ip):
+    r = state_redis(settings)
+    caps = (settings.scheduler_pages_on_sale, settings.scheduler_pages_sold)
+    apply(settings, clock, ip, 1, T0, [by("a", "s1", T0 - 600)], SEARCH)
+    apply(settings, clock, ip, 2, T0 + H, [by("b", "s2", T0 + 1000)], SEARCH)  # "a" is past the read
+    assert load_plan(r, ip.id, *caps).on_sale.watch == {key("s1", "a"): (T0 - 600,), key("s2", "b"): (T0 + 1000,)}
+
+
+def test_only_the_newest_listings_the_page_cap_holds_are_watched(settings):
+    held = settings.scheduler_pages_on_sale * 120
+    rows = items(*(by(f"a{k}", f"s{k % 7}", T0 - k * 60) for k in range(held - 1)))
+    old = {"out-of-reach": (T0 - held * 60 - 1,), "in-reach": (T0 - held * 60 + 30,)}
+    plan = next_plan(T0, rows, {"on_sale": False}, settings, watched=old)
+    assert sum(map(len, plan.on_sale.watch.values())) == held
+    assert "in-reach" in plan.on_sale.watch and "out-of-reach" not in plan.on_sale.watch
