@@ -100,7 +100,7 @@ def _print_ips(catalogue, fmt: str) -> None:
     from lib.core.parsers import format_duration
     from lib.crawling.page_plan import CrawlPlan, load_plans
     from lib.scheduling.catalogue import aliases_of
-    from lib.scheduling.schedule import interval_reason, ip_interval
+    from lib.scheduling.schedule import interval_reason, planned_interval
 
     settings = catalogue.settings
     ips = catalogue.list()
@@ -114,7 +114,8 @@ def _print_ips(catalogue, fmt: str) -> None:
         rows.append({
             "id": ip.id, "keyword": ip.keyword, "name": ip.display_name, "active": ip.active,
             "weight": ip.weight, "aliases": list(aliases_of(ip)), "pinned_interval_s": ip.pinned_interval,
-            "interval_s": ip_interval(ip, catalogue.settings), "interval_why": interval_reason(ip, catalogue.settings),
+            "interval_s": planned_interval(ip, plan.flow, settings),
+            "interval_why": interval_reason(ip, settings, plan.flow), "flow_per_hour": plan.flow,
             "last_crawled_at": ip.last_crawled_at.isoformat() + "Z" if ip.last_crawled_at else None,
             "next_crawl_at": datetime.fromtimestamp(next_at, timezone.utc).isoformat() if next_at else None,
             "pages": {label: {"most": depth.pages, "back_to": _iso(depth.until), "why": depth.why}

@@ -91,11 +91,14 @@ class SearchPlan:
 
 @dataclass(frozen=True, slots=True)
 class CrawlPlan:
-    """One crawl's depth, per search; ``made_at``: the crawl it was planned after (None: no plan, the caps)."""
+    """One crawl's depth, per search; ``made_at``: the crawl it was planned after (None: no plan, the caps);
+    ``flow``: the IP's new listings an hour as its crawls saw them (None: not known yet), which its interval follows
+    (``lib.scheduling.schedule.planned_interval``)."""
 
     on_sale: SearchPlan
     sold: SearchPlan
     made_at: float | None = None
+    flow: float | None = None
 
     @classmethod
     def caps(cls, pages_on_sale: int, pages_sold: int) -> CrawlPlan:
@@ -118,8 +121,11 @@ class CrawlPlan:
         raw = json.loads(text)
         if not isinstance(raw, dict):
             raise ValueError("a crawl plan is a JSON object")
+        flow = _time(raw.get("flow"))
+        if flow is not None and flow < 0:
+            raise ValueError(f"a plan's flow is a number of listings an hour, got {flow!r:.40}")
         return cls(_search(raw.get("on_sale"), pages_on_sale), _search(raw.get("sold"), pages_sold),
-                   _time(raw.get("made_at")))
+                   _time(raw.get("made_at")), flow)
 
 
 def _search(raw: object, cap: int) -> SearchPlan:

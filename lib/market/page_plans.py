@@ -34,13 +34,14 @@ from lib.segments.title_keys import title_match
 
 
 def next_plan(crawled_at: float, items: Sequence[CrawlItem], ended: Mapping[str, bool], settings: Settings,
-              watched: Mapping[str, Sequence[float]] | None = None) -> CrawlPlan:
+              last: CrawlPlan | None = None) -> CrawlPlan:
     """The plan of the crawl after one made at ``crawled_at`` that read ``items`` (the IP's listings), each search
-    having ``ended`` on its pages or not; ``watched``: the listings the last plan watched."""
+    having ``ended`` on its pages or not; ``last``: the plan this crawl read (its watch, its flow)."""
     caps = CrawlPlan.caps(settings.scheduler_pages_on_sale, settings.scheduler_pages_sold)
     newest = max((i.created for i in items if i.status == ON_SALE and i.created is not None), default=None)
     watch = listings_on_sale(crawled_at - settings.relist_within, caps.on_sale.pages * PAGE_SIZE, items,
-                             watched or {})
+                             last.on_sale.watch if last is not None else {})
+    flow = new_flow(crawled_at, items, bool(ended.get("on_sale")), last)
     if ended.get("on_sale"):
         # read whole, it needs no watch; if it outgrows the cap, that crawl's pages make the next plan's
         on_sale = SearchPlan(caps.on_sale.pages, None, "the whole search, which the last crawl read to its end")
@@ -51,7 +52,30 @@ def next_plan(crawled_at: float, items: Sequence[CrawlItem], ended: Mapping[str,
                              "back to the newest listing the last crawl saw", watch)
     sold = SearchPlan(caps.sold.pages, crawled_at - MAX_AGE_HOURS * HOUR - LATE_INDEXING,
                       f"back to listings created {MAX_AGE_HOURS} h before the last crawl (a listing's life)")
-    return CrawlPlan(on_sale, sold, made_at=crawled_at)
+    return CrawlPlan(on_sale, sold, made_at=crawled_at, flow=flow)
+
+
+#: How much of a rise in the flow the next plan takes at once (all of it: a burst steps the crawls up at once), and
+#: of a fall (a part: one quiet crawl does not slow a busy IP down).
+RISE, FALL = 1.0, 0.3
+
+
+def new_flow(crawled_at: float, items: Sequence[CrawlItem], whole: bool, last: CrawlPlan | None) -> float | None:
+    """The IP's new listings an hour: those created since the last plan's crawl (and on the pages: back to the
+    on-sale reach, unless the search was read ``whole``) over that span, taken into the last plan's flow at once
+    when it rose, by ``FALL`` when it fell. None before a second crawl."""
+    if last is None or last.made_at is None or last.made_at >= crawled_at:
+        return last.flow if last is not None else None
+    on_sale = [i.created for i in items if i.status == ON_SALE and i.created is not None]
+    since = last.made_at if whole or not on_sale else max(last.made_at, min(on_sale))
+    if since >= crawled_at:
+        return last.flow
+    new = sum(1 for i in items if i.created is not None and since < i.created <= crawled_at)
+    rate = new * 3600.0 / (crawled_at - since)
+    if last.flow is None:
+        return round(rate, 3)
+    share = RISE if rate > last.flow else FALL
+    return round(last.flow + share * (rate - last.flow), 3)
 
 
 def listings_on_sale(since: float, most: int, items: Sequence[CrawlItem],

@@ -56,7 +56,7 @@ from lib.market.statistics import (
     settled_hours,
 )
 from lib.scheduling.execution_state import ExecutionState
-from lib.scheduling.schedule import CRAWL_JOB, ScheduleStore, ip_interval
+from lib.scheduling.schedule import CRAWL_JOB, ScheduleStore, planned_interval
 from lib.segments.stored import Segmenter, segment_applied, stored_titles
 from lib.segments.title_keys import title_match
 from models import AppliedResult, CrawlSearchTotal, IpMetadata, IpStatsHourly, ItemSnapshot
@@ -359,13 +359,15 @@ class ResultProcessor:
         # execution or the next crawl back in time.
         newest = max(result.crawled_at, to_timestamp(ip.last_crawled_at) or result.crawled_at)
         ExecutionState(self.clock).record_execution(CRAWL_JOB, result.ip_id, at=newest)
-        if ip.active:
-            self.schedule.schedule(ip.id, newest + ip_interval(ip, self.settings))
+        flow = None
         if self.settings.scheduler_page_plan and result.crawled_at >= newest:  # a late result plans nothing
             ended = {total.status: _ended(result, total, self._caps[total.status]) for total in result.search}
             last = load_plan(self.client, ip.id, self._caps["on_sale"], self._caps[SOLD])
-            store_plan(self.client, ip.id, next_plan(result.crawled_at, result.items, ended, self.settings,
-                                                     last.on_sale.watch))
+            plan = next_plan(result.crawled_at, result.items, ended, self.settings, last)
+            store_plan(self.client, ip.id, plan)
+            flow = plan.flow
+        if ip.active:
+            self.schedule.schedule(ip.id, newest + planned_interval(ip, flow, self.settings))
         invalidate_caches(self.client, result.ip_id)
 
     def apply(self, result: CrawlResult) -> Outcome:

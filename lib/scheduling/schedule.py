@@ -13,6 +13,7 @@ import redis
 from lib.core import keys
 from lib.core.clock import Clock, to_timestamp
 from lib.core.settings import Settings
+from lib.crawling.selectors import PAGE_SIZE
 
 if TYPE_CHECKING:
     from models import IpMetadata
@@ -43,18 +44,50 @@ def ip_interval(ip: Scheduled, settings: Settings) -> float:
     return ip.pinned_interval if ip.pinned_interval else interval_for(ip.weight, settings)
 
 
-def interval_reason(ip: Scheduled, settings: Settings) -> str:
-    """Why ``ip_interval`` is what it is, in words an operator reads (``animetop ip list``)."""
+def interval_reason(ip: Scheduled, settings: Settings, flow: float | None = None) -> str:
+    """Why ``planned_interval`` is what it is, in words an operator reads (``animetop ip list``)."""
     from lib.core.parsers import format_duration as d
 
     if ip.pinned_interval:
         return "pinned by an operator"
+    by_flow = flow_interval(flow, settings)
+    if by_flow is not None and by_flow < interval_for(ip.weight, settings):
+        raw = FILL * settings.scheduler_pages_on_sale * PAGE_SIZE / flow * 3600.0 if flow else by_flow
+        held = ", held at the least interval" if raw < settings.scheduler_min_interval else ""
+        return (f"flow: {flow:g} new listings an hour fill {FILL:.0%} of {settings.scheduler_pages_on_sale} pages in "
+                f"{d(round(raw))}{held}")
     base, low, high = settings.scheduler_base_interval, settings.scheduler_min_interval, settings.scheduler_max_interval
     if not ip.weight or ip.weight <= 0:
         return f"weight {ip.weight:g}: the base interval {d(base)}"
     raw = base / ip.weight
     bound = f", held at the {'least' if raw < low else 'most'} interval" if not low <= raw <= high else ""
     return f"heat: weight {ip.weight:.2f}, base {d(base)} / weight = {d(round(raw))}{bound}"
+
+
+#: The share of the on-sale page cap an interval's new listings may fill: the flow can double (a burst) before
+#: the next crawl's pages stop reaching back to the last one.
+FILL = 0.5
+
+
+def flow_interval(flow: float | None, settings: Settings) -> float | None:
+    """The longest interval at which ``flow`` (new listings an hour) fills ``FILL`` of the on-sale page cap, within
+    SCHEDULER_MIN_INTERVAL and SCHEDULER_MAX_INTERVAL; None with no flow known."""
+    if flow is None:
+        return None
+    if flow <= 0:
+        return settings.scheduler_max_interval
+    interval = FILL * settings.scheduler_pages_on_sale * PAGE_SIZE / flow * 3600.0
+    return min(max(interval, settings.scheduler_min_interval), settings.scheduler_max_interval)
+
+
+def planned_interval(ip: Scheduled, flow: float | None, settings: Settings) -> float:
+    """An IP's interval after a crawl: the one pinned, else the shorter of its heat's (``interval_for``) and its
+    flow's (``flow_interval``): a busy IP is crawled before its new listings outrun its pages."""
+    if ip.pinned_interval:
+        return ip.pinned_interval
+    by_flow = flow_interval(flow, settings)
+    by_heat = interval_for(ip.weight, settings)
+    return by_heat if by_flow is None else min(by_heat, by_flow)
 
 
 def startup_offset(ip_id: int, window: float) -> float:

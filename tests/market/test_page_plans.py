@@ -10,14 +10,22 @@ import pytest
 from lib.core import keys
 from lib.core.clock import FrozenClock
 from lib.core.redis_client import state_redis
-from lib.crawling.page_plan import LATE_INDEXING, load_plan, watch_key
+from lib.crawling.page_plan import LATE_INDEXING, CrawlPlan, SearchPlan, load_plan, watch_key
 from lib.market.item_state import CrawlItem
-from lib.market.page_plans import next_plan
+from lib.market.page_plans import FALL, RISE, next_plan
 from lib.market.processing import CrawlResult, ResultProcessor
 from lib.market.reach import MAX_AGE_HOURS
 from lib.scheduling.catalogue import Catalogue
-from lib.scheduling.schedule import ScheduleStore
+from lib.scheduling.schedule import (
+    FILL,
+    ScheduleStore,
+    flow_interval,
+    interval_for,
+    interval_reason,
+    planned_interval,
+)
 from lib.segments.title_keys import title_match
+from models import IpMetadata
 
 H = 3600.0
 T0 = 1_800_000_000.0 - (1_800_000_000.0 % H)
@@ -108,6 +116,10 @@ def by(sid, seller, created, status="on_sale", title=None):
     return {**item(sid, status, created), "seller": seller, **({"title": title} if title else {})}
 
 
+def watching(watch):
+    return CrawlPlan(SearchPlan(5, watch=watch), SearchPlan(5))
+
+
 def key(seller, sid):
     return watch_key(seller, title_match(f"鬼滅の刃 {sid}"))
 
@@ -117,10 +129,10 @@ def test_the_plan_watches_the_listings_on_sale_within_relist_within_by_seller_an
     rows = items(by("a", "s1", T0 - H), by("b", "s2", since - 1),  # too old to be relisted
                  by("c", "s3", T0 - 2 * H, "sold"), item("d", created=T0 - H))  # sold; no seller
     watched = {key("s1", "a"): (T0 - 5 * H, since - 10), "elsewhere": (T0 - 3 * H,)}
-    plan = next_plan(T0, rows, {"on_sale": False}, settings, watched=watched)
+    plan = next_plan(T0, rows, {"on_sale": False}, settings, last=watching(watched))
     assert plan.on_sale.watch == {key("s1", "a"): (T0 - 5 * H, T0 - H), "elsewhere": (T0 - 3 * H,)}
     # read whole, the next crawl needs no watch
-    assert next_plan(T0, rows, {"on_sale": True}, settings, watched=watched).on_sale.watch == {}
+    assert next_plan(T0, rows, {"on_sale": True}, settings, last=watching(watched)).on_sale.watch == {}
 
 
 def test_a_shop_s_copies_are_all_watched(settings):
@@ -141,6 +153,63 @@ def test_only_the_newest_listings_the_page_cap_holds_are_watched(settings):
     held = settings.scheduler_pages_on_sale * 120
     rows = items(*(by(f"a{k}", f"s{k % 7}", T0 - k * 60) for k in range(held - 1)))
     old = {"out-of-reach": (T0 - held * 60 - 1,), "in-reach": (T0 - held * 60 + 30,)}
-    plan = next_plan(T0, rows, {"on_sale": False}, settings, watched=old)
+    plan = next_plan(T0, rows, {"on_sale": False}, settings, last=watching(old))
     assert sum(map(len, plan.on_sale.watch.values())) == held
     assert "in-reach" in plan.on_sale.watch and "out-of-reach" not in plan.on_sale.watch
+
+
+def listed(n, since, until, status="on_sale"):
+    """``n`` listings created evenly in (since, until]."""
+    return [item(f"{status}-{since}-{k}", status, since + (until - since) * (k + 1) / n) for k in range(n)]
+
+
+def test_the_flow_is_the_new_listings_an_hour_since_the_last_crawl_up_at_once_down_slowly(settings):
+    first = next_plan(T0, items(*listed(30, T0 - 5 * H, T0)), {"on_sale": True}, settings)
+    assert first.flow is None  # one crawl: no span to count over
+    # 20 listings since the last crawl, two hours ago (one of them sold already), and older ones read again
+    rows = items(*listed(19, T0, T0 + 2 * H), *listed(1, T0, T0 + H, "sold"), *listed(30, T0 - 5 * H, T0))
+    second = next_plan(T0 + 2 * H, rows, {"on_sale": True}, settings, last=first)
+    assert second.flow == 10.0
+    burst = next_plan(T0 + 3 * H, items(*listed(40, T0 + 2 * H, T0 + 3 * H)), {"on_sale": True}, settings,
+                      last=second)
+    assert burst.flow == 40.0  # a rise is taken whole
+    calm = next_plan(T0 + 4 * H, items(*listed(10, T0 + 3 * H, T0 + 4 * H)), {"on_sale": True}, settings,
+                     last=burst)
+    assert calm.flow == pytest.approx(40.0 + RISE * 0 + FALL * (10.0 - 40.0))
+
+
+def test_past_the_page_cap_the_flow_counts_over_the_span_the_pages_reached(settings):
+    last = CrawlPlan(SearchPlan(5), SearchPlan(5), made_at=T0, flow=100.0)
+    # the pages reached back half an hour of a two-hour span: 300 listings in it
+    rows = items(*listed(300, T0 + 1.5 * H, T0 + 2 * H))
+    assert next_plan(T0 + 2 * H, rows, {"on_sale": False}, settings, last=last).flow == 600.0
+
+
+def test_a_burst_steps_the_ip_s_crawls_up_at_the_result_that_sees_it(settings, clock, ip):
+    s = dataclasses.replace(settings, scheduler_min_interval=600.0, scheduler_max_interval=86400.0)
+    schedule = ScheduleStore(state_redis(s))
+    apply(s, clock, ip, 1, T0, listed(10, T0 - H, T0), SEARCH)
+    apply(s, clock, ip, 2, T0 + H, listed(10, T0, T0 + H), SEARCH)
+    # 10 an hour fill half of 5 pages in 30 hours: the heat's interval stands (2 hours / its weight)
+    heat = interval_for(IpMetadata.get_by_id(ip.id).weight, s)
+    assert heat >= 2 * H and schedule.time_of(ip.id) == T0 + H + heat
+    # ×40: 400 in the hour fill half the pages in 45 minutes: the next crawl comes then
+    apply(s, clock, ip, 3, T0 + 2 * H, listed(400, T0 + H, T0 + 2 * H), SEARCH)
+    assert schedule.time_of(ip.id) == T0 + 2 * H + FILL * 5 * 120 / 400 * H == T0 + 2 * H + 45 * 60
+    assert interval_reason(ip, s, 400.0) == "flow: 400 new listings an hour fill 50% of 5 pages in 45m"
+    # pinned: the operator's interval, whatever the flow
+    assert planned_interval(Pinned(1.0, 6 * H), 400.0, s) == 6 * H
+    assert planned_interval(Pinned(1.0, None), 400.0, s) == 45 * 60
+
+
+@dataclasses.dataclass
+class Pinned:
+    weight: float
+    pinned_interval: float | None
+
+
+@pytest.mark.parametrize(("flow", "interval"), [
+    (None, None), (0.0, 86400.0), (1.0, 86400.0), (100.0, 3 * H), (600.0, 30 * 60), (10_000.0, 600.0)])
+def test_the_flow_s_interval_fills_half_the_on_sale_cap_within_the_bounds(settings, flow, interval):
+    s = dataclasses.replace(settings, scheduler_min_interval=600.0, scheduler_max_interval=86400.0)
+    assert flow_interval(flow, s) == interval
