@@ -17,6 +17,7 @@ from . import (
     leaderboard,
     load,
     long_windows,
+    plan,
     pool,
     process_result,
     relevance,
@@ -32,10 +33,10 @@ BENCHMARKS = {"encoding": encoding.main, "schedule_tick": schedule_tick.main, "p
               "dashboard": dashboard.main, "days": days.main, "load": load.main,
               "storage": storage.main, "long_windows": long_windows.main, "segments": segments.main,
               "segments_board": segments_board.main, "soak": soak.main, "accuracy": accuracy.main,
-              "relevance": relevance.main, "estimates": estimates.main}
-#: Benchmarks run only when named: a soak takes half an hour, accuracy, relevance and estimates simulate days of a
-#: market.
-ONLY_NAMED = {"soak", "accuracy", "relevance", "estimates"}
+              "relevance": relevance.main, "estimates": estimates.main, "plan": plan.main}
+#: Benchmarks run only when named: a soak takes half an hour, accuracy, relevance, estimates and plan simulate days
+#: of a market.
+ONLY_NAMED = {"soak", "accuracy", "relevance", "estimates", "plan"}
 
 #: Benchmarks that take options (``process_result``: ``--db mysql://…``; ``load``, ``storage``: their scales;
 #: ``leaderboard``, ``dashboard``, ``days``, ``long_windows``, ``segments_board``: ``--db PATH``, ``--ips N``; the first
@@ -44,7 +45,7 @@ WITH_OPTIONS = {"process_result": process_result.main, "load": load.main, "stora
                 "leaderboard": leaderboard.main,
                 "dashboard": dashboard.main, "days": days.main, "long_windows": long_windows.main,
                 "segments_board": segments_board.main, "soak": soak.main, "accuracy": accuracy.main,
-                "estimates": estimates.main}
+                "estimates": estimates.main, "plan": plan.main}
 
 
 def main(argv: list[str]) -> int:

@@ -1,0 +1,205 @@
+"""``python -m bench plan [--ips N] [--days N] [--warmup N] [--seed S] [--max-interval D]`` (1,000 IPs, 1 scored day
+after 1 of warm-up by default): what each crawl plan costs in requests to the site and what it buys, on one
+realistic market of IPs drawn over its size range (docs/concepts/simulator.md: new listings an hour heavy-tailed
+from 0.1 to 2,000).
+
+The same market is crawled twice, each time from an empty store, as the scheduler's closed loop times each IP's
+crawls (``ResultProcessor`` schedules the next one after each result; the IPs start a few seconds apart):
+
+* **fixed**: every search read to its end or the page caps, the interval the heat's (``SCHEDULER_PAGE_PLAN=false``);
+* **plans**: each crawl as deep as the IP's page plan, the interval the shorter of the heat's and the flow's
+  (docs/concepts/crawling.md, "Pages that follow change"; docs/concepts/scheduling.md), with
+  ``SCHEDULER_MAX_INTERVAL`` at ``--max-interval`` (default: as deployed, 2 hours).
+
+Pages are built from the simulator's search API answers as ``python -m bench accuracy`` builds them (no browser).
+Per size class, for the scored days: the requests (pages) a day, each IP-day's inflow and outflow against the
+market's truth (the median over IP-days of the relative error, and the share of the true sales the sold pages
+showed: the sales counted, not estimated). Requests grow with what changed: with the plans, a quiet IP's crawl is a
+page or two of each search, and a busy IP's as many as its listings since the last crawl fill.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from lib.core.clock import FrozenClock
+from lib.core.db import bind_database, database
+from lib.core.parsers import format_duration, parse_duration
+from lib.core.redis_client import state_redis
+from lib.core.settings import Settings, use_settings
+from lib.crawling.crawl import caps
+from lib.crawling.page_plan import load_plan
+from lib.market import windows
+from lib.market.processing import CrawlResult, ResultProcessor
+from lib.market.schema import create_tables
+from lib.scheduling.catalogue import Catalogue
+from lib.scheduling.schedule import ScheduleStore
+from lib.standins.simulator.model import DAY, MarketModel
+from lib.standins.simulator.realistic import RealisticSearch
+from lib.standins.simulator.truth import true_flows
+from models import ListingEvent
+
+from .accuracy import CLASSES, T0, Served, crawl, size_class
+from .common import bench_settings, load_average
+
+USAGE = "usage: python -m bench plan [--ips N] [--days N] [--warmup N] [--seed S] [--max-interval DURATION]"
+
+
+@dataclass(frozen=True)
+class Options:
+    """What a run simulates.
+
+    Parameters:
+        ips: the IPs (sizes drawn from the market's traits); days: the days scored; warmup: the days crawled before
+        them; seed: the market's; max_interval: the plans' SCHEDULER_MAX_INTERVAL (seconds; None: as deployed).
+    """
+
+    ips: int = 1000
+    days: int = 1
+    warmup: int = 1
+    seed: int = 1
+    max_interval: float | None = None
+
+
+@dataclass
+class IpDay:
+    size: float
+    requests: int
+    inflow: float
+    true_inflow: int
+    outflow: float
+    true_outflow: int
+    sales_seen: int
+
+
+def options(argv: Sequence[str]) -> Options:
+    o = Options()
+    rest = list(argv)
+    while rest:
+        if len(rest) >= 2 and rest[0] == "--max-interval":
+            try:
+                o = dataclasses.replace(o, max_interval=parse_duration(rest[1]))
+            except ValueError:
+                raise SystemExit(USAGE) from None
+        elif len(rest) < 2 or not rest[1].isdigit() or rest[0] not in ("--ips", "--days", "--warmup", "--seed"):
+            raise SystemExit(USAGE)
+        else:
+            o = dataclasses.replace(o, **{rest[0][2:]: int(rest[1])})
+        rest = rest[2:]
+    if o.ips < 1 or o.days < 1:
+        raise SystemExit(USAGE)
+    return o
+
+
+def run(model: MarketModel, keywords: Sequence[str], o: Options, settings: Settings) -> list[IpDay]:
+    """Crawl the market as the closed loop schedules it, from ``o.warmup`` days before T0 to ``o.days`` after."""
+    bind_database(settings.database_url_resolved)
+    create_tables()
+    r = state_redis(settings)
+    r.flushdb()
+    start, end = T0 - o.warmup * DAY, T0 + o.days * DAY
+    clock = FrozenClock(start)
+    use_settings(settings)
+    catalogue = Catalogue(ScheduleStore(r), settings, clock)
+    processor = ResultProcessor(settings, r, clock)
+    schedule = ScheduleStore(r)
+    search = RealisticSearch(model)
+    ids = {kw: catalogue.add(kw).id for kw in keywords}
+    served = {kw: Served() for kw in keywords}
+    requests: dict[tuple[str, int], int] = defaultdict(int)
+    due = [(start + 3600.0 * k / len(keywords), k) for k in range(len(keywords))]
+    heapq.heapify(due)
+    crawls = 0
+    while due:
+        t, k = heapq.heappop(due)
+        if t >= end:
+            continue
+        kw = keywords[k]
+        clock.set(t)
+        plan = load_plan(r, ids[kw], settings.scheduler_pages_on_sale, settings.scheduler_pages_sold) \
+            if settings.scheduler_page_plan else caps(settings)
+        before = served[kw].requests
+        items, totals = crawl(search, kw, t, plan, settings.mercari_base_url, served[kw])
+        if t >= T0:
+            requests[(kw, int((t - T0) // DAY))] += served[kw].requests - before
+        processor.apply(CrawlResult.parse(ids[kw], f"{kw}-{crawls}", t, items, sum(
+            total["pages"] for total in totals.values()), None, totals))
+        crawls += 1
+        heapq.heappush(due, (schedule.time_of(ids[kw]) or t + settings.scheduler_max_interval, k))
+    rows = []
+    for day in range(o.days):
+        day_end = T0 + (day + 1) * DAY
+        measured = windows.window_measures(list(ids.values()), 24, day_end - 1.0)
+        for kw in keywords:
+            (truth,) = true_flows(model, kw, day_end - DAY, day_end, DAY)
+            m = measured[ids[kw]]
+            seen = ListingEvent.select().where((ListingEvent.ip_id == ids[kw]) & (ListingEvent.kind == "sold")
+                                               & (ListingEvent.event_at >= day_end - DAY)
+                                               & (ListingEvent.event_at < day_end)).count()
+            rows.append(IpDay(model.profile(kw).size, requests[(kw, day)], m.inflow.value or 0.0, truth.listed,
+                              m.outflow.value or 0.0, truth.sold, seen))
+    r.flushdb()
+    database.close()
+    return rows
+
+
+def _error(pairs: list[tuple[float, int]]) -> str:
+    errors = [abs(m - t) / t * 100 for m, t in pairs if t]
+    return f"{statistics.median(errors):.1f} %" if errors else "–"
+
+
+def table(runs: dict[str, list[IpDay]], days: int) -> list[str]:
+    names = list(runs)
+    lines = ["| IP size (new listings an hour) | IPs | " + " | ".join(
+        f"{n}: requests a day | {n}: inflow error | {n}: outflow error | {n}: true sales seen" for n in names) + " |",
+        "|---|---:|" + "---:|" * 4 * len(names)]
+    for _, name in [*CLASSES, (None, "all")]:
+        cells = []
+        count = 0
+        for n in names:
+            rows = [x for x in runs[n] if name == "all" or size_class(x.size) == name]
+            count = len(rows) // days
+            true_sold = sum(x.true_outflow for x in rows)
+            cells += [f"{sum(x.requests for x in rows) / days:,.0f}",
+                      _error([(x.inflow, x.true_inflow) for x in rows]),
+                      _error([(x.outflow, x.true_outflow) for x in rows]),
+                      f"{sum(x.sales_seen for x in rows) / true_sold:.0%}" if true_sold else "–"]
+        if count:
+            lines.append(f"| {name} | {count} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    o = options(argv or [])
+    keywords = [f"ip{k}" for k in range(o.ips)]
+    model = MarketModel(o.seed)
+    bound = f", the plans' longest interval {format_duration(o.max_interval)}" if o.max_interval else ""
+    print(f"plan: {o.ips} IPs (sizes drawn, seed {o.seed}) × {o.days} scored day(s) after {o.warmup} of warm-up, "
+          f"crawls timed by the closed loop{bound}, load {load_average()}")
+    runs: dict[str, list[IpDay]] = {}
+    started = time.perf_counter()
+    for name, planned in (("fixed", False), ("plans", True)):
+        with tempfile.TemporaryDirectory() as tmp, bench_settings(Path(tmp)) as settings:
+            settings = dataclasses.replace(settings, scheduler_page_plan=planned, flow_estimates=True)
+            if planned and o.max_interval is not None:
+                settings = dataclasses.replace(settings, scheduler_max_interval=o.max_interval)
+            runs[name] = run(model, keywords, o, settings)
+        print(f"  … {name} crawled ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
+    for line in table(runs, o.days):
+        print(line)
+    fixed, plans = (sum(x.requests for x in runs[n]) for n in ("fixed", "plans"))
+    print(f"  plans / fixed requests: {plans / fixed:.2f}× ({time.perf_counter() - started:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

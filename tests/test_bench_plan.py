@@ -1,0 +1,59 @@
+"""``python -m bench plan``: its options, its table against a computation written here (requests a day, the median
+relative error, the share of true sales seen), and a tiny run end to end in which the page plans cost fewer requests
+than reading every search to its end or its cap."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.plan import IpDay, Options, options, table
+
+from .conftest import BROKER_DB, STATE_DB
+from .helpers import empty_redis_databases
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip("|").split("|")]
+
+
+def test_options():
+    assert options([]) == Options(1000, 1, 1, 1)
+    assert options(["--ips", "30", "--days", "2", "--warmup", "0", "--seed", "4"]) == Options(30, 2, 0, 4)
+    assert options(["--max-interval", "12h"]).max_interval == 12 * 3600
+    for bad in (["--ips"], ["--ips", "x"], ["--days", "0"], ["--fast", "1"], ["--max-interval", "soon"]):
+        with pytest.raises(SystemExit):
+            options(bad)
+
+
+def test_the_table_against_its_definitions():
+    runs = {"fixed": [IpDay(0.5, 40, 10, 10, 4, 4, 4), IpDay(50.0, 240, 1100, 1000, 450, 500, 250)],
+            "plans": [IpDay(0.5, 20, 10, 10, 4, 4, 4), IpDay(50.0, 200, 900, 1000, 500, 500, 300)]}
+    lines = table(runs, days=1)
+    niche, middling, everything = (cells(line) for line in lines[2:])
+    assert niche == ["niche (<1/h)", "1", "40", "0.0 %", "0.0 %", "100%", "20", "0.0 %", "0.0 %", "100%"]
+    assert middling == ["middling (10-100/h)", "1", "240", "10.0 %", "10.0 %", "50%", "200", "10.0 %", "0.0 %", "60%"]
+    # all: requests summed; errors the median over IP-days ((0 + 10) / 2); sales seen over all true sales
+    assert everything == ["all", "2", "280", "5.0 %", "5.0 %", f"{254 / 504:.0%}", "220", "5.0 %", "0.0 %",
+                          f"{304 / 504:.0%}"]
+
+
+@pytest.mark.slow
+def test_a_tiny_run_costs_fewer_requests_with_the_page_plans(redis_server):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "BENCH_REDIS_URL": redis_server,
+           "BENCH_REDIS_DBS": f"{STATE_DB},{BROKER_DB}"}
+    for variable in ("BROKER_URL", "REDIS_URL", "DATABASE_URL"):
+        env.pop(variable, None)
+    empty_redis_databases(redis_server)
+    done = subprocess.run([sys.executable, "-m", "bench", "plan", "--ips", "4", "--warmup", "0"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [cells(line) for line in done.stdout.splitlines() if line.startswith("|")]
+    total = rows[-1]
+    assert total[0] == "all" and total[1] == "4", done.stdout
+    fixed, plans = int(total[2].replace(",", "")), int(total[6].replace(",", ""))
+    assert 0 < plans < fixed, done.stdout
