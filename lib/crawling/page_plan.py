@@ -139,10 +139,10 @@ def _search(raw: object, cap: int) -> SearchPlan:
     if not isinstance(watch, dict):
         raise ValueError("a search plan's watch is a JSON object")
     times: dict[str, tuple[float, ...]] = {}
-    for seller, created in watch.items():
+    for key, created in watch.items():
         if not isinstance(created, list):
-            raise ValueError(f"a watched seller's listings are a list of times, got {created!r:.40}")
-        times[seller] = tuple(t for t in map(_time, created) if t is not None)
+            raise ValueError(f"a watched key's listings are a list of creation times, got {created!r:.40}")
+        times[key] = tuple(t for t in map(_time, created) if t is not None)
     return SearchPlan(min(pages, cap), _time(raw.get("until")), why if isinstance(why, str) else "the page cap",
                       times)
 

@@ -360,12 +360,14 @@ class ResultProcessor:
         newest = max(result.crawled_at, to_timestamp(ip.last_crawled_at) or result.crawled_at)
         ExecutionState(self.clock).record_execution(CRAWL_JOB, result.ip_id, at=newest)
         flow = None
-        if self.settings.scheduler_page_plan and result.crawled_at >= newest:  # a late result plans nothing
-            ended = {total.status: _ended(result, total, self._caps[total.status]) for total in result.search}
+        if self.settings.scheduler_page_plan:
             last = load_plan(self.client, ip.id, self._caps["on_sale"], self._caps[SOLD])
-            plan = next_plan(result.crawled_at, result.items, ended, self.settings, last)
-            store_plan(self.client, ip.id, plan)
-            flow = plan.flow
+            flow = last.flow  # a late result plans nothing: the newer crawl's plan and flow stand
+            if result.crawled_at >= newest:
+                ended = {total.status: _ended(result, total, self._caps[total.status]) for total in result.search}
+                plan = next_plan(result.crawled_at, result.items, ended, self.settings, last)
+                store_plan(self.client, ip.id, plan)
+                flow = plan.flow
         if ip.active:
             self.schedule.schedule(ip.id, newest + planned_interval(ip, flow, self.settings))
         invalidate_caches(self.client, result.ip_id)

@@ -197,6 +197,9 @@ def test_a_burst_steps_the_ip_s_crawls_up_at_the_result_that_sees_it(settings, c
     apply(s, clock, ip, 3, T0 + 2 * H, listed(400, T0 + H, T0 + 2 * H), SEARCH)
     assert schedule.time_of(ip.id) == T0 + 2 * H + FILL * 5 * 120 / 400 * H == T0 + 2 * H + 45 * 60
     assert interval_reason(ip, s, 400.0) == "flow: 400 new listings an hour fill 50% of 5 pages in 45m"
+    # a result crawled before that one, applied after it: the burst's interval stands
+    apply(s, clock, ip, 4, T0 + 1.5 * H, listed(5, T0 + H, T0 + 1.5 * H), SEARCH)
+    assert schedule.time_of(ip.id) == T0 + 2 * H + 45 * 60
     # pinned: the operator's interval, whatever the flow
     assert planned_interval(Pinned(1.0, 6 * H), 400.0, s) == 6 * H
     assert planned_interval(Pinned(1.0, None), 400.0, s) == 45 * 60
