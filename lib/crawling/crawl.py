@@ -1,8 +1,9 @@
-"""One crawl of one IP (docs/concepts/crawling.md): on-sale pages 1..N, then sold pages 1..M, items deduplicated.
+"""One crawl of one IP (docs/concepts/crawling.md): on-sale pages 1..n, then sold pages 1..m, items deduplicated.
 
 Only the listings whose titles are about the IP (``lib.segments.relevance``: its keyword or an operator's alias)
 are kept; the others are what the site pads its pages with past the real results, counted as misses. A search
-stops paging at a page that holds listings and none of them matches.
+stops paging at a page that holds listings and none of them matches, or at the page its plan reaches back to
+(``lib.crawling.page_plan``), at the latest at its page cap.
 
 The result message for ``process_result`` carries, besides the items, each search's totals (``search``: the site's
 ``numFound`` when the API said it, pages read, the IP's listings read as ``items``), how many listings of each

@@ -52,7 +52,7 @@ def interval_reason(ip: Scheduled, settings: Settings, flow: float | None = None
         return "pinned by an operator"
     by_flow = flow_interval(flow, settings)
     if by_flow is not None and by_flow < interval_for(ip.weight, settings):
-        raw = FILL * settings.scheduler_pages_on_sale * PAGE_SIZE / flow * 3600.0 if flow else by_flow
+        raw = _filled_in(flow, settings) if flow else by_flow
         held = ", held at the least interval" if raw < settings.scheduler_min_interval else ""
         return (f"flow: {flow:g} new listings an hour fill {FILL:.0%} of {settings.scheduler_pages_on_sale} pages in "
                 f"{d(round(raw))}{held}")
@@ -76,8 +76,12 @@ def flow_interval(flow: float | None, settings: Settings) -> float | None:
         return None
     if flow <= 0:
         return settings.scheduler_max_interval
-    interval = FILL * settings.scheduler_pages_on_sale * PAGE_SIZE / flow * 3600.0
-    return min(max(interval, settings.scheduler_min_interval), settings.scheduler_max_interval)
+    return min(max(_filled_in(flow, settings), settings.scheduler_min_interval), settings.scheduler_max_interval)
+
+
+def _filled_in(flow: float, settings: Settings) -> float:
+    """Seconds in which ``flow`` new listings an hour fill ``FILL`` of the on-sale page cap."""
+    return FILL * settings.scheduler_pages_on_sale * PAGE_SIZE / flow * 3600.0
 
 
 def planned_interval(ip: Scheduled, flow: float | None, settings: Settings) -> float:
