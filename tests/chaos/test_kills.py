@@ -199,6 +199,12 @@ def test_worker_killed_repeatedly_mid_collect(env, database_url, process_types):
         try:
             wait_for(lambda: _run_finished("chaos") and not busy(broker), timeout=150, interval=0.5,
                      what="the run to finish despite the kills")
+        except AssertionError as timed_out:  # say where it stood: the run, the messages, the worker's own log
+            counts = {queue: queue_counts(broker, queue) for queue in ALL_QUEUES}
+            raise AssertionError(
+                f"{timed_out}: {_run_state('chaos')}; {killer.kills_mid_work} kill(s); messages by queue: "
+                f"{ {q: c for q, c in counts.items() if any(c.values())} }; the worker's log ends:\n"
+                f"{_tail(worker.log)}") from None
         finally:
             killer.stopped.set()
         assert killer.kills_mid_work >= 2, "the killer never caught the worker holding a message"
@@ -208,6 +214,21 @@ def test_worker_killed_repeatedly_mid_collect(env, database_url, process_types):
     finally:
         api.stop()
         database.close()
+
+
+def _run_state(task_id: str) -> str:
+    from lib.collection.collector import find_task
+
+    try:
+        task = find_task(task_id)
+        return (f"run {task.run_id} at offset {task.run_current_offset} (from {task.run_start_offset} down to "
+                f"{task.run_end_offset}), last run from {task.last_start_offset}")
+    finally:
+        database.close()
+
+
+def _tail(log, lines: int = 30) -> str:
+    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:]) if log and log.exists() else "(no log)"
 
 
 def _run_finished(task_id: str) -> bool:
