@@ -198,8 +198,13 @@ def test_the_procfile_under_honcho_on_rabbitmq_redis_and_mariadb(tmp_path, chrom
         channel = connection.channel()
         for queue in ALL_QUEUES:
             try:
-                assert channel.queue_declare(f"{queue}.XQ", passive=True).method.message_count == 0, queue
+                dead = channel.queue_declare(f"{queue}.XQ", passive=True).method.message_count
             except pika.exceptions.ChannelClosedByBroker:
                 channel = connection.channel()  # never declared: nothing dead-lettered there
+                continue
+            if dead:  # say which message, and what the run printed
+                _, properties, body = channel.basic_get(f"{queue}.XQ", auto_ack=False)
+                raise AssertionError(f"{dead} message(s) dead-lettered on {queue}; the first: {body[:300]!r}, headers "
+                                     f"{getattr(properties, 'headers', None)}; the run's output ends:\n{out[-4000:]}")
     finally:
         connection.close()
