@@ -9,7 +9,7 @@ from lib.core.redis_client import state_redis
 from lib.core.settings import get_settings
 from lib.crawling.crawl import process_crawler
 from lib.crawling.drift import DriftLog
-from lib.crawling.page_plan import load_plan
+from lib.crawling.page_plan import plan_for
 from lib.messaging.routes import CRAWL_IP
 
 from .pipeline import process_result
@@ -22,8 +22,7 @@ logger = logging.getLogger(__name__)
                   releases_in_flight=lambda ip_id, *_, **__: ip_id)
 async def crawl_ip(ip_id: int, keyword: str, task_id: str, aliases: list[str] | None = None) -> None:
     settings = get_settings()
-    plan = (await asyncio.to_thread(load_plan, state_redis(settings), ip_id, settings.scheduler_pages_on_sale,
-                                    settings.scheduler_pages_sold) if settings.scheduler_page_plan else None)
+    plan = await asyncio.to_thread(plan_for, state_redis(settings), ip_id, settings)
     # aliases: the IP's other names, as the scheduler read them (lib.segments.relevance)
     result = await process_crawler(settings).crawl(ip_id, keyword, task_id, tuple(aliases or ()), plan)
     drift = result.pop("drift")  # the crawler's own record, not part of the result message

@@ -39,9 +39,8 @@ from lib.core.clock import FrozenClock
 from lib.core.db import bind_database, database
 from lib.core.redis_client import state_redis
 from lib.core.settings import use_settings
-from lib.crawling.crawl import caps
 from lib.crawling.listings import item_from_api
-from lib.crawling.page_plan import CrawlPlan, load_plan
+from lib.crawling.page_plan import CrawlPlan, plan_for
 from lib.market import windows
 from lib.market.processing import CrawlResult, ResultProcessor
 from lib.market.schema import create_tables
@@ -241,9 +240,8 @@ def run_market(model: MarketModel, keywords: Sequence[str], days: int, settings,
         for k, kw in enumerate(keywords):
             t = T0 + hour * HOUR + 60.0 * k  # the IPs a minute apart, as a scheduler spreads them
             clock.set(t)
-            plan = (load_plan(r, ids[kw], settings.scheduler_pages_on_sale, settings.scheduler_pages_sold)
-                    if settings.scheduler_page_plan else caps(settings))
-            items, totals = crawl(search, kw, t, plan, settings.mercari_base_url, served[kw])
+            items, totals = crawl(search, kw, t, plan_for(r, ids[kw], settings), settings.mercari_base_url,
+                                  served[kw])
             processor.apply(CrawlResult.parse(ids[kw], f"{kw}-{hour}", t, items, sum(
                 total["pages"] for total in totals.values()), None, totals))
         if progress and hour % 24 == 0:

@@ -36,8 +36,7 @@ from lib.core.db import bind_database, database
 from lib.core.parsers import format_duration, parse_duration
 from lib.core.redis_client import state_redis
 from lib.core.settings import Settings, use_settings
-from lib.crawling.crawl import caps
-from lib.crawling.page_plan import load_plan
+from lib.crawling.page_plan import plan_for
 from lib.market import windows
 from lib.market.processing import CrawlResult, ResultProcessor
 from lib.market.schema import create_tables
@@ -111,7 +110,7 @@ def run(model: MarketModel, keywords: Sequence[str], o: Options, settings: Setti
     use_settings(settings)
     catalogue = Catalogue(ScheduleStore(r), settings, clock)
     processor = ResultProcessor(settings, r, clock)
-    schedule = ScheduleStore(r)
+    schedule = catalogue.schedule
     search = RealisticSearch(model)
     ids = {kw: catalogue.add(kw).id for kw in keywords}
     served = {kw: Served() for kw in keywords}
@@ -125,10 +124,8 @@ def run(model: MarketModel, keywords: Sequence[str], o: Options, settings: Setti
             continue
         kw = keywords[k]
         clock.set(t)
-        plan = load_plan(r, ids[kw], settings.scheduler_pages_on_sale, settings.scheduler_pages_sold) \
-            if settings.scheduler_page_plan else caps(settings)
         before = served[kw].requests
-        items, totals = crawl(search, kw, t, plan, settings.mercari_base_url, served[kw])
+        items, totals = crawl(search, kw, t, plan_for(r, ids[kw], settings), settings.mercari_base_url, served[kw])
         if t >= T0:
             requests[(kw, int((t - T0) // DAY))] += served[kw].requests - before
         processor.apply(CrawlResult.parse(ids[kw], f"{kw}-{crawls}", t, items, sum(

@@ -204,7 +204,8 @@ def test_the_procfile_under_honcho_on_rabbitmq_redis_and_mariadb(tmp_path, chrom
                 continue
             if dead:  # say which message, and what the run printed
                 _, properties, body = channel.basic_get(f"{queue}.XQ", auto_ack=False)
-                raise AssertionError(f"{dead} message(s) dead-lettered on {queue}; the first: {body[:300]!r}, headers "
+                first = (body or b"")[:300]
+                raise AssertionError(f"{dead} message(s) dead-lettered on {queue}; the first: {first!r}, headers "
                                      f"{getattr(properties, 'headers', None)}; the run's output ends:\n{out[-4000:]}")
     finally:
         connection.close()

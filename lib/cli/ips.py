@@ -98,7 +98,7 @@ def _pin(catalogue, args) -> int:
 
 def _print_ips(catalogue, fmt: str) -> None:
     from lib.core.parsers import format_duration
-    from lib.crawling.page_plan import CrawlPlan, load_plans
+    from lib.crawling.page_plan import caps, load_plans
     from lib.scheduling.catalogue import aliases_of
     from lib.scheduling.schedule import interval_reason, planned_interval
 
@@ -106,11 +106,11 @@ def _print_ips(catalogue, fmt: str) -> None:
     ips = catalogue.list()
     plans = load_plans(catalogue.schedule.client, [ip.id for ip in ips], settings.scheduler_pages_on_sale,
                        settings.scheduler_pages_sold) if settings.scheduler_page_plan else {}
-    caps = CrawlPlan.caps(settings.scheduler_pages_on_sale, settings.scheduler_pages_sold)
+    fixed = caps(settings)
     rows = []
     for ip in ips:
         next_at = catalogue.schedule.time_of(ip.id)
-        plan = plans.get(ip.id) or caps
+        plan = plans.get(ip.id) or fixed
         rows.append({
             "id": ip.id, "keyword": ip.keyword, "name": ip.display_name, "active": ip.active,
             "weight": ip.weight, "aliases": list(aliases_of(ip)), "pinned_interval_s": ip.pinned_interval,

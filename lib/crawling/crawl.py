@@ -40,7 +40,7 @@ from lib.crawling.page_fetch import (
     fetch_page,
     search_url,
 )
-from lib.crawling.page_plan import CrawlPlan, SearchPlan
+from lib.crawling.page_plan import CrawlPlan, SearchPlan, caps
 from lib.crawling.proxies import ProxyRotator
 from lib.crawling.rate_limit import CrawlRateLimit, NoTurn
 from lib.crawling.recovery import BRING_TO_FRONT, BROWSER_RESTART, NEW_TAB, STEPS, RecoveryLog
@@ -57,11 +57,6 @@ RETRY_AFTER_MAX = 120.0
 
 #: A crawl's searches, in order: (the search URL's status parameter, the items' status).
 SEARCHES = ((ON_SALE_PARAM, "on_sale"), (SOLD_PARAM, "sold"))
-
-
-def caps(settings: Settings) -> CrawlPlan:
-    """The crawl plan of an IP the worker planned nothing for: each search to its end or its page cap."""
-    return CrawlPlan.caps(settings.scheduler_pages_on_sale, settings.scheduler_pages_sold)
 
 
 class CrawlFailed(RuntimeError):

@@ -28,6 +28,7 @@ from typing import Any
 import redis
 
 from lib.core import keys
+from lib.core.settings import Settings
 from lib.segments.title_keys import earlier_titles
 
 logger = logging.getLogger(__name__)
@@ -157,6 +158,19 @@ def _time(raw: object) -> float | None:
 
 def store_plan(client: redis.Redis, ip_id: int, plan: CrawlPlan) -> None:
     client.set(keys.crawl_plan(ip_id), plan.to_json(), ex=PLAN_TTL)
+
+
+def caps(settings: Settings) -> CrawlPlan:
+    """The plan of a crawl the worker planned nothing for: each search to its end or its page cap."""
+    return CrawlPlan.caps(settings.scheduler_pages_on_sale, settings.scheduler_pages_sold)
+
+
+def plan_for(client: redis.Redis, ip_id: int, settings: Settings) -> CrawlPlan:
+    """The plan the IP's next crawl reads: its stored one with SCHEDULER_PAGE_PLAN on (``load_plan``), else the
+    caps."""
+    if not settings.scheduler_page_plan:
+        return caps(settings)
+    return load_plan(client, ip_id, settings.scheduler_pages_on_sale, settings.scheduler_pages_sold)
 
 
 def load_plans(client: redis.Redis, ip_ids: Sequence[int], pages_on_sale: int,

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from lib.core.settings import Settings
-from lib.crawling.page_plan import LATE_INDEXING, CrawlPlan, SearchPlan, watch_key
+from lib.crawling.page_plan import LATE_INDEXING, CrawlPlan, SearchPlan, caps, watch_key
 from lib.crawling.selectors import PAGE_SIZE
 from lib.market.item_state import ON_SALE, CrawlItem
 from lib.market.reach import HOUR, MAX_AGE_HOURS
@@ -37,20 +37,20 @@ def next_plan(crawled_at: float, items: Sequence[CrawlItem], ended: Mapping[str,
               last: CrawlPlan | None = None) -> CrawlPlan:
     """The plan of the crawl after one made at ``crawled_at`` that read ``items`` (the IP's listings), each search
     having ``ended`` on its pages or not; ``last``: the plan this crawl read (its watch, its flow)."""
-    caps = CrawlPlan.caps(settings.scheduler_pages_on_sale, settings.scheduler_pages_sold)
+    limits = caps(settings)
     newest = max((i.created for i in items if i.status == ON_SALE and i.created is not None), default=None)
-    watch = listings_on_sale(crawled_at - settings.relist_within, caps.on_sale.pages * PAGE_SIZE, items,
+    watch = listings_on_sale(crawled_at - settings.relist_within, limits.on_sale.pages * PAGE_SIZE, items,
                              last.on_sale.watch if last is not None else {})
     flow = new_flow(crawled_at, items, bool(ended.get("on_sale")), last)
     if ended.get("on_sale"):
         # read whole, it needs no watch; if it outgrows the cap, that crawl's pages make the next plan's
-        on_sale = SearchPlan(caps.on_sale.pages, None, "the whole search, which the last crawl read to its end")
+        on_sale = SearchPlan(limits.on_sale.pages, None, "the whole search, which the last crawl read to its end")
     elif newest is None:
-        on_sale = caps.on_sale  # the last crawl read no creation time (its pages came from the DOM)
+        on_sale = limits.on_sale  # the last crawl read no creation time (its pages came from the DOM)
     else:
-        on_sale = SearchPlan(caps.on_sale.pages, min(newest, crawled_at) - LATE_INDEXING,
+        on_sale = SearchPlan(limits.on_sale.pages, min(newest, crawled_at) - LATE_INDEXING,
                              "back to the newest listing the last crawl saw", watch)
-    sold = SearchPlan(caps.sold.pages, crawled_at - MAX_AGE_HOURS * HOUR - LATE_INDEXING,
+    sold = SearchPlan(limits.sold.pages, crawled_at - MAX_AGE_HOURS * HOUR - LATE_INDEXING,
                       f"back to listings created {MAX_AGE_HOURS} h before the last crawl (a listing's life)")
     return CrawlPlan(on_sale, sold, made_at=crawled_at, flow=flow)
 

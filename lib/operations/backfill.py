@@ -33,10 +33,11 @@ def past_crawl(sim: MarketSimulator, keyword: str, ip_id: int, task_id: str, at:
     """The crawl result message (``process_result``'s arguments) of a crawl of ``keyword`` at ``at``: the pages the
     crawler reads (``plan``: the IP's page plan, None: the caps) as the simulator's API answered them at that time,
     the listings kept and the paging stopped as the crawler does (``lib.crawling.crawl.after_page``)."""
-    from lib.crawling.crawl import ENDED, SEARCHES, add_page, after_page, caps
+    from lib.crawling.crawl import ENDED, SEARCHES, add_page, after_page
     from lib.crawling.driver import ApiResponse
     from lib.crawling.listings import seller_key
     from lib.crawling.page_fetch import page_from_api
+    from lib.crawling.page_plan import caps
     from lib.segments.relevance import title_matcher
 
     matcher = title_matcher(keyword, aliases)
@@ -96,15 +97,14 @@ def backfill(sim: MarketSimulator, settings: Settings, client: redis.Redis, ips:
     plan = [(ip_id, keyword, at) for index, (ip_id, keyword) in enumerate(ips)
             for at in crawl_times(end, hours, step, index, len(ips))]
     plan.sort(key=lambda p: p[2])  # in time order across IPs too: the history reads like the live phase
-    from lib.crawling.page_plan import load_plan
+    from lib.crawling.page_plan import plan_for
 
     processor = ResultProcessor(settings, client, clock)
     last_told = time.monotonic()
     for done, (ip_id, keyword, at) in enumerate(plan, start=1):
         clock.set(at)
-        depth = (load_plan(client, ip_id, settings.scheduler_pages_on_sale, settings.scheduler_pages_sold)
-                 if settings.scheduler_page_plan else None)
-        message = past_crawl(sim, keyword, ip_id, f"history-{ip_id}-{int(at)}", at, settings, plan=depth)
+        message = past_crawl(sim, keyword, ip_id, f"history-{ip_id}-{int(at)}", at, settings,
+                             plan=plan_for(client, ip_id, settings))
         processor.apply(CrawlResult.parse(**message))
         if progress is not None and (time.monotonic() - last_told >= 5 or done == len(plan)):
             progress(done, len(plan))

@@ -3,6 +3,7 @@ its end, at its cap, or at the page that reaches the plan's creation time; a pag
 reaches it; a stored plan is read back (held to today's caps), and a missing or unreadable one reads the caps."""
 
 import asyncio
+import dataclasses
 import logging
 
 import pytest
@@ -18,7 +19,9 @@ from lib.crawling.page_plan import (
     PLAN_TTL,
     CrawlPlan,
     SearchPlan,
+    caps,
     load_plan,
+    plan_for,
     store_plan,
     watch_key,
 )
@@ -148,3 +151,13 @@ def test_a_plan_s_watch_is_stored_and_read_back(settings):
     assert load_plan(r, 11, 5, 5) == plan
     r.set(keys.crawl_plan(11), b'{"on_sale": {"pages": 5, "watch": {"a": 3}}, "sold": {"pages": 5}}')
     assert load_plan(r, 11, 5, 5) == CrawlPlan.caps(5, 5)  # unreadable: the caps
+
+
+def test_a_crawl_reads_its_stored_plan_with_the_plans_on_and_the_caps_with_them_off(settings):
+    r = state_redis(settings)
+    plan = CrawlPlan(SearchPlan(5, 1000.0, "back"), SearchPlan(5, 2000.0, "back"), made_at=3000.0)
+    store_plan(r, 12, plan)
+    assert plan_for(r, 12, settings) == plan
+    assert plan_for(r, 13, settings) == caps(settings) == CrawlPlan.caps(5, 5)  # none stored
+    off = dataclasses.replace(settings, scheduler_page_plan=False)
+    assert plan_for(r, 12, off) == caps(settings)
