@@ -1,5 +1,5 @@
-"""``python -m bench plan [--ips N] [--days N] [--warmup N] [--seed S] [--max-interval D]`` (1,000 IPs, 1 scored day
-after 1 of warm-up by default): what each crawl plan costs in requests to the site and what it buys, on one
+"""``python -m bench plan [--ips N] [--days N] [--warmup N] [--seed S] [--max-interval D] [--budget R]`` (1,000 IPs,
+1 scored day after 1 of warm-up by default): what each crawl plan costs in requests to the site and what it buys, on one
 realistic market of IPs drawn over its size range (docs/concepts/simulator.md: new listings an hour heavy-tailed
 from 0.1 to 2,000).
 
@@ -9,7 +9,9 @@ crawls (``ResultProcessor`` schedules the next one after each result; the IPs st
 * **fixed**: every search read to its end or the page caps, the interval the heat's (``SCHEDULER_PAGE_PLAN=false``);
 * **plans**: each crawl as deep as the IP's page plan, the interval the shorter of the heat's and the flow's
   (docs/concepts/crawling.md, "Pages that follow change"; docs/concepts/scheduling.md), with
-  ``SCHEDULER_MAX_INTERVAL`` at ``--max-interval`` (default: as deployed, 2 hours).
+  ``SCHEDULER_MAX_INTERVAL`` at ``--max-interval`` (default: as deployed, 2 hours), and with ``--budget R`` a request
+  budget of R requests an hour that the schedule plans within (docs/concepts/scheduling.md, "Under the request
+  budget"; the price is set every 10 simulated minutes, as the scheduler's tick sets it).
 
 Pages are built from the simulator's search API answers as ``python -m bench accuracy`` builds them (no browser).
 Per size class, for the scored days: the requests (pages) a day, each IP-day's inflow and outflow against the
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
+import math
 import statistics
 import sys
 import tempfile
@@ -40,6 +43,7 @@ from lib.crawling.page_plan import plan_for
 from lib.market import windows
 from lib.market.processing import CrawlResult, ResultProcessor
 from lib.market.schema import create_tables
+from lib.scheduling.budget_plan import price_if_due
 from lib.scheduling.catalogue import Catalogue
 from lib.scheduling.schedule import ScheduleStore
 from lib.standins.simulator.model import DAY, MarketModel
@@ -50,7 +54,8 @@ from models import ListingEvent
 from .accuracy import CLASSES, T0, Served, crawl, size_class
 from .common import bench_settings, load_average
 
-USAGE = "usage: python -m bench plan [--ips N] [--days N] [--warmup N] [--seed S] [--max-interval DURATION]"
+USAGE = ("usage: python -m bench plan [--ips N] [--days N] [--warmup N] [--seed S] [--max-interval DURATION] "
+         "[--budget REQUESTS_AN_HOUR]")
 
 
 @dataclass(frozen=True)
@@ -59,7 +64,8 @@ class Options:
 
     Parameters:
         ips: the IPs (sizes drawn from the market's traits); days: the days scored; warmup: the days crawled before
-        them; seed: the market's; max_interval: the plans' SCHEDULER_MAX_INTERVAL (seconds; None: as deployed).
+        them; seed: the market's; max_interval: the plans' SCHEDULER_MAX_INTERVAL (seconds; None: as deployed);
+        budget: the plans' request budget, requests an hour (None: none).
     """
 
     ips: int = 1000
@@ -67,6 +73,7 @@ class Options:
     warmup: int = 1
     seed: int = 1
     max_interval: float | None = None
+    budget: int | None = None
 
 
 @dataclass
@@ -89,12 +96,13 @@ def options(argv: Sequence[str]) -> Options:
                 o = dataclasses.replace(o, max_interval=parse_duration(rest[1]))
             except ValueError:
                 raise SystemExit(USAGE) from None
-        elif len(rest) < 2 or not rest[1].isdigit() or rest[0] not in ("--ips", "--days", "--warmup", "--seed"):
+        elif len(rest) < 2 or not rest[1].isdigit() or rest[0] not in ("--ips", "--days", "--warmup", "--seed",
+                                                                        "--budget"):
             raise SystemExit(USAGE)
         else:
             o = dataclasses.replace(o, **{rest[0][2:]: int(rest[1])})
         rest = rest[2:]
-    if o.ips < 1 or o.days < 1:
+    if o.ips < 1 or o.days < 1 or o.budget == 0:
         raise SystemExit(USAGE)
     return o
 
@@ -124,6 +132,7 @@ def run(model: MarketModel, keywords: Sequence[str], o: Options, settings: Setti
             continue
         kw = keywords[k]
         clock.set(t)
+        price_if_due(settings, r, t)
         before = served[kw].requests
         items, totals = crawl(search, kw, t, plan_for(r, ids[kw], settings), settings.mercari_base_url, served[kw])
         if t >= T0:
@@ -180,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     keywords = [f"ip{k}" for k in range(o.ips)]
     model = MarketModel(o.seed)
     bound = f", the plans' longest interval {format_duration(o.max_interval)}" if o.max_interval else ""
+    bound += f", the plans' budget {o.budget:,} requests an hour" if o.budget else ""
     print(f"plan: {o.ips} IPs (sizes drawn, seed {o.seed}) × {o.days} scored day(s) after {o.warmup} of warm-up, "
           f"crawls timed by the closed loop{bound}, load {load_average()}")
     runs: dict[str, list[IpDay]] = {}
@@ -189,6 +199,12 @@ def main(argv: list[str] | None = None) -> int:
             settings = dataclasses.replace(settings, scheduler_page_plan=planned, flow_estimates=True)
             if planned and o.max_interval is not None:
                 settings = dataclasses.replace(settings, scheduler_max_interval=o.max_interval)
+            if planned and o.budget is not None:  # one address whose budget's share is o.budget an hour
+                limit = math.ceil(o.budget / 60)
+                settings = dataclasses.replace(settings, crawl_rate_limit=limit,
+                                               scheduler_budget_share=o.budget / (60 * limit))
+            else:
+                settings = dataclasses.replace(settings, crawl_rate_limit=0)
             runs[name] = run(model, keywords, o, settings)
         print(f"  … {name} crawled ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
     for line in table(runs, o.days):

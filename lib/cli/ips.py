@@ -99,6 +99,7 @@ def _pin(catalogue, args) -> int:
 def _print_ips(catalogue, fmt: str) -> None:
     from lib.core.parsers import format_duration
     from lib.crawling.page_plan import caps, load_plans
+    from lib.scheduling.budget_plan import CostStore
     from lib.scheduling.catalogue import aliases_of
     from lib.scheduling.schedule import interval_reason, planned_interval
 
@@ -107,15 +108,20 @@ def _print_ips(catalogue, fmt: str) -> None:
     plans = load_plans(catalogue.schedule.client, [ip.id for ip in ips], settings.scheduler_pages_on_sale,
                        settings.scheduler_pages_sold) if settings.scheduler_page_plan else {}
     fixed = caps(settings)
+    costs = CostStore(catalogue.schedule.client)
+    price, reckoned = costs.price(), costs.all(catalogue.clock.now())
     rows = []
     for ip in ips:
         next_at = catalogue.schedule.time_of(ip.id)
         plan = plans.get(ip.id) or fixed
+        interval, why = planned_interval(ip, plan.flow, settings), interval_reason(ip, settings, plan.flow)
+        cost = reckoned.get(ip.id)
+        if price is not None and price.price > 0 and cost is not None and ip.active:
+            interval, why = cost.interval_at(price.price), cost.lengthened_why(price) or why
         rows.append({
             "id": ip.id, "keyword": ip.keyword, "name": ip.display_name, "active": ip.active,
             "weight": ip.weight, "aliases": list(aliases_of(ip)), "pinned_interval_s": ip.pinned_interval,
-            "interval_s": planned_interval(ip, plan.flow, settings),
-            "interval_why": interval_reason(ip, settings, plan.flow), "flow_per_hour": plan.flow,
+            "interval_s": interval, "interval_why": why, "flow_per_hour": plan.flow,
             "last_crawled_at": ip.last_crawled_at.isoformat() + "Z" if ip.last_crawled_at else None,
             "next_crawl_at": datetime.fromtimestamp(next_at, timezone.utc).isoformat() if next_at else None,
             "pages": {label: {"most": depth.pages, "back_to": _iso(depth.until), "why": depth.why}

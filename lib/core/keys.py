@@ -151,6 +151,13 @@ def crawl_plan(ip_id: int) -> str:
     return f"{PREFIX}:crawl-plan:{ip_id}"
 
 
+# the fleet's crawl intervals under its request budget (lib/scheduling/budget_plan.py)
+#: Hash: IP id → what its crawls cost and see, as the worker reckoned them after its last result.
+CRAWL_COSTS = f"{PREFIX}:crawl-costs"
+#: The budget's price now (JSON), set by the scheduler's tick.
+CRAWL_PRICE = f"{PREFIX}:crawl-price"
+
+
 # alert notifications (the three layers of dedup of docs/operating/alerts.md)
 def notify_state(ip_id: int, rule: str) -> str:
     """Hash of the last state notified for an IP and rule; expires after NOTIFY_DEDUP_WINDOW."""

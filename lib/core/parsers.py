@@ -79,6 +79,14 @@ positive_float = number(float, above=0)
 non_negative_float = number(float, at_least=0)
 
 
+def share(raw: str) -> float:
+    """A share: a number above 0 and at most 1."""
+    value = positive_float(raw)
+    if value > 1:
+        raise ValueError(f"must be at most 1; got {raw!r}")
+    return value
+
+
 def timezone(raw: str) -> str:
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 

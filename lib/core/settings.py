@@ -93,6 +93,11 @@ class Settings:
             "Read each search of a crawl only as deep as what changed since the IP's last crawl needs, within "
             "SCHEDULER_PAGES_ON_SALE and SCHEDULER_PAGES_SOLD (docs/concepts/crawling.md, Pages that follow "
             "change); false: every crawl reads both searches to their end or their caps.")
+    scheduler_budget_share: float = setting("0.8", parsers.share,
+            "The share of the addresses' request budgets (CRAWL_RATE_LIMIT each, less after a 429) the schedule "
+            "plans to spend: where the IPs' own intervals would spend more, the quietest IPs' intervals are "
+            "lengthened up to SCHEDULER_MAX_INTERVAL (docs/concepts/scheduling.md, Under the request budget); the "
+            "rest is left for retries and bursts.")
     scheduler_batch_size: int = setting("50", parsers.positive_int,
             "Due IPs pushed per batch.")
     scheduler_backpressure_threshold: int = setting("25", parsers.positive_int,

@@ -88,6 +88,15 @@ ROWS = (
               "proxies.",
               q("max by (address) (animetop_crawl_page_loads_last_minute)", "{{address}} loads") +
               q("max by (address) (animetop_crawl_budget_pages_per_minute)", "{{address}} budget")),
+        Panel("Requests an hour planned against the budget", "animetop_crawl_planned_requests_per_hour against "
+              "animetop_crawl_plan_budget_requests_per_hour (SCHEDULER_BUDGET_SHARE of the addresses' budgets). "
+              "Planned above the budget: even the longest intervals spend more (add proxies, or a longer "
+              "SCHEDULER_MAX_INTERVAL).",
+              q("max(animetop_crawl_planned_requests_per_hour)", "planned") +
+              q("max(animetop_crawl_plan_budget_requests_per_hour)", "budget")),
+        Panel("IPs the budget crawls less often", "animetop_crawl_plan_lengthened_ips: the IPs crawled less often "
+              "than their own interval (heat and flow) to stay within the request budget.",
+              q("max(animetop_crawl_plan_lengthened_ips)"), kind="stat"),
     )),
     Row("Crawls and results", (
         Panel("Time to apply one crawl result", "animetop_pipeline_processing_duration_seconds (worker). Alert: "

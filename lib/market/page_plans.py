@@ -24,6 +24,7 @@ the estimates take over as before.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 from lib.core.settings import Settings
 from lib.crawling.page_plan import LATE_INDEXING, CrawlPlan, SearchPlan, caps, watch_key
@@ -53,6 +54,27 @@ def next_plan(crawled_at: float, items: Sequence[CrawlItem], ended: Mapping[str,
     sold = SearchPlan(limits.sold.pages, crawled_at - MAX_AGE_HOURS * HOUR - LATE_INDEXING,
                       f"back to listings created {MAX_AGE_HOURS} h before the last crawl (a listing's life)")
     return CrawlPlan(on_sale, sold, made_at=crawled_at, flow=flow)
+
+
+class SearchPages(Protocol):
+    """One search of a crawl as its result reports it (``processing.SearchTotal``)."""
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def pages_read(self) -> int: ...
+
+
+def crawl_pages(search: Sequence[SearchPages], ended: Mapping[str, bool]) -> float:
+    """The requests a crawl like this one spends whatever its interval (``lib.scheduling.budget_plan``): every page
+    of a search read whole or back a listing's life (sold), the first page of an on-sale search read back to the
+    last crawl (its other pages follow the listings created since: the planner counts them from the flow). A
+    result that reported no searches: a page of each."""
+    if not search:
+        return 2.0
+    return float(sum(1 if s.status == ON_SALE and not ended.get(ON_SALE) else max(1, s.pages_read)
+                     for s in search))
 
 
 #: How much of a rise in the flow the next plan takes at once (all of it: a burst steps the crawls up at once), and

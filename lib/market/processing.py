@@ -42,7 +42,7 @@ from lib.market.facts import (
     store_sightings,
 )
 from lib.market.item_state import SOLD, STATUSES, Change, CrawlItem, ItemState, ItemStateStore, decide
-from lib.market.page_plans import next_plan
+from lib.market.page_plans import crawl_pages, next_plan
 from lib.market.read_side import invalidate_caches
 from lib.market.relists import find_relists, store_relists
 from lib.market.retention import details_pruned_before
@@ -55,8 +55,9 @@ from lib.market.statistics import (
     refresh_hours,
     settled_hours,
 )
+from lib.scheduling.budget_plan import CostStore, CrawlCost
 from lib.scheduling.execution_state import ExecutionState
-from lib.scheduling.schedule import CRAWL_JOB, ScheduleStore, planned_interval
+from lib.scheduling.schedule import CRAWL_JOB, ScheduleStore, longest_interval, planned_interval
 from lib.segments.stored import Segmenter, segment_applied, stored_titles
 from lib.segments.title_keys import title_match
 from models import AppliedResult, CrawlSearchTotal, IpMetadata, IpStatsHourly, ItemSnapshot
@@ -360,16 +361,29 @@ class ResultProcessor:
         newest = max(result.crawled_at, to_timestamp(ip.last_crawled_at) or result.crawled_at)
         ExecutionState(self.clock).record_execution(CRAWL_JOB, result.ip_id, at=newest)
         flow = None
+        ended = {total.status: _ended(result, total, self._caps[total.status]) for total in result.search}
         if self.settings.scheduler_page_plan:
             last = load_plan(self.client, ip.id, self._caps["on_sale"], self._caps[SOLD])
             flow = last.flow  # a late result plans nothing: the newer crawl's plan and flow stand
             if result.crawled_at >= newest:
-                ended = {total.status: _ended(result, total, self._caps[total.status]) for total in result.search}
                 plan = next_plan(result.crawled_at, result.items, ended, self.settings, last)
                 store_plan(self.client, ip.id, plan)
                 flow = plan.flow
+        costs = CostStore(self.client)
         if ip.active:
-            self.schedule.schedule(ip.id, newest + planned_interval(ip, flow, self.settings))
+            interval = planned_interval(ip, flow, self.settings)
+            if flow is not None:  # the budget plans the IPs whose flow is known (docs/concepts/scheduling.md)
+                cost = CrawlCost(flow=flow, pages=crawl_pages(result.search, ended), least=interval,
+                                 most=interval if ip.pinned_interval else longest_interval(flow, interval,
+                                                                                          self.settings),
+                                 at=result.crawled_at)
+                if result.crawled_at >= newest:
+                    costs.put(ip.id, cost)
+                price = costs.price()
+                interval = cost.interval_at(price.price) if price is not None else interval
+            self.schedule.schedule(ip.id, newest + interval)
+        else:
+            costs.remove(ip.id)
         invalidate_caches(self.client, result.ip_id)
 
     def apply(self, result: CrawlResult) -> Outcome:

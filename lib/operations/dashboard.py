@@ -14,7 +14,7 @@ from lib.core.settings import Settings
 from lib.crawling.drift import status_section
 from lib.market.read_side import ReadSide
 from lib.messaging.dead_letters import DeadLetters, ReasonStore
-from lib.operations.status import budgets, counts
+from lib.operations.status import budgets, counts, planned
 from lib.web.api import WebContext
 from lib.web.app import create_app
 from lib.web.auth import OperatorAuth
@@ -22,9 +22,9 @@ from lib.web.auth import OperatorAuth
 
 def status(settings: Settings, broker: Broker, client: redis.Redis) -> dict[str, Any]:
     """What the operations page shows: queue counts, scheduled IPs, crawls in flight, crawler drift, each
-    address's request budget."""
+    address's request budget, the budget's plan."""
     return {**counts(broker, client), "crawler_drift": status_section(client),
-            "crawl_budgets": budgets(settings, client)}
+            "crawl_budgets": budgets(settings, client), "crawl_plan": planned(client)}
 
 
 def app_for(settings: Settings, broker: Broker, read_side: ReadSide | None = None) -> FastAPI:

@@ -101,7 +101,7 @@ class StateCollector:
         from lib.core.settings import get_settings
         from lib.messaging.queue_stats import counting_broker
         from lib.messaging.queues import CRAWL
-        from lib.operations.status import budgets
+        from lib.operations.status import budgets, planned
         from lib.operations.status import counts as current_counts
 
         settings = get_settings()
@@ -132,6 +132,20 @@ class StateCollector:
             budget.add_metric([b["address"]], b["limit"])
             loads.add_metric([b["address"]], b["loads_last_minute"])
         yield from (pending, depth, dead, scheduled, in_flight, waiting, budget, loads)
+        plan = planned(state_redis(settings))
+        if plan is not None:
+            spent = GaugeMetricFamily("animetop_crawl_planned_requests_per_hour",
+                                      "Requests an hour the IPs' planned intervals spend.")
+            spent.add_metric([], plan["planned"])
+            allowed = GaugeMetricFamily("animetop_crawl_plan_budget_requests_per_hour",
+                                        "Requests an hour the schedule may plan: SCHEDULER_BUDGET_SHARE of the "
+                                        "addresses' budgets.")
+            allowed.add_metric([], plan["budget"])
+            lengthened = GaugeMetricFamily("animetop_crawl_plan_lengthened_ips",
+                                           "IPs crawled less often than their own interval to stay within the "
+                                           "request budget.")
+            lengthened.add_metric([], plan["lengthened"])
+            yield from (spent, allowed, lengthened)
         from lib.crawling.drift import metric_families
 
         yield from metric_families(state_redis(settings))

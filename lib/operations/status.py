@@ -20,6 +20,7 @@ from lib.messaging.dead_letters import DeadLetters
 from lib.messaging.in_flight import InFlight
 from lib.messaging.queue_stats import queue_counts
 from lib.messaging.queues import ALL_QUEUES
+from lib.scheduling.budget_plan import CostStore
 from lib.scheduling.schedule import ScheduleStore
 from models import IpMetadata
 
@@ -49,6 +50,7 @@ def gather(settings: Settings, broker: Broker, client: redis.Redis) -> dict[str,
         "broker": redact_url(settings.broker_url_resolved),
         "crawl_rate_limit": settings.crawl_rate_limit,
         "crawl_budgets": budgets(settings, client),
+        "crawl_plan": planned(client),
         **counts(broker, client),
         "schedule_paused": schedule.paused(),
         "due_now": len(schedule.due(now, limit=10_000)),
@@ -74,6 +76,14 @@ def budgets(settings: Settings, client: redis.Redis) -> list[dict[str, Any]]:
             for b in RequestBudget(settings.crawl_rate_limit, lambda: client).all(addresses)]
 
 
+def planned(client: redis.Redis) -> dict[str, Any] | None:
+    """The request budget's plan as the scheduler's tick last set it (``lib.scheduling.budget_plan``): the
+    requests an hour the IPs' intervals spend against the budget, and how many the budget lengthened; None
+    without a budget (CRAWL_RATE_LIMIT=0) or before the first tick."""
+    price = CostStore(client).price()
+    return None if price is None else {**dataclasses.asdict(price), "over": price.over}
+
+
 def _when(ts: float | None) -> str:
     if ts is None:
         return "-"
@@ -92,6 +102,14 @@ def _crawl_rate_line(status: dict[str, Any]) -> str:
                  f"{b['limit']} of {b['budget']}/min")
         if b["cut_at"] is not None:
             line += f" (cut by a 429 at {_when(b['cut_at'])}, back to {b['budget']} by {_when(b['full_at'])})"
+    plan = status.get("crawl_plan")
+    if plan is not None:
+        line += (f"\n  planned: {plan['planned']:.0f} of {plan['budget']:.0f} requests an hour "
+                 f"(SCHEDULER_BUDGET_SHARE of the budgets) for {plan['ips']} IPs; "
+                 + (f"{plan['lengthened']} of them crawled less often than their own interval to stay within it"
+                    if plan["price"] > 0 else "every IP at its own interval")
+                 + (" (OVER: even the longest intervals spend more; the rate limit holds the rest)"
+                    if plan["over"] else "") + f", as of {_when(plan['at'])}")
     return line
 
 

@@ -16,6 +16,7 @@ import peewee
 from lib.core.clock import Clock, get_clock, to_timestamp
 from lib.core.db import database
 from lib.core.settings import Settings
+from lib.scheduling.budget_plan import CostStore
 from lib.scheduling.schedule import CRAWL_JOB, IpDue, ScheduleStore, ip_due_from_row, ip_interval, parse_aliases
 from models import IpMetadata
 from models.ip import KEYWORD_MAX_LENGTH
@@ -113,6 +114,7 @@ class Catalogue:
         self.get(ip_id)  # an unknown id raises here
         IpMetadata.update(active=False, updated_at=self.clock.utcnow()).where(IpMetadata.id == ip_id).execute()
         self.schedule.remove(ip_id)
+        CostStore(self.schedule.client).remove(ip_id)  # it spends no more of the budget
         return self.get(ip_id)
 
     def enable(self, ip_id: int) -> IpMetadata:

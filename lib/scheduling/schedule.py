@@ -94,6 +94,16 @@ def planned_interval(ip: Scheduled, flow: float | None, settings: Settings) -> f
     return by_heat if by_flow is None else min(by_heat, by_flow)
 
 
+def longest_interval(flow: float | None, least: float, settings: Settings) -> float:
+    """The longest interval the request budget may give an IP whose own interval is ``least``
+    (``lib.scheduling.budget_plan``): SCHEDULER_MAX_INTERVAL, or the time its flow takes to fill the whole on-sale
+    page cap if sooner (a longer one would lose listings, not only see them late); never below ``least``."""
+    most = settings.scheduler_max_interval
+    if flow is not None and flow > 0:
+        most = min(most, settings.scheduler_pages_on_sale * PAGE_SIZE / flow * 3600.0)
+    return max(most, least)
+
+
 def startup_offset(ip_id: int, window: float) -> float:
     """A fixed offset in [0, window) per IP, so a rebuilt schedule spreads overdue IPs the same way every time."""
     return window * ((ip_id * 2654435761) % 2**32) / 2**32

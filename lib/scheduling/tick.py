@@ -24,6 +24,7 @@ from lib.messaging.in_flight import InFlight
 from lib.messaging.queue_stats import queue_depth
 from lib.messaging.queues import CRAWL
 from lib.messaging.routes import CRAWL_IP, SCHEDULE_TICK
+from lib.scheduling.budget_plan import Price, price_if_due
 from lib.scheduling.catalogue import Catalogue
 from lib.scheduling.execution_state import ExecutionState
 from lib.scheduling.schedule import CRAWL_JOB, IpDue, ScheduleStore, ip_interval, planned_times
@@ -57,6 +58,8 @@ class TickResult:
     backpressure: bool = False
     paused: bool = False
     follow_up_at: float | None = None
+    #: the request budget's price, when this tick set it
+    price: Price | None = None
 
 
 def crawl_message(ip: IpDue, task_id: str) -> Message[Any]:
@@ -102,6 +105,7 @@ class Scheduler:
         now = self.clock.now()
         result = TickResult(rebuilt=self.rebuild_if_empty())
         result.swept = self._sweep_if_due(now)
+        result.price = price_if_due(self.settings, self.client, now)
         batch_size = self.settings.scheduler_batch_size
         while True:
             if queue_depth(self.broker, CRAWL) > self.settings.scheduler_backpressure_threshold:

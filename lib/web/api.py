@@ -228,7 +228,8 @@ def status(ctx: WebContext = Depends(context)) -> Any:
     queues = [{"queue": name, **c} for name, c in now["queues"].items()]
     return {"scheduled_ips": now["scheduled_ips"], "in_flight": now["in_flight_crawls"], "queues": queues,
             "dead_letters": sum(c["dead"] for c in now["queues"].values()),
-            "crawler_drift": now.get("crawler_drift"), "crawl_budgets": now.get("crawl_budgets", [])}
+            "crawler_drift": now.get("crawler_drift"), "crawl_budgets": now.get("crawl_budgets", []),
+            "crawl_plan": now.get("crawl_plan")}
 
 
 def _letters(ctx: WebContext) -> DeadLetters:

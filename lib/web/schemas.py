@@ -240,6 +240,21 @@ class AddressBudget(BaseModel):
     loads_last_minute: int = Field(description="page loads it began in the last whole minute, all crawlers")
 
 
+class CrawlPlan(BaseModel):
+    """The request budget's plan as the scheduler last set it (lib/scheduling/budget_plan.py)."""
+
+    budget: float = Field(description="requests an hour the schedule may plan: SCHEDULER_BUDGET_SHARE of the "
+                                      "addresses' budgets")
+    planned: float = Field(description="requests an hour the IPs' planned intervals spend")
+    ips: int = Field(description="IPs planned (those whose flow a result has told)")
+    lengthened: int = Field(description="IPs crawled less often than their own interval to stay within the budget")
+    price: float = Field(description="listing-hours not yet seen a request an hour is worth; 0: the budget does not "
+                                     "bind")
+    unseen: float = Field(description="listings created since their IP's last crawl, on average at any moment")
+    over: bool = Field(description="even the longest intervals spend more than the budget")
+    at: float = Field(description="when it was set (Unix time)")
+
+
 class Status(BaseModel):
     scheduled_ips: int
     in_flight: list[int] = Field(description="IPs whose crawl is in flight")
@@ -249,6 +264,8 @@ class Status(BaseModel):
     crawl_budgets: list[AddressBudget] = Field(default_factory=list,
                                                description="each address's request budget; empty with "
                                                            "CRAWL_RATE_LIMIT=0 (no limit)")
+    crawl_plan: CrawlPlan | None = Field(None, description="the budget's plan; null without a budget "
+                                                           "(CRAWL_RATE_LIMIT=0) or before the scheduler set one")
 
 
 class DeadLetterOut(BaseModel):

@@ -14,6 +14,7 @@ from urllib.parse import quote
 import jsonschema
 import pytest
 
+from lib.core import keys
 from lib.core.clock import FrozenClock, naive_utc
 from lib.core.redis_client import state_redis
 from lib.core.settings import load_settings
@@ -400,6 +401,8 @@ def test_status_shows_each_address_request_budget(db, env, broker):
         time.sleep(0.2)
     for _ in range(3):
         count_load(r, "direct", at=time.time() - 60)
+    from lib.scheduling.budget_plan import CostStore, Price
+    CostStore(r).set_price(Price(price=2.5, budget=480, planned=480, ips=40, lengthened=12, unseen=90, at=T0))
     server, _ = start_dashboard(settings, broker, None, FrozenClock(T0))
     try:
         reply = call(f"{server.url}/api/v1/status")
@@ -408,11 +411,15 @@ def test_status_shows_each_address_request_budget(db, env, broker):
         shown = (budget["address"], budget["limit"], budget["budget"], budget["loads_last_minute"])
         assert shown == ("direct", 5, 10, 3)
         assert budget["cut_at"] is not None and budget["full_at"] > budget["cut_at"]
+        plan = reply.json()["crawl_plan"]
+        assert (plan["planned"], plan["budget"], plan["lengthened"], plan["over"]) == (480, 480, 12, False)
     finally:
         server.stop()
     server, _ = start_dashboard(load_settings(env), broker, None, FrozenClock(T0))
     try:
-        assert call(f"{server.url}/api/v1/status").json()["crawl_budgets"] == []
+        state_redis(settings).delete(keys.CRAWL_PRICE)  # no budget: the tick sets no plan
+        answer = call(f"{server.url}/api/v1/status").json()
+        assert answer["crawl_budgets"] == [] and answer["crawl_plan"] is None
     finally:
         server.stop()
 

@@ -15,9 +15,22 @@
       el("td", {class: "num"}, b.budget), el("td", {}, b.cut_at === null ? "–" : time(b.cut_at)),
       el("td", {}, b.full_at === null ? "–" : time(b.full_at)))));
     document.getElementById("budgets-empty").hidden = s.crawl_budgets.length > 0;
+    crawlPlan(s.crawl_plan);
     document.querySelector("#queues tbody").replaceChildren(...s.queues.map(q => el("tr", {},
       el("td", {}, q.queue), el("td", {class: "num"}, q.ready), el("td", {class: "num"}, q.running ?? "–"),
       el("td", {class: "num"}, q.delayed), el("td", {class: "num"}, q.dead))));
+  }
+
+  function crawlPlan(p) {
+    const box = document.getElementById("crawl-plan");
+    box.hidden = !p;
+    if (!p) return;
+    const n = x => Math.round(x).toLocaleString("en");
+    box.textContent = `Planned: ${n(p.planned)} of ${n(p.budget)} requests an hour for ${p.ips} IPs; ` +
+      (p.price > 0 ? `${p.lengthened} of them crawled less often than their own interval to stay within it` :
+                     "every IP at its own interval") +
+      (p.over ? " (over: even the longest intervals spend more; the rate limit holds the rest)" : "") +
+      `, as of ${time(p.at)}.`;
   }
 
   function drift(d) {
