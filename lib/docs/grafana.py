@@ -97,6 +97,10 @@ ROWS = (
         Panel("IPs the budget crawls less often", "animetop_crawl_plan_lengthened_ips: the IPs crawled less often "
               "than their own interval (heat and flow) to stay within the request budget.",
               q("max(animetop_crawl_plan_lengthened_ips)"), kind="stat"),
+        Panel("New listings the pages reach", "animetop_crawl_new_listings_reached_share: of the IPs' new listings "
+              "(weighted by their flows), the share their last crawls' on-sale pages reached back to the crawl "
+              "before; the rest is estimated (docs/concepts/measures.md). Falling: the busiest IPs outrun their "
+              "page cap.", q("max(animetop_crawl_new_listings_reached_share)"), unit="percentunit", kind="stat"),
     )),
     Row("Crawls and results", (
         Panel("Time to apply one crawl result", "animetop_pipeline_processing_duration_seconds (worker). Alert: "

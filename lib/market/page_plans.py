@@ -88,8 +88,7 @@ def new_flow(crawled_at: float, items: Sequence[CrawlItem], whole: bool, last: C
     when it rose, by ``FALL`` when it fell. None before a second crawl."""
     if last is None or last.made_at is None or last.made_at >= crawled_at:
         return last.flow if last is not None else None
-    on_sale = [i.created for i in items if i.status == ON_SALE and i.created is not None]
-    since = last.made_at if whole or not on_sale else max(last.made_at, min(on_sale))
+    since = _read_since(items, whole, last.made_at)
     if since >= crawled_at:
         return last.flow
     new = sum(1 for i in items if i.created is not None and since < i.created <= crawled_at)
@@ -98,6 +97,21 @@ def new_flow(crawled_at: float, items: Sequence[CrawlItem], whole: bool, last: C
         return round(rate, 3)
     share = RISE if rate > last.flow else FALL
     return round(last.flow + share * (rate - last.flow), 3)
+
+
+def _read_since(items: Sequence[CrawlItem], whole: bool, previous: float) -> float:
+    """How far back a crawl's on-sale pages saw the listings created since the ``previous`` crawl: all of them
+    (``previous``) when the search was read whole or its pages reached past it, else its oldest listing's time."""
+    on_sale = [i.created for i in items if i.status == ON_SALE and i.created is not None]
+    return previous if whole or not on_sale else max(previous, min(on_sale))
+
+
+def reached_share(crawled_at: float, items: Sequence[CrawlItem], whole: bool, last: CrawlPlan | None) -> float:
+    """The share of the time since the IP's previous crawl whose new listings this crawl's on-sale pages reached
+    (1: back to the previous crawl, or nothing to compare with)."""
+    if last is None or last.made_at is None or last.made_at >= crawled_at:
+        return 1.0
+    return (crawled_at - _read_since(items, whole, last.made_at)) / (crawled_at - last.made_at)
 
 
 def listings_on_sale(since: float, most: int, items: Sequence[CrawlItem],

@@ -41,8 +41,8 @@ from lib.market.facts import (
     rederive,
     store_sightings,
 )
-from lib.market.item_state import SOLD, STATUSES, Change, CrawlItem, ItemState, ItemStateStore, decide
-from lib.market.page_plans import crawl_pages, next_plan
+from lib.market.item_state import ON_SALE, SOLD, STATUSES, Change, CrawlItem, ItemState, ItemStateStore, decide
+from lib.market.page_plans import crawl_pages, next_plan, reached_share
 from lib.market.read_side import invalidate_caches
 from lib.market.relists import find_relists, store_relists
 from lib.market.retention import details_pruned_before
@@ -360,7 +360,7 @@ class ResultProcessor:
         # execution or the next crawl back in time.
         newest = max(result.crawled_at, to_timestamp(ip.last_crawled_at) or result.crawled_at)
         ExecutionState(self.clock).record_execution(CRAWL_JOB, result.ip_id, at=newest)
-        flow = None
+        flow, seen = None, 1.0
         ended = {total.status: _ended(result, total, self._caps[total.status]) for total in result.search}
         if self.settings.scheduler_page_plan:
             last = load_plan(self.client, ip.id, self._caps["on_sale"], self._caps[SOLD])
@@ -369,6 +369,7 @@ class ResultProcessor:
                 plan = next_plan(result.crawled_at, result.items, ended, self.settings, last)
                 store_plan(self.client, ip.id, plan)
                 flow = plan.flow
+                seen = reached_share(result.crawled_at, result.items, bool(ended.get(ON_SALE)), last)
         costs = CostStore(self.client)
         if ip.active:
             interval = planned_interval(ip, flow, self.settings)
@@ -376,7 +377,7 @@ class ResultProcessor:
                 cost = CrawlCost(flow=flow, pages=crawl_pages(result.search, ended), least=interval,
                                  most=interval if ip.pinned_interval else longest_interval(flow, interval,
                                                                                           self.settings),
-                                 at=result.crawled_at)
+                                 at=result.crawled_at, seen=seen)
                 if result.crawled_at >= newest:
                     costs.put(ip.id, cost)
                 price = costs.price()

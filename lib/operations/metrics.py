@@ -146,6 +146,12 @@ class StateCollector:
                                            "request budget.")
             lengthened.add_metric([], plan["lengthened"])
             yield from (spent, allowed, lengthened)
+            if plan["reached"] is not None:
+                reached = GaugeMetricFamily("animetop_crawl_new_listings_reached_share",
+                                            "Of the IPs' new listings (weighted by flow), the share their last "
+                                            "crawls' on-sale pages reached back to the crawl before.")
+                reached.add_metric([], plan["reached"])
+                yield reached
         from lib.crawling.drift import metric_families
 
         yield from metric_families(state_redis(settings))

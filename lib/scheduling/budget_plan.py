@@ -61,6 +61,8 @@ class CrawlCost:
       most: the longest interval it may have (seconds): SCHEDULER_MAX_INTERVAL, or less where its flow would fill
         the on-sale page cap sooner; never below ``least``.
       at: when it was reckoned (Unix seconds, the crawl's time).
+      seen: the share of its new listings since the crawl before that its last crawl's on-sale pages reached (1:
+        all; less where they outran the page cap).
     """
 
     flow: float
@@ -68,6 +70,7 @@ class CrawlCost:
     least: float
     most: float
     at: float
+    seen: float = 1.0
 
     def requests_per_hour(self, interval: float) -> float:
         return self.pages * HOUR / interval + self.flow / PAGE_SIZE
@@ -87,13 +90,15 @@ class CrawlCost:
         return min(max(best, self.least), self.most)
 
     def encode(self) -> str:
-        return f"{self.flow:.6g} {self.pages:.6g} {self.least:.6g} {self.most:.6g} {self.at:.3f}"
+        return f"{self.flow:.6g} {self.pages:.6g} {self.least:.6g} {self.most:.6g} {self.at:.3f} {self.seen:.4g}"
 
     @classmethod
     def decode(cls, raw: bytes | str) -> CrawlCost:
         text = raw.decode() if isinstance(raw, bytes) else raw
-        flow, pages, least, most, at = (float(v) for v in text.split())
-        return cls(flow, pages, least, most, at)
+        flow, pages, least, most, at, seen = (float(v) for v in text.split())
+        if not (math.isfinite(flow) and flow >= 0 and pages > 0 and 0 < least <= most and 0 <= seen <= 1):
+            raise ValueError(f"not a crawl cost: {text!r}")
+        return cls(flow, pages, least, most, at, seen)
 
 
     def lengthened_why(self, price: Price) -> str | None:
@@ -121,6 +126,8 @@ class Price:
       ips: the IPs planned; lengthened: those whose interval the budget made longer than their own.
       unseen: the listings not yet seen at any moment, on average, at that price (summed over the IPs).
       at: when it was set (Unix seconds).
+      reached: of the IPs' new listings (weighted by their flows), the share their last crawls' on-sale pages
+        reached (``CrawlCost.seen``); None without a flow.
     """
 
     price: float
@@ -130,6 +137,7 @@ class Price:
     lengthened: int
     unseen: float
     at: float
+    reached: float | None = None
 
     @property
     def over(self) -> bool:
@@ -145,7 +153,12 @@ def plan(costs: Iterable[CrawlCost], budget: float, at: float = 0.0) -> Price:
     planned = [(c, c.interval_at(price)) for c in costs]
     return Price(price=price, budget=budget, planned=sum(c.requests_per_hour(t) for c, t in planned),
                  ips=len(costs), lengthened=sum(1 for c, t in planned if t > c.least * (1 + 1e-9)),
-                 unseen=sum(c.unseen(t) for c, t in planned), at=at)
+                 unseen=sum(c.unseen(t) for c, t in planned), at=at, reached=_reached(costs))
+
+
+def _reached(costs: list[CrawlCost]) -> float | None:
+    flow = sum(c.flow for c in costs)
+    return sum(c.flow * c.seen for c in costs) / flow if flow > 0 else None
 
 
 def _least_price(costs: list[CrawlCost], budget: float) -> float:

@@ -253,6 +253,9 @@ class CrawlPlan(BaseModel):
     unseen: float = Field(description="listings created since their IP's last crawl, on average at any moment")
     over: bool = Field(description="even the longest intervals spend more than the budget")
     at: float = Field(description="when it was set (Unix time)")
+    reached: float | None = Field(None, description="of the IPs' new listings (weighted by their flows), the share "
+                                                    "their last crawls' on-sale pages reached back to the crawl "
+                                                    "before; null without a flow")
 
 
 class Status(BaseModel):

@@ -12,7 +12,7 @@ from lib.core.clock import FrozenClock
 from lib.core.redis_client import state_redis
 from lib.crawling.page_plan import LATE_INDEXING, CrawlPlan, SearchPlan, load_plan, watch_key
 from lib.market.item_state import CrawlItem
-from lib.market.page_plans import FALL, RISE, next_plan
+from lib.market.page_plans import FALL, RISE, next_plan, reached_share
 from lib.market.processing import CrawlResult, ResultProcessor
 from lib.market.reach import MAX_AGE_HOURS
 from lib.scheduling.catalogue import Catalogue
@@ -216,3 +216,14 @@ class Pinned:
 def test_the_flow_s_interval_fills_half_the_on_sale_cap_within_the_bounds(settings, flow, interval):
     s = dataclasses.replace(settings, scheduler_min_interval=600.0, scheduler_max_interval=86400.0)
     assert flow_interval(flow, s) == interval
+
+
+def test_the_share_reached_is_the_span_the_on_sale_pages_read_back_over_the_span_since_the_last_crawl():
+    last = CrawlPlan(SearchPlan(5), SearchPlan(5), made_at=T0 - 4 * H)
+    read = items(item("a", created=T0 - H), item("b", created=T0 - 10), item("s", "sold", created=T0 - 3.5 * H))
+    # the on-sale pages reached back an hour of the four since the last crawl (a sold listing is not the reach)
+    assert reached_share(T0, read, False, last) == pytest.approx(0.25)
+    assert reached_share(T0, read, True, last) == 1  # read whole: every listing was on the pages
+    back = items(item("a", created=T0 - 5 * H))
+    assert reached_share(T0, back, False, last) == 1  # the pages reached past the last crawl
+    assert reached_share(T0, read, False, None) == 1  # a first crawl: nothing to compare with

@@ -102,6 +102,13 @@ def test_quiet_ips_are_lengthened_first_and_a_busier_one_is_crawled_more_often()
     assert other.interval_at(both.price) / mid.interval_at(both.price) == pytest.approx(2.0)
 
 
+def test_the_share_reached_is_weighted_by_flow():
+    full = CrawlCost(flow=30, pages=2, least=H, most=2 * H, at=T0)
+    short = CrawlCost(flow=90, pages=6, least=H, most=H, at=T0, seen=0.5)
+    assert plan([full, short], 1000).reached == pytest.approx((30 + 45) / 120)
+    assert plan([dataclasses.replace(full, flow=0)], 1000).reached is None
+
+
 def test_over_the_budget_every_ip_is_at_its_longest_and_it_says_so():
     ips = [CrawlCost(flow=50, pages=6, least=H, most=2 * H, at=T0) for _ in range(4)]
     price = plan(ips, 1)
@@ -137,6 +144,7 @@ def test_a_cost_round_trips_and_an_unreadable_one_is_left_out(settings):
     cost = CrawlCost(flow=12.5, pages=3, least=H, most=2 * H, at=T0)
     store.put(7, cost)
     r.hset(keys.CRAWL_COSTS, "8", "not a cost")
+    r.hset(keys.CRAWL_COSTS, "10", f"1 2 3600 1800 {T0} 1")  # longest below least
     store.put(9, dataclasses.replace(cost, at=T0 - 30 * 86400))  # not renewed for a month
     assert store.all(T0) == {7: cost}
 
@@ -202,6 +210,7 @@ def test_the_tick_prices_the_budget_and_the_worker_lengthens_the_quiet_ip(db, se
     ResultProcessor(budgeted, r, clock).apply(CrawlResult.parse(
         quiet.id, "quiet-3", at, listings(quiet.id, at, 1), search=SEARCH))
     cost = CostStore(r).all(at)[quiet.id]
+    assert cost.seen == 1  # its search was read whole
     assert ScheduleStore(r).time_of(quiet.id) == pytest.approx(at + cost.interval_at(result.price.price))
     assert cost.interval_at(result.price.price) > cost.least
     # an IP disabled leaves the planning
@@ -237,6 +246,11 @@ def test_status_and_metrics_show_the_plan_against_the_budget(env, db, broker):
     CostStore(r).set_price(over)
     text = render(gather(settings, broker, r))
     assert "2 of them crawled less often than their own interval to stay within it (OVER: " in text
+    assert "  new listings the last crawls' on-sale pages reached" not in text  # no share without a flow
+    CostStore(r).set_price(dataclasses.replace(over, reached=0.8125))
+    text = render(gather(settings, broker, r))
+    assert "  new listings the last crawls' on-sale pages reached back to the crawl before: 81.2% (the rest is " \
+           "estimated)" in text
     use_settings(settings)
     try:
         families = {f.name: f for f in StateCollector().collect()}
@@ -247,3 +261,4 @@ def test_status_and_metrics_show_the_plan_against_the_budget(env, db, broker):
         "animetop_crawl_plan_lengthened_ips")}
     assert shown == {"animetop_crawl_planned_requests_per_hour": 8, "animetop_crawl_plan_budget_requests_per_hour": 5,
                      "animetop_crawl_plan_lengthened_ips": 2}
+    assert families["animetop_crawl_new_listings_reached_share"].samples[0].value == 0.8125

@@ -30,7 +30,9 @@
       (p.price > 0 ? `${p.lengthened} of them crawled less often than their own interval to stay within it` :
                      "every IP at its own interval") +
       (p.over ? " (over: even the longest intervals spend more; the rate limit holds the rest)" : "") +
-      `, as of ${time(p.at)}.`;
+      `, as of ${time(p.at)}.` +
+      (p.reached === null ? "" : ` The last crawls' on-sale pages reached ${(100 * p.reached).toFixed(1)} % of the ` +
+                                 "new listings since the crawl before (the rest is estimated).");
   }
 
   function drift(d) {
