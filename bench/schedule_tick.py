@@ -1,13 +1,21 @@
 """A scheduler tick with 100,000 scheduled IPs of which 1,000 are due, against the raw floor:
-one ZRANGEBYSCORE plus one pipelined enqueue of the same 1,000 messages."""
+one ZRANGEBYSCORE plus one pipelined enqueue of the same 1,000 messages.
+
+And the request budget's planning (``lib.scheduling.budget_plan.price_if_due``, run by a tick every 10 minutes) over
+as many IPs' costs (flows drawn heavy-tailed, a budget that binds), against reading them: one HGETALL of the costs
+and each one's fields parsed. What the planning adds to that is its sweep; both grow with the IPs."""
 
 from __future__ import annotations
 
+import dataclasses
+import math
+import random
 import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
 
+from lib.core import keys
 from lib.core.clock import FrozenClock
 from lib.core.db import bind_database, database
 from lib.core.redis_client import state_redis
@@ -15,6 +23,7 @@ from lib.core.settings import load_settings, use_settings
 from lib.market.schema import create_tables
 from lib.messaging.broker import build_broker, enqueue_many
 from lib.messaging.queues import CRAWL
+from lib.scheduling.budget_plan import CostStore, CrawlCost, price_if_due
 from lib.scheduling.schedule import IpDue, ScheduleStore
 from lib.scheduling.tick import Scheduler, crawl_message
 from models import IpMetadata
@@ -66,8 +75,33 @@ def run(scheduled: int = 100_000, due: int = 1000, repeat: int = 5) -> None:
             enqueue_many(broker, [crawl_message(IpDue(int(i), f"kw{i}", 1.0, True, None), f"t{i}") for i, _ in rows])
             floor_times.append(time.perf_counter() - start)
         report("tick (seconds)", min(tick_times), min(floor_times))
+        _planning(settings, r, clock, ids, repeat)
         broker.close()
         database.close()
+
+
+def _planning(settings, r, clock, ids, repeat: int) -> None:
+    rng = random.Random(1)
+    costs = {ip: CrawlCost(flow=min(2000.0, 0.1 * rng.paretovariate(0.8)), pages=rng.choice([2, 3, 6, 10]),
+                           least=3600.0, most=12 * 3600.0, at=T0) for ip in ids}
+    budget = 0.5 * sum(c.requests_per_hour(c.least) for c in costs.values())
+    planned = dataclasses.replace(settings, crawl_rate_limit=math.ceil(budget / 60), scheduler_budget_share=1.0)
+    plan_times, floor_times = [], []
+    for _ in range(repeat):
+        r.flushdb()
+        store = CostStore(r)
+        for start in range(0, len(ids), 5000):
+            r.hset(keys.CRAWL_COSTS, mapping={str(ip): costs[ip].encode() for ip in ids[start:start + 5000]})
+        start = time.perf_counter()
+        price = price_if_due(planned, r, clock.now())
+        plan_times.append(time.perf_counter() - start)
+        assert price is not None and price.price > 0 and price.ips == len(ids), price
+        start = time.perf_counter()
+        read = [[float(v) for v in value.split()] for value in r.hgetall(keys.CRAWL_COSTS).values()]
+        floor_times.append(time.perf_counter() - start)
+        assert len(read) == len(ids)
+        store.clear_price()
+    report("planning within the budget (seconds)", min(plan_times), min(floor_times))
 
 
 def _env_of(settings) -> dict[str, str]:
