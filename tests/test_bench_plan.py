@@ -25,7 +25,9 @@ def test_options():
     assert options([]) == Options(1000, 1, 1, 1)
     assert options(["--ips", "30", "--days", "2", "--warmup", "0", "--seed", "4"]) == Options(30, 2, 0, 4)
     assert options(["--max-interval", "12h"]).max_interval == 12 * 3600
-    for bad in (["--ips"], ["--ips", "x"], ["--days", "0"], ["--fast", "1"], ["--max-interval", "soon"]):
+    assert options(["--budget", "120"]).budget == 120
+    for bad in (["--ips"], ["--ips", "x"], ["--days", "0"], ["--fast", "1"], ["--max-interval", "soon"],
+                ["--budget", "0"], ["--budget", "-5"]):
         with pytest.raises(SystemExit):
             options(bad)
 
@@ -42,18 +44,33 @@ def test_the_table_against_its_definitions():
                           f"{304 / 504:.0%}"]
 
 
-@pytest.mark.slow
-def test_a_tiny_run_costs_fewer_requests_with_the_page_plans(redis_server):
+def tiny_run(redis_server, *extra: str) -> tuple[int, int, str]:
+    """The requests a day of the fixed and the planned crawls of a tiny run, and its output."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "BENCH_REDIS_URL": redis_server,
            "BENCH_REDIS_DBS": f"{STATE_DB},{BROKER_DB}"}
     for variable in ("BROKER_URL", "REDIS_URL", "DATABASE_URL"):
         env.pop(variable, None)
     empty_redis_databases(redis_server)
-    done = subprocess.run([sys.executable, "-m", "bench", "plan", "--ips", "4", "--warmup", "0"],
+    done = subprocess.run([sys.executable, "-m", "bench", "plan", "--ips", "4", "--warmup", "0", *extra],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
     rows = [cells(line) for line in done.stdout.splitlines() if line.startswith("|")]
     total = rows[-1]
     assert total[0] == "all" and total[1] == "4", done.stdout
-    fixed, plans = int(total[2].replace(",", "")), int(total[6].replace(",", ""))
-    assert 0 < plans < fixed, done.stdout
+    return int(total[2].replace(",", "")), int(total[6].replace(",", "")), done.stdout
+
+
+@pytest.mark.slow
+def test_a_tiny_run_costs_fewer_requests_with_the_page_plans(redis_server):
+    fixed, plans, out = tiny_run(redis_server)
+    assert 0 < plans < fixed, out
+
+
+@pytest.mark.slow
+def test_a_tiny_run_under_a_budget_spends_about_it(redis_server):
+    """4 requests an hour for four quiet IPs whose own intervals spend about twice that: the schedule lengthens
+    their intervals (up to 12 hours) to about the budget (the plan is made on each IP's reckoning, not on the
+    requests themselves: within a tenth of it)."""
+    fixed, plans, out = tiny_run(redis_server, "--max-interval", "12h", "--budget", "4")
+    assert "the plans' budget 4 requests an hour" in out
+    assert fixed > 24 * 4 * 1.5 and 0 < plans <= 24 * 4 * 1.1, out
