@@ -261,7 +261,7 @@ def price_if_due(settings: Settings, client: redis.Redis, now: float) -> Price |
         return None
     price = plan(store.all(now).values(), budget, at=now)
     store.set_price(price)
-    if price.over:
+    if price.over and (last is None or not last.over):  # said once, when it starts
         logger.warning("the IPs' longest intervals spend %.0f requests an hour, over the budget of %.0f: the rate "
                        "limit holds the rest (more addresses, or a longer SCHEDULER_MAX_INTERVAL)",
                        price.planned, price.budget)

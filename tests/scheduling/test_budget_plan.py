@@ -262,3 +262,17 @@ def test_status_and_metrics_show_the_plan_against_the_budget(env, db, broker):
     assert shown == {"animetop_crawl_planned_requests_per_hour": 8, "animetop_crawl_plan_budget_requests_per_hour": 5,
                      "animetop_crawl_plan_lengthened_ips": 2}
     assert families["animetop_crawl_new_listings_reached_share"].samples[0].value == 0.8125
+
+
+def test_a_budget_too_small_for_the_longest_intervals_is_said_once_while_it_lasts(env, db, caplog):
+    from lib.core.settings import load_settings
+
+    settings = load_settings({**env, "CRAWL_RATE_LIMIT": "1", "SCHEDULER_BUDGET_SHARE": "0.01"})  # 0.6 an hour
+    r = state_redis(settings)
+    CostStore(r).put(1, CrawlCost(flow=30, pages=6, least=H, most=2 * H, at=T0))
+    caplog.set_level("WARNING", logger="lib.scheduling.budget_plan")
+    for k in range(3):
+        price = price_if_due(settings, r, T0 + k * PRICE_EVERY)
+        assert price is not None and price.over
+    said = [rec for rec in caplog.records if "over the budget" in rec.getMessage()]
+    assert len(said) == 1 and "the rate limit holds the rest" in said[0].getMessage()
