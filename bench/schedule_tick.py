@@ -2,8 +2,9 @@
 one ZRANGEBYSCORE plus one pipelined enqueue of the same 1,000 messages.
 
 And the request budget's planning (``lib.scheduling.budget_plan.price_if_due``, run by a tick every 10 minutes) over
-as many IPs' costs (flows drawn heavy-tailed, a budget that binds), against reading them: one HGETALL of the costs
-and each one's fields parsed. What the planning adds to that is its sweep; both grow with the IPs."""
+as many IPs' costs (flows drawn heavy-tailed, a budget that binds), against the least any plan does: one HGETALL of
+the costs, each one's fields parsed, and each IP's interval at a given price computed once. What the planning adds
+is finding the price (two sorts of the IPs' bounds and a sweep); both grow with the IPs."""
 
 from __future__ import annotations
 
@@ -98,8 +99,11 @@ def _planning(settings, r, clock, ids, repeat: int) -> None:
         assert price is not None and price.price > 0 and price.ips == len(ids), price
         start = time.perf_counter()
         read = [[float(v) for v in value.split()] for value in r.hgetall(keys.CRAWL_COSTS).values()]
+        root = math.sqrt(price.price)
+        spent = sum(p * 3600.0 / (most if f <= 0 else min(max(math.sqrt(2 * p / f) * root * 3600.0, least), most))
+                    for f, p, least, most, _, _ in read)
         floor_times.append(time.perf_counter() - start)
-        assert len(read) == len(ids)
+        assert len(read) == len(ids) and spent > 0
         store.clear_price()
     report("planning within the budget (seconds)", min(plan_times), min(floor_times))
 

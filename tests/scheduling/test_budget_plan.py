@@ -17,6 +17,7 @@ from lib.core.redis_client import state_redis
 from lib.market.processing import CrawlResult, ResultProcessor
 from lib.scheduling.budget_plan import (
     PRICE_EVERY,
+    Costs,
     CostStore,
     CrawlCost,
     Price,
@@ -147,6 +148,12 @@ def test_a_cost_round_trips_and_an_unreadable_one_is_left_out(settings):
     r.hset(keys.CRAWL_COSTS, "10", f"1 2 3600 1800 {T0} 1")  # longest below least
     store.put(9, dataclasses.replace(cost, at=T0 - 30 * 86400))  # not renewed for a month
     assert store.all(T0) == {7: cost}
+    assert store.columns(T0) == Costs.of([cost])  # read one by one, as one cannot be read
+    r.hdel(keys.CRAWL_COSTS, "8", "10")
+    store.put(11, dataclasses.replace(cost, flow=0, seen=0.5))
+    # all readable: parsed in one pass, the one not renewed left out as before
+    assert store.columns(T0) == Costs.of([cost, dataclasses.replace(cost, flow=0, seen=0.5)]) or \
+        store.columns(T0) == Costs.of([dataclasses.replace(cost, flow=0, seen=0.5), cost])
 
 
 def test_the_fleet_budget_is_the_share_of_every_address_s_budget(settings):
