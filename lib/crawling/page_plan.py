@@ -94,12 +94,14 @@ class SearchPlan:
 class CrawlPlan:
     """One crawl's depth, per search; ``made_at``: the crawl it was planned after (None: no plan, the caps);
     ``flow``: the IP's new listings an hour as its crawls saw them (None: not known yet), which its interval follows
-    (``lib.scheduling.schedule.planned_interval``)."""
+    (``lib.scheduling.schedule.planned_interval``); ``sold_shallow``: this crawl reads only the sold search's
+    newest page, the how-manyth in a row since its last deep read (0: it reads as deep as ``sold`` allows)."""
 
     on_sale: SearchPlan
     sold: SearchPlan
     made_at: float | None = None
     flow: float | None = None
+    sold_shallow: int = 0
 
     @classmethod
     def caps(cls, pages_on_sale: int, pages_sold: int) -> CrawlPlan:
@@ -125,8 +127,11 @@ class CrawlPlan:
         flow = _time(raw.get("flow"))
         if flow is not None and flow < 0:
             raise ValueError(f"a plan's flow is a number of listings an hour, got {flow!r:.40}")
+        shallow = raw.get("sold_shallow", 0)
+        if not isinstance(shallow, int) or isinstance(shallow, bool) or shallow < 0:
+            raise ValueError(f"a plan's sold_shallow is a whole number of at least 0, got {shallow!r:.40}")
         return cls(_search(raw.get("on_sale"), pages_on_sale), _search(raw.get("sold"), pages_sold),
-                   _time(raw.get("made_at")), flow)
+                   _time(raw.get("made_at")), flow, shallow)
 
 
 def _search(raw: object, cap: int) -> SearchPlan:
@@ -165,17 +170,26 @@ def caps(settings: Settings) -> CrawlPlan:
     return CrawlPlan.caps(settings.scheduler_pages_on_sale, settings.scheduler_pages_sold)
 
 
+def deep_sold_pages(settings: Settings) -> int:
+    """The most pages a plan's sold search reads: a deep read takes the cap of SCHEDULER_SOLD_DEEP_EVERY crawls,
+    less the newest page each of the others reads (``lib.market.page_plans``)."""
+    every = settings.scheduler_sold_deep_every
+    return every * settings.scheduler_pages_sold - (every - 1)
+
+
 def plan_for(client: redis.Redis, ip_id: int, settings: Settings) -> CrawlPlan:
     """The plan the IP's next crawl reads: its stored one with SCHEDULER_PAGE_PLAN on (``load_plan``), else the
     caps."""
     if not settings.scheduler_page_plan:
         return caps(settings)
-    return load_plan(client, ip_id, settings.scheduler_pages_on_sale, settings.scheduler_pages_sold)
+    return load_plan(client, ip_id, settings.scheduler_pages_on_sale, settings.scheduler_pages_sold,
+                     deep_sold_pages(settings))
 
 
 def load_plans(client: redis.Redis, ip_ids: Sequence[int], pages_on_sale: int,
                pages_sold: int) -> dict[int, CrawlPlan | None]:
-    """Each IP's stored plan (None: none, or unreadable), one pipeline of ``GET``s (a cluster splits it by slot)."""
+    """Each IP's stored plan (None: none, or unreadable), one pipeline of ``GET``s (a cluster splits it by slot);
+    ``pages_sold``: the most pages a planned sold read may take (``deep_sold_pages``)."""
     pipe = client.pipeline(transaction=False)
     for ip_id in ip_ids:
         pipe.get(keys.crawl_plan(ip_id))
@@ -188,9 +202,11 @@ def load_plans(client: redis.Redis, ip_ids: Sequence[int], pages_on_sale: int,
     return out
 
 
-def load_plan(client: redis.Redis, ip_id: int, pages_on_sale: int, pages_sold: int) -> CrawlPlan:
+def load_plan(client: redis.Redis, ip_id: int, pages_on_sale: int, pages_sold: int,
+              sold_most: int | None = None) -> CrawlPlan:
     """The IP's plan for its next crawl; the caps when it has none, or when it cannot be read (the crawl then costs
-    what a crawl without a plan costs, and loses nothing)."""
+    what a crawl without a plan costs, and loses nothing). ``sold_most``: the most pages a planned sold read may
+    take (``deep_sold_pages``; None: ``pages_sold``)."""
     caps = CrawlPlan.caps(pages_on_sale, pages_sold)
     try:
         text = client.get(keys.crawl_plan(ip_id))
@@ -200,7 +216,7 @@ def load_plan(client: redis.Redis, ip_id: int, pages_on_sale: int, pages_sold: i
     if text is None:
         return caps
     try:
-        return CrawlPlan.from_json(text, pages_on_sale, pages_sold)
+        return CrawlPlan.from_json(text, pages_on_sale, sold_most or pages_sold)
     except ValueError as e:
         logger.warning("IP %s: its stored crawl plan is unreadable (%s): reading the page caps", ip_id, e)
         return caps

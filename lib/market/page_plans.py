@@ -27,9 +27,9 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from lib.core.settings import Settings
-from lib.crawling.page_plan import LATE_INDEXING, CrawlPlan, SearchPlan, caps, watch_key
+from lib.crawling.page_plan import LATE_INDEXING, CrawlPlan, SearchPlan, caps, deep_sold_pages, watch_key
 from lib.crawling.selectors import PAGE_SIZE
-from lib.market.item_state import ON_SALE, CrawlItem
+from lib.market.item_state import ON_SALE, SOLD, CrawlItem
 from lib.market.reach import HOUR, MAX_AGE_HOURS
 from lib.segments.title_keys import title_match
 
@@ -51,9 +51,33 @@ def next_plan(crawled_at: float, items: Sequence[CrawlItem], ended: Mapping[str,
     else:
         on_sale = SearchPlan(limits.on_sale.pages, min(newest, crawled_at) - LATE_INDEXING,
                              "back to the newest listing the last crawl saw", watch)
-    sold = SearchPlan(limits.sold.pages, crawled_at - MAX_AGE_HOURS * HOUR - LATE_INDEXING,
-                      f"back to listings created {MAX_AGE_HOURS} h before the last crawl (a listing's life)")
-    return CrawlPlan(on_sale, sold, made_at=crawled_at, flow=flow)
+    sold, shallow = sold_plan(crawled_at, items, ended, settings, last)
+    return CrawlPlan(on_sale, sold, made_at=crawled_at, flow=flow, sold_shallow=shallow)
+
+
+def sold_plan(crawled_at: float, items: Sequence[CrawlItem], ended: Mapping[str, bool], settings: Settings,
+              last: CrawlPlan | None) -> tuple[SearchPlan, int]:
+    """The sold search's plan after a crawl, and how many newest-page reads in a row it is (0: not one). Back a
+    listing's life before the crawl, to the cap; where a read to its depth (the cap, or a deep read) did not reach
+    back that far, SCHEDULER_SOLD_DEEP_EVERY − 1 reads of the newest page, then one deep read."""
+    limits = caps(settings)
+    until = crawled_at - MAX_AGE_HOURS * HOUR - LATE_INDEXING
+    life = f"back to listings created {MAX_AGE_HOURS} h before the last crawl (a listing's life)"
+    every, deep = settings.scheduler_sold_deep_every, deep_sold_pages(settings)
+    if every > 1 and last is not None and last.made_at is not None:
+        if last.sold_shallow:
+            shallow = last.sold_shallow + 1
+        else:  # this crawl read as deep as it was planned to: did it reach back a listing's life?
+            oldest = min((i.created for i in items if i.status == SOLD and i.created is not None), default=None)
+            outran = (not ended.get(SOLD) and last.sold.until is not None and oldest is not None
+                      and oldest > last.sold.until)
+            shallow = 1 if outran else 0
+        if shallow and shallow < every:
+            return SearchPlan(1, until, f"the newest page: the search outruns {limits.sold.pages} pages, so it is "
+                                        f"read {deep} deep every {every} crawls"), shallow
+        if shallow:
+            return SearchPlan(deep, until, f"{life}: {deep} pages, as it outruns {limits.sold.pages}"), 0
+    return SearchPlan(limits.sold.pages, until, life), 0
 
 
 class SearchPages(Protocol):
@@ -66,15 +90,16 @@ class SearchPages(Protocol):
     def pages_read(self) -> int: ...
 
 
-def crawl_pages(search: Sequence[SearchPages], ended: Mapping[str, bool]) -> float:
+def crawl_pages(search: Sequence[SearchPages], ended: Mapping[str, bool], sold_cap: int) -> float:
     """The requests a crawl like this one spends whatever its interval (``lib.scheduling.budget_plan``): every page
-    of a search read whole or back a listing's life (sold), the first page of an on-sale search read back to the
-    last crawl (its other pages follow the listings created since: the planner counts them from the flow). A
-    result that reported no searches: a page of each."""
+    of a search read whole; a sold search that did not end, ``sold_cap`` (a read to the cap or, where it outruns
+    the cap, the cap a crawl on average over the deep reads' cycle); the first page of an on-sale search read back
+    to the last crawl (its other pages follow the listings created since: the planner counts them from the flow).
+    A result that reported no searches: a page of each."""
     if not search:
         return 2.0
-    return float(sum(1 if s.status == ON_SALE and not ended.get(ON_SALE) else max(1, s.pages_read)
-                     for s in search))
+    return float(sum((1 if not ended.get(ON_SALE) else max(1, s.pages_read)) if s.status == ON_SALE
+                     else (max(1, s.pages_read) if ended.get(SOLD) else sold_cap) for s in search))
 
 
 #: How much of a rise in the flow the next plan takes at once (all of it: a burst steps the crawls up at once), and

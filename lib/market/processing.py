@@ -30,7 +30,7 @@ from lib.core.clock import Clock, get_clock, naive_utc, to_timestamp
 from lib.core.db import ParameterList, insert_rows, select_tuples, write_transaction
 from lib.core.errors import BadMessage
 from lib.core.settings import Settings
-from lib.crawling.page_plan import load_plan, store_plan
+from lib.crawling.page_plan import deep_sold_pages, load_plan, store_plan
 from lib.market import listing_urls, window_rows
 from lib.market.facts import (
     CrawlTimes,
@@ -363,7 +363,8 @@ class ResultProcessor:
         flow, seen = None, 1.0
         ended = {total.status: _ended(result, total, self._caps[total.status]) for total in result.search}
         if self.settings.scheduler_page_plan:
-            last = load_plan(self.client, ip.id, self._caps["on_sale"], self._caps[SOLD])
+            last = load_plan(self.client, ip.id, self._caps["on_sale"], self._caps[SOLD],
+                             deep_sold_pages(self.settings))
             flow = last.flow  # a late result plans nothing: the newer crawl's plan and flow stand
             if result.crawled_at >= newest:
                 plan = next_plan(result.crawled_at, result.items, ended, self.settings, last)
@@ -374,7 +375,7 @@ class ResultProcessor:
         if ip.active:
             interval = planned_interval(ip, flow, self.settings)
             if flow is not None:  # the budget plans the IPs whose flow is known (docs/concepts/scheduling.md)
-                cost = CrawlCost(flow=flow, pages=crawl_pages(result.search, ended), least=interval,
+                cost = CrawlCost(flow=flow, pages=crawl_pages(result.search, ended, self._caps[SOLD]), least=interval,
                                  most=interval if ip.pinned_interval else longest_interval(flow, interval,
                                                                                           self.settings),
                                  at=result.crawled_at, seen=seen)

@@ -41,7 +41,8 @@ class CrawlReach:
     Parameters:
       at: the crawl's time; previous: the IP's previous crawl (None: the first).
       on_sale, sold: the oldest ``created`` on the last page each search read, when its pages were all read and
-        its results did not end on them; None: that search was read to its end (everything was seen).
+        its results did not end on them; None: that search was read to its end (everything was seen). ``sold``
+        is the furthest back this crawl's or any later crawl's sold pages read (``furthest_later``).
       newest: the newest ``created`` on the on-sale pages: the visible span ends there, not at the crawl, as a
         listing reaches the search a minute after it is listed (docs/concepts/simulator.md).
     """
@@ -51,6 +52,20 @@ class CrawlReach:
     on_sale: float | None
     sold: float | None
     newest: float | None = None
+
+
+def furthest_later(reaches: Sequence[float | None]) -> list[float | None]:
+    """For each crawl's sold reach (in time order; None: read to its end), the furthest back its pages or any
+    later crawl's read. The sold search is a lasting record: a sale is on every later read that reaches back to its
+    listing's creation, so a deep read every few crawls shows the sales of the crawls between
+    (``lib.market.page_plans.sold_plan``)."""
+    out: list[float | None] = []
+    furthest: float | None = math.inf
+    for far in reversed(reaches):
+        if furthest is not None:
+            furthest = None if far is None else min(furthest, far)
+        out.append(furthest)
+    return out[::-1]
 
 
 @dataclass(frozen=True, slots=True)

@@ -307,9 +307,11 @@ def _load_reach(ip_ids: Sequence[int] | None, w: Window, data: dict[int, _IpData
     for ip_id, crawls in rows.items():
         previous = None
         d = data[ip_id]
-        for at in sorted(crawls):
-            on_sale, sold = crawls[at].get("on_sale", (None, None)), crawls[at].get("sold", (None, None))
-            d.crawls.append(reach.CrawlReach(at, previous, on_sale[0], sold[0], on_sale[1]))
+        times = sorted(crawls)
+        sold_reach = reach.furthest_later([crawls[at].get("sold", (None, None))[0] for at in times])
+        for at, sold in zip(times, sold_reach, strict=True):
+            on_sale = crawls[at].get("on_sale", (None, None))
+            d.crawls.append(reach.CrawlReach(at, previous, on_sale[0], sold, on_sale[1]))
             previous = at
         if any(c.sold is not None and c.at - c.sold < reach.MAX_AGE_HOURS * 3600.0 for c in d.crawls):
             short.append(ip_id)

@@ -335,3 +335,13 @@ def test_time_to_sell_leaves_out_listings_the_on_sale_pages_could_not_have_seen_
     assert _time_to_sell(listings, T0, end, crawls[:0]).median.value == pytest.approx(0.25)  # reach unknown
     ttl = _time_to_sell(listings, T0, end, crawls)
     assert ttl.listings == 300 and ttl.median.value is None and ttl.p25.value == pytest.approx(0.25)
+
+
+def test_a_crawl_s_sold_reach_is_the_furthest_back_it_or_a_later_crawl_read():
+    """A sale is on every later read reaching back to its listing's creation: a deep read every few crawls shows
+    the sales of the shallow ones between (None: a read to the search's end, which saw everything)."""
+    from lib.market.reach import furthest_later
+
+    assert furthest_later([100.0, 110.0, 50.0, 120.0, 125.0]) == [50.0, 50.0, 50.0, 120.0, 125.0]
+    assert furthest_later([100.0, None, 130.0]) == [None, None, 130.0]
+    assert furthest_later([]) == []

@@ -10,7 +10,7 @@ import pytest
 from lib.core import keys
 from lib.core.clock import FrozenClock
 from lib.core.redis_client import state_redis
-from lib.crawling.page_plan import LATE_INDEXING, CrawlPlan, SearchPlan, load_plan, watch_key
+from lib.crawling.page_plan import LATE_INDEXING, CrawlPlan, SearchPlan, deep_sold_pages, load_plan, watch_key
 from lib.market.item_state import CrawlItem
 from lib.market.page_plans import FALL, RISE, next_plan, reached_share
 from lib.market.processing import CrawlResult, ResultProcessor
@@ -227,3 +227,53 @@ def test_the_share_reached_is_the_span_the_on_sale_pages_read_back_over_the_span
     back = items(item("a", created=T0 - 5 * H))
     assert reached_share(T0, back, False, last) == 1  # the pages reached past the last crawl
     assert reached_share(T0, read, False, None) == 1  # a first crawl: nothing to compare with
+
+
+def sold_listings(n, newest, spacing):
+    return [item(f"s{k}", "sold", newest - k * spacing) for k in range(n)]
+
+
+def test_a_sold_search_that_outruns_its_cap_is_read_deep_every_few_crawls_and_its_newest_page_between(settings):
+    """The cycle of docs/concepts/crawling.md: a read to the cap that falls short of a listing's life, then
+    SCHEDULER_SOLD_DEEP_EVERY - 1 reads of the newest page, then one deep read of the cap of that many crawls less
+    those pages; a deep read that reaches back a listing's life ends the cycle."""
+    every, cap = settings.scheduler_sold_deep_every, settings.scheduler_pages_sold
+    assert every == 4 and deep_sold_pages(settings) == every * cap - (every - 1)
+    short = sold_listings(10, T0 - 60, 60)  # reaches back 10 minutes: far short of a listing's life
+    plan = next_plan(T0, items(*short), {"on_sale": True, "sold": False}, settings,
+                     last=CrawlPlan(SearchPlan(5), SearchPlan(cap, T0 - H - LIFE), made_at=T0 - H))
+    kinds = []
+    for k in range(1, 2 * every + 1):
+        kinds.append((plan.sold.pages, plan.sold_shallow))
+        plan = next_plan(T0 + k * H, items(*short), {"on_sale": True, "sold": False}, settings, last=plan)
+    deep = deep_sold_pages(settings)
+    assert kinds == [(1, 1), (1, 2), (1, 3), (deep, 0), (1, 1), (1, 2), (1, 3), (deep, 0)]
+    # a deep read that reached back a listing's life: back to the cap
+    whole = sold_listings(3, T0, 100 * H)
+    after = next_plan(T0 + 9 * H, items(*whole), {"on_sale": True, "sold": False}, settings,
+                      last=dataclasses.replace(plan, sold_shallow=0))
+    assert (after.sold.pages, after.sold_shallow) == (cap, 0)
+    # one that ended on its pages, likewise
+    ended = next_plan(T0 + 9 * H, items(*short), {"on_sale": True, "sold": True}, settings,
+                      last=dataclasses.replace(plan, sold_shallow=0))
+    assert (ended.sold.pages, ended.sold_shallow) == (cap, 0)
+
+
+def test_with_deep_reads_off_every_crawl_reads_the_sold_cap(settings):
+    off = dataclasses.replace(settings, scheduler_sold_deep_every=1)
+    short = sold_listings(10, T0 - 60, 60)
+    plan = next_plan(T0, items(*short), {"sold": False}, off,
+                     last=CrawlPlan(SearchPlan(5), SearchPlan(5, T0 - H - LIFE), made_at=T0 - H))
+    assert (plan.sold.pages, plan.sold_shallow) == (off.scheduler_pages_sold, 0)
+
+
+def test_a_stored_deep_read_keeps_its_pages_and_a_cap_lowered_since_holds_it(settings):
+    deep = CrawlPlan(SearchPlan(5), SearchPlan(17, T0 - LIFE), made_at=T0, sold_shallow=0)
+    text = deep.to_json()
+    assert CrawlPlan.from_json(text, 5, 17) == deep
+    assert CrawlPlan.from_json(text, 5, 5).sold.pages == 5
+    shallow = dataclasses.replace(deep, sold=SearchPlan(1, T0 - LIFE), sold_shallow=2)
+    assert CrawlPlan.from_json(shallow.to_json(), 5, 17).sold_shallow == 2
+    for bad in ('"x"', "-1", "true", "1.5"):
+        with pytest.raises(ValueError):
+            CrawlPlan.from_json(text.replace('"sold_shallow":0', f'"sold_shallow":{bad}'), 5, 17)
