@@ -55,6 +55,15 @@ def next_plan(crawled_at: float, items: Sequence[CrawlItem], ended: Mapping[str,
     return CrawlPlan(on_sale, sold, made_at=crawled_at, flow=flow, sold_shallow=shallow)
 
 
+def sold_outran(items: Sequence[CrawlItem], ended: Mapping[str, bool], last: CrawlPlan | None) -> bool:
+    """Whether a crawl's sold search, read as ``last`` planned, neither ended on its pages nor reached back to the
+    plan's depth: its sales outrun the pages read."""
+    if last is None or last.sold.until is None or ended.get(SOLD):
+        return False
+    oldest = min((i.created for i in items if i.status == SOLD and i.created is not None), default=None)
+    return oldest is not None and oldest > last.sold.until
+
+
 def sold_plan(crawled_at: float, items: Sequence[CrawlItem], ended: Mapping[str, bool], settings: Settings,
               last: CrawlPlan | None) -> tuple[SearchPlan, int]:
     """The sold search's plan after a crawl, and how many newest-page reads in a row it is (0: not one). Back a
@@ -68,10 +77,7 @@ def sold_plan(crawled_at: float, items: Sequence[CrawlItem], ended: Mapping[str,
         if last.sold_shallow:
             shallow = last.sold_shallow + 1
         else:  # this crawl read as deep as it was planned to: did it reach back a listing's life?
-            oldest = min((i.created for i in items if i.status == SOLD and i.created is not None), default=None)
-            outran = (not ended.get(SOLD) and last.sold.until is not None and oldest is not None
-                      and oldest > last.sold.until)
-            shallow = 1 if outran else 0
+            shallow = 1 if sold_outran(items, ended, last) else 0
         if shallow and shallow < every:
             return SearchPlan(1, until, f"the newest page: the search outruns {limits.sold.pages} pages, so it is "
                                         f"read {deep} deep every {every} crawls"), shallow
@@ -90,16 +96,16 @@ class SearchPages(Protocol):
     def pages_read(self) -> int: ...
 
 
-def crawl_pages(search: Sequence[SearchPages], ended: Mapping[str, bool], sold_cap: int) -> float:
+def crawl_pages(search: Sequence[SearchPages], ended: Mapping[str, bool], sold_cap: int, outran: bool) -> float:
     """The requests a crawl like this one spends whatever its interval (``lib.scheduling.budget_plan``): every page
-    of a search read whole; a sold search that did not end, ``sold_cap`` (a read to the cap or, where it outruns
-    the cap, the cap a crawl on average over the deep reads' cycle); the first page of an on-sale search read back
-    to the last crawl (its other pages follow the listings created since: the planner counts them from the flow).
-    A result that reported no searches: a page of each."""
+    of a search read whole or back to its plan's depth; a sold search that ``outran`` its pages, ``sold_cap`` (the
+    cap a crawl on average, over the deep reads' cycle too); the first page of an on-sale search read back to the
+    last crawl (its other pages follow the listings created since: the planner counts them from the flow). A result
+    that reported no searches: a page of each."""
     if not search:
         return 2.0
     return float(sum((1 if not ended.get(ON_SALE) else max(1, s.pages_read)) if s.status == ON_SALE
-                     else (max(1, s.pages_read) if ended.get(SOLD) else sold_cap) for s in search))
+                     else (sold_cap if outran else max(1, s.pages_read)) for s in search))
 
 
 #: How much of a rise in the flow the next plan takes at once (all of it: a burst steps the crawls up at once), and

@@ -42,7 +42,7 @@ from lib.market.facts import (
     store_sightings,
 )
 from lib.market.item_state import ON_SALE, SOLD, STATUSES, Change, CrawlItem, ItemState, ItemStateStore, decide
-from lib.market.page_plans import crawl_pages, next_plan, reached_share
+from lib.market.page_plans import crawl_pages, next_plan, reached_share, sold_outran
 from lib.market.read_side import invalidate_caches
 from lib.market.relists import find_relists, store_relists
 from lib.market.retention import details_pruned_before
@@ -360,7 +360,7 @@ class ResultProcessor:
         # execution or the next crawl back in time.
         newest = max(result.crawled_at, to_timestamp(ip.last_crawled_at) or result.crawled_at)
         ExecutionState(self.clock).record_execution(CRAWL_JOB, result.ip_id, at=newest)
-        flow, seen = None, 1.0
+        flow, seen, outran = None, 1.0, False
         ended = {total.status: _ended(result, total, self._caps[total.status]) for total in result.search}
         if self.settings.scheduler_page_plan:
             last = load_plan(self.client, ip.id, self._caps["on_sale"], self._caps[SOLD],
@@ -371,11 +371,13 @@ class ResultProcessor:
                 store_plan(self.client, ip.id, plan)
                 flow = plan.flow
                 seen = reached_share(result.crawled_at, result.items, bool(ended.get(ON_SALE)), last)
+                outran = last.sold_shallow > 0 or sold_outran(result.items, ended, last)
         costs = CostStore(self.client)
         if ip.active:
             interval = planned_interval(ip, flow, self.settings)
             if flow is not None:  # the budget plans the IPs whose flow is known (docs/concepts/scheduling.md)
-                cost = CrawlCost(flow=flow, pages=crawl_pages(result.search, ended, self._caps[SOLD]), least=interval,
+                cost = CrawlCost(flow=flow, pages=crawl_pages(result.search, ended, self._caps[SOLD], outran),
+                                 least=interval,
                                  most=interval if ip.pinned_interval else longest_interval(flow, interval,
                                                                                           self.settings),
                                  at=result.crawled_at, seen=seen)

@@ -12,7 +12,7 @@ from lib.core.clock import FrozenClock
 from lib.core.redis_client import state_redis
 from lib.crawling.page_plan import LATE_INDEXING, CrawlPlan, SearchPlan, deep_sold_pages, load_plan, watch_key
 from lib.market.item_state import CrawlItem
-from lib.market.page_plans import FALL, RISE, next_plan, reached_share
+from lib.market.page_plans import FALL, RISE, crawl_pages, next_plan, reached_share
 from lib.market.processing import CrawlResult, ResultProcessor
 from lib.market.reach import MAX_AGE_HOURS
 from lib.scheduling.catalogue import Catalogue
@@ -277,3 +277,16 @@ def test_a_stored_deep_read_keeps_its_pages_and_a_cap_lowered_since_holds_it(set
     for bad in ('"x"', "-1", "true", "1.5"):
         with pytest.raises(ValueError):
             CrawlPlan.from_json(text.replace('"sold_shallow":0', f'"sold_shallow":{bad}'), 5, 17)
+
+
+def test_the_pages_a_crawl_spends_whatever_its_interval():
+    """What the request budget's planner counts per crawl (docs/concepts/scheduling.md): a search read whole or
+    back to its depth, its pages; an on-sale search read back to the last crawl, its first page (the others follow
+    the flow); a sold search that outran its pages, the cap (its average over the deep reads' cycle)."""
+    from lib.market.processing import SearchTotal
+
+    on_sale, sold = SearchTotal("on_sale", None, 3, 300), SearchTotal("sold", None, 2, 200)
+    assert crawl_pages([on_sale, sold], {"on_sale": True, "sold": False}, 5, False) == 3 + 2
+    assert crawl_pages([on_sale, sold], {"on_sale": False, "sold": False}, 5, False) == 1 + 2
+    assert crawl_pages([on_sale, SearchTotal("sold", None, 1, 120)], {"on_sale": False}, 5, True) == 1 + 5
+    assert crawl_pages([], {}, 5, False) == 2
