@@ -89,12 +89,12 @@ class Settings:
             "The most on-sale search pages a crawl reads.")
     scheduler_pages_sold: int = setting("5", parsers.positive_int,
             "The most sold search pages a crawl reads.")
-    scheduler_sold_deep_every: int = setting("4", parsers.positive_int,
+    scheduler_sold_deep_every: int = setting("1", parsers.positive_int,
             "Where an IP's sold search outruns SCHEDULER_PAGES_SOLD pages, read it deep every this many crawls (as "
             "many pages as the cap of that many crawls, less the newest page each of the others reads) and only its "
-            "newest page in between: the sold pages are a lasting record, so a deep read sees the older listings' "
-            "sales the cap never reaches, for the same requests (docs/concepts/crawling.md, Pages that follow "
-            "change); 1: every crawl reads to its cap.")
+            "newest page in between: a deep read sees the older listings' sales the cap never reaches, for the same "
+            "requests, and the latest sales wait for it (docs/concepts/crawling.md, Pages that follow change); "
+            "1: every crawl reads to its cap.")
     scheduler_page_plan: bool = setting("true", parsers.boolean,
             "Read each search of a crawl only as deep as what changed since the IP's last crawl needs, within "
             "SCHEDULER_PAGES_ON_SALE and SCHEDULER_PAGES_SOLD (docs/concepts/crawling.md, Pages that follow "

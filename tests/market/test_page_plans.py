@@ -237,6 +237,7 @@ def test_a_sold_search_that_outruns_its_cap_is_read_deep_every_few_crawls_and_it
     """The cycle of docs/concepts/crawling.md: a read to the cap that falls short of a listing's life, then
     SCHEDULER_SOLD_DEEP_EVERY - 1 reads of the newest page, then one deep read of the cap of that many crawls less
     those pages; a deep read that reaches back a listing's life ends the cycle."""
+    settings = dataclasses.replace(settings, scheduler_sold_deep_every=4)
     every, cap = settings.scheduler_sold_deep_every, settings.scheduler_pages_sold
     assert every == 4 and deep_sold_pages(settings) == every * cap - (every - 1)
     short = sold_listings(10, T0 - 60, 60)  # reaches back 10 minutes: far short of a listing's life
@@ -260,7 +261,8 @@ def test_a_sold_search_that_outruns_its_cap_is_read_deep_every_few_crawls_and_it
 
 
 def test_with_deep_reads_off_every_crawl_reads_the_sold_cap(settings):
-    off = dataclasses.replace(settings, scheduler_sold_deep_every=1)
+    off = settings
+    assert off.scheduler_sold_deep_every == 1  # the default
     short = sold_listings(10, T0 - 60, 60)
     plan = next_plan(T0, items(*short), {"sold": False}, off,
                      last=CrawlPlan(SearchPlan(5), SearchPlan(5, T0 - H - LIFE), made_at=T0 - H))
