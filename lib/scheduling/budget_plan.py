@@ -10,9 +10,10 @@ The planner minimises the listings not yet seen, summed over the IPs, within the
 ``Σ flow_i T_i / 2`` subject to ``Σ (pages_i / T_i + flow_i / PAGE_SIZE) ≤ budget``. With a price ``λ`` on a
 request an hour, each IP's best interval is ``T_i = sqrt(2 λ pages_i / flow_i)`` (the square-root rule of
 keeping copies fresh under a crawl budget: an IP listing four times as much is crawled twice as often), within
-its bounds; the price is the least that keeps the sum within the budget (bisection: the sum falls as the price
-rises). The bounds are the adaptive interval's: no shorter than the IP's interval from its heat and its flow
-(``schedule.planned_interval``: with a budget to spare, nothing changes) and no longer than
+its bounds; the price is the least that keeps the sum within the budget (the sum falls as the price rises: found
+exactly from the IPs sorted by their bounds, ``_Sweep``). The bounds are the adaptive interval's: no shorter
+than the IP's interval from its heat and its flow (``schedule.planned_interval``: with a budget to spare, nothing
+changes) and no longer than
 SCHEDULER_MAX_INTERVAL or the time its flow takes to fill the on-sale page cap (past it, listings would be lost,
 not only late). So the budget lengthens intervals only when the IPs' own intervals would spend more than it,
 quiet IPs first. Where even the longest intervals spend more, the rate limit and backpressure hold the rest.
