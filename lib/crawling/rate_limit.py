@@ -213,6 +213,12 @@ class CrawlRateLimit:
 LOADS_KEPT = 180
 
 
+def addresses(settings: Settings) -> list[str]:
+    """The names of the addresses the crawlers use: one per proxy of PROXY_URLS, else the direct one."""
+    return ([proxy_label(p) for p in settings.proxy_urls]
+            or [proxy_label(None, settings.crawl_direct_address)])
+
+
 def count_load(client: redis.Redis, address: str, at: float | None = None) -> None:
     """One page load began through ``address``: counted in its minute."""
     key = keys.crawl_loads(address, int((time.time() if at is None else at) // 60))

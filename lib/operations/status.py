@@ -70,10 +70,8 @@ def budgets(settings: Settings, client: redis.Redis) -> list[dict[str, Any]]:
     in the last whole minute, fleet-wide. Empty without a limit."""
     if not settings.crawl_rate_limit:
         return []
-    addresses = ([rate_limit.proxy_label(p) for p in settings.proxy_urls]
-                 or [rate_limit.proxy_label(None, settings.crawl_direct_address)])
     return [{**dataclasses.asdict(b), "loads_last_minute": rate_limit.loads_last_minute(client, b.address)}
-            for b in RequestBudget(settings.crawl_rate_limit, lambda: client).all(addresses)]
+            for b in RequestBudget(settings.crawl_rate_limit, lambda: client).all(rate_limit.addresses(settings))]
 
 
 def planned(client: redis.Redis) -> dict[str, Any] | None:

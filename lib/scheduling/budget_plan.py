@@ -276,9 +276,8 @@ def fleet_budget(settings: Settings, client: redis.Redis) -> float | None:
     cut included); None without a rate limit (CRAWL_RATE_LIMIT=0: no budget to plan)."""
     if not settings.crawl_rate_limit:
         return None
-    addresses = ([rate_limit.proxy_label(p) for p in settings.proxy_urls]
-                 or [rate_limit.proxy_label(None, settings.crawl_direct_address)])
-    per_minute = sum(b.limit for b in RequestBudget(settings.crawl_rate_limit, lambda: client).all(addresses))
+    per_minute = sum(b.limit for b in RequestBudget(settings.crawl_rate_limit, lambda: client)
+                     .all(rate_limit.addresses(settings)))
     return per_minute * 60.0 * settings.scheduler_budget_share
 
 
