@@ -103,11 +103,15 @@ class Freezer:
         stalled: list[Tab] = []
 
         async def _recover(crawler: Crawler, steps, tab: Tab, tabs) -> bool:
-            stalled[:] = [tab]
+            genuine = any(tab is t for t in freezer.frozen_tabs)
+            if genuine and freezer.how == "hidden":
+                # the crawler keeps a cured tab for its next crawl: it is frozen only while another tab hides it
+                genuine = await tab.evaluate("() => document.visibilityState") == "hidden"
+            stalled[:] = [genuine]
             return await recover(crawler, steps, tab, tabs)
 
         def _count_recovery(crawler: Crawler, step: str) -> None:
-            if stalled and not any(stalled[0] is t for t in freezer.frozen_tabs):
+            if stalled and not stalled[0]:
                 freezer.spurious[step] += 1
             count(crawler, step)
 
