@@ -70,8 +70,7 @@ def test_an_operator_pins_and_unpins_an_ip_s_interval(cli_env, settings, databas
 @pytest.mark.parametrize("keyword, message", [
     ("", "empty"), ("   ", "empty"), ("x" * 201, "at most 200"), ("a\tb", "control characters"),
 ])
-def test_bad_keywords_are_refused_clearly(cli_env, keyword, message):
-    assert run_cli(cli_env, "db", "init").returncode == 0
+def test_bad_keywords_are_refused_clearly(db, cli_env, keyword, message):
     result = run_cli(cli_env, "ip", "add", keyword)
     assert result.returncode == 1
     assert message in result.stderr
