@@ -69,10 +69,10 @@ def test_num_found_undercounts_and_is_capped(search):
     assert 0 < reported < true_on_sale  # the last day's listings times a factor under 1: an undercount
     assert reported <= len(search.results("small", ON, T))
     assert search.num_found("small", SOLD, T) < len(search.results("small", SOLD, T))
-    # the cap: with a cap of 500 and no factor, an IP of 150 an hour reports 500 where it holds thousands
-    traits = replace(TRAITS, search=replace(TRAITS.search, num_found_cap=500, num_found_factor=(1.0, 1.0)))
-    capped = RealisticSearch(MarketModel(4, traits, sizes={"big": 150.0}))
-    assert capped.num_found("big", ON, T) == 500 < on_sale_count(capped.model, "big", T)
+    # the cap: with a cap of 200 and no factor, an IP of 40 an hour reports 200 where it holds hundreds more
+    traits = replace(TRAITS, search=replace(TRAITS.search, num_found_cap=200, num_found_factor=(1.0, 1.0)))
+    capped = RealisticSearch(MarketModel(4, traits, sizes={"big": 40.0}))
+    assert capped.num_found("big", ON, T) == 200 < on_sale_count(capped.model, "big", T)
     assert TRAITS.search.num_found_cap == 15_000
 
 
