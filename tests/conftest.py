@@ -277,9 +277,9 @@ SLOW_FILES = {"test_demo.py", "test_bench_load.py", "test_crawl_process.py", "te
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """Workers for ``-n auto`` (setup.cfg): the fast tier waits on services more than it computes (about half of
-    two cores busy with three workers), so a fourth shortens it; the whole suite's browsers, process types and
-    chaos scenarios load the cores, and stay with three."""
+    """Workers for ``-n auto`` (setup.cfg): four for the fast tier, three for the whole suite. Both keep two cores
+    busy (docs/getting-started.md, "While working"); on the whole suite a fourth worker did not shorten the run, and
+    the fast tier's four were not measured against three on a machine where it is bound by the processor."""
     return 4 if config.getoption("markexpr") == "not slow" else 3
 
 
