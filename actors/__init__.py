@@ -19,7 +19,7 @@ broker = setup()
 
 from .collect import collect_batch, start_due_collections
 from .crawl import crawl_ip
-from .maintenance import ping, prune_storage, refresh_leaderboards, roll_up_days
+from .maintenance import ping, prune_storage, refresh_forecasts, refresh_leaderboards, roll_up_days
 from .notify import deliver_alert, notify_alert
 from .pipeline import process_result
 from .pool import fill_all_pools, fill_pool, mark_used, pool_consumer
@@ -28,7 +28,7 @@ from .schedule import schedule_tick
 #: Every production actor.
 ACTORS: tuple[Actor[..., Any], ...] = (schedule_tick, crawl_ip, process_result, notify_alert, deliver_alert, fill_pool,
                              mark_used, fill_all_pools, collect_batch, start_due_collections, ping,
-                             prune_storage, refresh_leaderboards, roll_up_days)
+                             prune_storage, refresh_leaderboards, roll_up_days, refresh_forecasts)
 
 
 def declare_on(other: Broker) -> None:
@@ -44,4 +44,4 @@ def declare_on(other: Broker) -> None:
 
 __all__ = ["ACTORS", "broker", "collect_batch", "crawl_ip", "declare_on", "deliver_alert", "fill_all_pools",
            "fill_pool", "mark_used", "notify_alert", "ping", "pool_consumer", "process_result", "prune_storage",
-           "refresh_leaderboards", "roll_up_days", "schedule_tick", "start_due_collections"]
+           "refresh_forecasts", "refresh_leaderboards", "roll_up_days", "schedule_tick", "start_due_collections"]

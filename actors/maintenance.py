@@ -7,10 +7,11 @@ from periodiq import cron
 from lib.core.clock import get_clock
 from lib.core.redis_client import state_redis
 from lib.core.settings import get_settings
+from lib.forecast.refresh import refresh as refresh_forecast_rows
 from lib.market.daily import roll_up_pending
 from lib.market.read_side import ReadSide
 from lib.market.retention import prune
-from lib.messaging.routes import PING, PRUNE_STORAGE, REFRESH_LEADERBOARDS, ROLL_UP_DAYS
+from lib.messaging.routes import PING, PRUNE_STORAGE, REFRESH_FORECASTS, REFRESH_LEADERBOARDS, ROLL_UP_DAYS
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +45,16 @@ def prune_storage() -> None:
 def roll_up_days() -> None:
     """Roll up the completed days whose hourly rows changed into daily rows (``lib.market.daily``)."""
     roll_up_pending(get_clock().now())
+
+
+# Hourly (periodiq), at minute 37: after the rollup at minute 7 has written the day that closed. One pass at a time
+# across all processes (busy: skip); each batch of IPs in its own transaction, so a kill mid-pass loses nothing.
+# docs/concepts/forecasts.md.
+@REFRESH_FORECASTS.declare(periodic=cron("37 * * * *"), lock_key=REFRESH_FORECASTS.actor_name,
+                           on_lock_busy="skip", max_retries=1, time_limit=3_600_000)
+def refresh_forecasts() -> None:
+    """Refit the forecasts of the IPs whose daily rows changed (``lib.forecast.refresh``)."""
+    refresh_forecast_rows(get_clock().now())
 
 
 # Every minute (periodiq); one run at a time across all processes (busy: skip, the running one does the work).

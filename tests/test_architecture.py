@@ -29,6 +29,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("start-up", ("lib.app",)),
     ("scheduling", ("lib.scheduling",)),
     ("domain", ("lib.market", "lib.text_pools", "lib.collection")),
+    ("forecasts", ("lib.forecast",)),
     ("web", ("lib.web",)),
     ("operations", ("lib.operations", "lib.docs")),
     ("actors", ("actors",)),

@@ -5,14 +5,14 @@ from __future__ import annotations
 import os
 import sys
 
-from lib.cli import alerts, collect, config, ips, messages, operations, pools, segments
+from lib.cli import alerts, collect, config, forecast, ips, messages, operations, pools, segments
 from lib.cli.common import COMMANDS
 from lib.cli.errors import EXIT_UNAVAILABLE, explain
 from lib.cli.parser import build_parser
 from lib.core.settings import SettingsError
 
 #: Importing these registers their commands.
-COMMAND_MODULES = (alerts, collect, config, ips, messages, operations, pools, segments)
+COMMAND_MODULES = (alerts, collect, config, forecast, ips, messages, operations, pools, segments)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -168,6 +168,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="classify: goods types from this file instead of the configured ones (SEGMENTS_TAXONOMY, "
                         "by default the packaged lib/segments/goods_types.toml), to try a change")
 
+    p = sub.add_parser("forecast", help="an IP's next 7 days forecast from its daily rows, with 80 %% and 95 %% "
+                                        "intervals")
+    p.add_argument("action", choices=["show"])
+    p.add_argument("value", metavar="ID", help="the IP's id")
+    p.add_argument("--format", choices=["table", "json", "csv"], default="table")
+
     p = sub.add_parser("run", help="run a process type of the Procfile, restarting it if it dies")
     p.add_argument("process_type", choices=["worker", "crawler", "scheduler"])
     p.add_argument("--actors", default="actors", help="module that declares the actors (default: actors)")

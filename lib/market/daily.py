@@ -18,12 +18,13 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from lib.core.clock import naive_utc, to_timestamp
+from lib.core.clock import get_clock, naive_utc, to_timestamp
 from lib.core.db import is_mysql, on_conflict_update, write_transaction
 from lib.market import summaries
 from lib.market.statistics import day_of, hour_bucket, hour_start, hour_values, mark_pending, tuples
 from lib.market.summaries import Sketch, decode_counts, encode_counts
 from models import (
+    IpDailyChanged,
     IpDayPending,
     IpMetadata,
     IpStatsDaily,
@@ -112,6 +113,9 @@ def roll_up(ip_id: int, before: datetime, *, missing: bool = True) -> int:
                            preserve=[getattr(IpStatsDaily, name) for name in _VALUES]).execute()
     if pending:
         IpDayPending.delete().where((IpDayPending.ip_id == ip_id) & IpDayPending.day.in_(sorted(pending))).execute()
+    if rows:  # the forecasts' refit follows the IPs whose daily rows changed (docs/concepts/forecasts.md)
+        on_conflict_update(IpDailyChanged.insert(ip_id=ip_id, changed_at=get_clock().now()), [IpDailyChanged.ip_id],
+                           preserve=[IpDailyChanged.changed_at]).execute()
     return len(rows)
 
 

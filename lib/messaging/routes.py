@@ -55,8 +55,9 @@ PING = Route("ping", MAINTENANCE)
 PRUNE_STORAGE = Route("prune_storage", MAINTENANCE)
 REFRESH_LEADERBOARDS = Route("refresh_leaderboards", MAINTENANCE)
 ROLL_UP_DAYS = Route("roll_up_days", MAINTENANCE)
+REFRESH_FORECASTS = Route("refresh_forecasts", MAINTENANCE)
 
 #: Every production actor's route (a test checks each is declared, on its queue, by ``actors``).
 ALL_ROUTES = (SCHEDULE_TICK, CRAWL_IP, PROCESS_RESULT, NOTIFY_ALERT, DELIVER_ALERT, FILL_POOL, MARK_USED,
               FILL_ALL_POOLS, COLLECT_BATCH, START_DUE_COLLECTIONS, PING, PRUNE_STORAGE, REFRESH_LEADERBOARDS,
-              ROLL_UP_DAYS)
+              ROLL_UP_DAYS, REFRESH_FORECASTS)

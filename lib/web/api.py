@@ -19,6 +19,7 @@ from fastapi.responses import JSONResponse
 
 from lib.core.db import database
 from lib.core.settings import Settings
+from lib.forecast import read as forecasts
 from lib.market import series
 from lib.market.insufficient import left_out_why
 from lib.market.leaderboard_text import csv_row
@@ -189,6 +190,17 @@ def ip_days(ip_id: IpId, ctx: WebContext = Depends(context),
     result = ctx.read_side.ip_days(ip_id, days)
     if format == "csv":
         return _csv(result["series"], list(schemas.DayPoint.model_fields), f"animetop-ip-{ip_id}-{days}d.csv")
+    return result
+
+
+@router.get("/ips/{ip_id}/forecast", response_model=schemas.IpForecast,
+            responses={**CSV, **problems(404)})
+def ip_forecast(ip_id: IpId, ctx: WebContext = Depends(context), format: Literal["json", "csv"] = "json") -> Any:
+    """The IP's next 7 days of new listings, sales and sold-price median, each with 80 % and 95 % intervals, forecast
+    from its daily rows as days close (docs/concepts/forecasts.md)."""
+    result = forecasts.ip_forecast(ip_id, ctx.read_side.clock.now())
+    if format == "csv":
+        return _csv(forecasts.csv_rows(result), list(forecasts.CSV_COLUMNS), f"animetop-ip-{ip_id}-forecast.csv")
     return result
 
 

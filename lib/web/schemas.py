@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -144,6 +144,32 @@ class IpDays(BaseModel):
     first_day: str = Field(description="the first UTC day of the range, YYYY-MM-DD")
     last_day: str = Field(description="today (UTC), YYYY-MM-DD")
     series: list[DayPoint] = Field(description="the days with a row (tracked), oldest first")
+
+
+class ForecastDay(BaseModel):
+    day: str = Field(description="the UTC day forecast, YYYY-MM-DD")
+    mean: float = Field(description="the point forecast: new listings or sales in the day, or the sold-price median")
+    interval_80: list[float] = Field(description="[low, high]: the 80 % interval (flows never below 0)")
+    interval_95: list[float] = Field(description="[low, high]: the 95 % interval")
+
+
+class MeasureForecast(BaseModel):
+    measure: Literal["inflow", "outflow", "median_price"]
+    origin: str | None = Field(description="the last day of history the forecast starts after, YYYY-MM-DD (null: "
+                                           "no day counts yet)")
+    history_days: int = Field(description="the days of history it was (or would be) fitted on")
+    model: str | None = Field(description="the model fitted (null: no forecast)")
+    fitted_at: float | None = Field(description="when it was fitted, Unix seconds")
+    days: list[ForecastDay] = Field(description="the 7 days after origin; empty where the history is too short")
+    why: str | None = Field(description="while days is empty: what the forecast needs and what the history has")
+
+
+class IpForecast(BaseModel):
+    ip_id: int
+    keyword: str
+    name: str
+    forecasts: list[MeasureForecast] = Field(description="inflow, outflow and the sold-price median "
+                                                         "(docs: concepts/forecasts)")
 
 
 class Value(BaseModel):

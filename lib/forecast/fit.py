@@ -1,0 +1,81 @@
+"""The models fitted on the histories (docs/concepts/forecasts.md, "The models"): Nixtla's statsforecast, the one
+module that imports it (and pandas, which it takes its series in), so that nothing else pays for their import.
+
+Each measure's histories are fitted at once (statsforecast fits many series in one call): the flows with AutoETS
+over a weekly season, the price median with AutoETS without one. A series the model cannot fit (statsforecast's
+``fallback_model``) is forecast by the naive method: its last value, with intervals from its day-to-day changes.
+
+A burst is not a cycle: fitted as it is, a seasonal model takes a one-day burst (an announcement) for a weekday
+that sells more, and forecasts it again a week later. So before the flows are fitted, a day older than the last
+week that sold more than ``BURST_FACTOR`` times its weekday's median (and ``BURST_EXCESS`` more) is fitted at that
+median. The last week is fitted as it is: a burst still going on is the level the next days start from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+from lib.forecast.values import HORIZON, LEVELS, MEDIAN_PRICE, DayForecast, Forecast, History
+
+#: The weekly cycle of the flows, in days.
+WEEK = 7
+MODEL = "AutoETS"
+#: A past day above its weekday's median by this factor and this many is a burst (module docstring).
+BURST_FACTOR = 3.0
+BURST_EXCESS = 10.0
+
+
+def forecast(histories: Sequence[History], fitted_at: float) -> list[Forecast]:
+    """A forecast ``HORIZON`` days ahead of each history (each long enough: ``series.enough``)."""
+    out: list[Forecast] = []
+    for price in (False, True):
+        group = [h for h in histories if (h.measure == MEDIAN_PRICE) is price and h.days]
+        if group:
+            out.extend(_fit(group, 1 if price else WEEK, fitted_at, floor=None if price else 0.0))
+    return out
+
+
+def _fit(histories: Sequence[History], season: int, fitted_at: float, floor: float | None) -> list[Forecast]:
+    import pandas as pd
+    from statsforecast import StatsForecast
+    from statsforecast.models import AutoETS, Naive
+
+    # the days as 0, 1, 2…: the price median's history may skip days, and a model sees the values in order
+    frame = pd.DataFrame({
+        "unique_id": [str(i) for i, h in enumerate(histories) for _ in h.values],
+        "ds": [t for h in histories for t in range(len(h.values))],
+        "y": [v for h in histories for v in (h.values if season == 1 else without_bursts(h.values))],
+    })
+    engine = StatsForecast(models=[AutoETS(season_length=season)], freq=1, n_jobs=1, fallback_model=Naive())
+    answer = engine.forecast(df=frame, h=HORIZON, level=list(LEVELS))
+    by_series: dict[str, list[dict[str, Any]]] = {}
+    for row in answer.to_dict("records"):
+        by_series.setdefault(str(row["unique_id"]), []).append(row)
+    out = []
+    for i, history in enumerate(histories):
+        rows = sorted(by_series[str(i)], key=lambda r: int(r["ds"]))
+        origin = history.days[-1]
+
+        def at(row: dict[str, Any], column: str) -> float:
+            value = float(row[column])
+            return value if floor is None else max(floor, value)
+
+        days = tuple(DayForecast(origin + timedelta(days=k), at(r, MODEL), at(r, f"{MODEL}-lo-80"),
+                                 at(r, f"{MODEL}-hi-80"), at(r, f"{MODEL}-lo-95"), at(r, f"{MODEL}-hi-95"))
+                     for k, r in enumerate(rows, start=1))
+        out.append(Forecast(history.ip_id, history.measure, origin, len(history.days), MODEL, fitted_at, days,
+                            fingerprint=history.fingerprint()))
+    return out
+
+
+def without_bursts(values: Sequence[float]) -> list[float]:
+    """The flows as fitted: each day before the last week that is a burst (module docstring) at its weekday's
+    median."""
+    import statistics
+
+    n = len(values)
+    medians = [statistics.median(values[k::WEEK]) for k in range(min(WEEK, n))]
+    return [min(v, m) if t < n - WEEK and v > BURST_FACTOR * m and v > m + BURST_EXCESS else v
+            for t, v in enumerate(values) for m in (medians[t % WEEK],)]

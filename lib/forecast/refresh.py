@@ -1,0 +1,91 @@
+"""The stored forecasts, kept current as days close (docs/concepts/forecasts.md, "Kept current").
+
+The daily rollup marks each IP whose daily rows it wrote (``IpDailyChanged``, in its own transaction); a refresh
+takes the marked IPs a batch at a time, reads their histories, refits each measure whose history changed since its
+stored forecast (``History.fingerprint``) and replaces that measure's rows, then drops the marks it read. So its
+cost follows the IPs whose days changed, not the IPs there are, and a history that did not change is not refit.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from lib.core.clock import naive_utc
+from lib.core.db import ParameterList, insert_rows, write_transaction
+from lib.forecast import fit
+from lib.forecast.series import enough, histories
+from lib.forecast.values import DayForecast, Forecast, History
+from lib.market.statistics import day_of, tuples
+from models import IpDailyChanged, IpForecast
+
+logger = logging.getLogger(__name__)
+
+#: IPs read, fitted and written at a time.
+BATCH = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Refreshed:
+    """What a refresh did: IPs it took, series it refit, series left as they were (their history unchanged)."""
+
+    ips: int = 0
+    refit: int = 0
+    unchanged: int = 0
+
+
+def refresh(now: float, max_batches: int | None = None) -> Refreshed:
+    """Refit the forecasts of the marked IPs (module docstring), ``BATCH`` IPs at a time until none is left (or
+    ``max_batches``)."""
+    today = day_of(naive_utc(now))
+    ips = refit = unchanged = batches = 0
+    while max_batches is None or batches < max_batches:
+        marks = list(tuples(IpDailyChanged.select(IpDailyChanged.ip_id, IpDailyChanged.changed_at)
+                            .order_by(IpDailyChanged.changed_at, IpDailyChanged.ip_id).limit(BATCH)))
+        if not marks:
+            break
+        batches += 1
+        ip_ids = [ip_id for ip_id, _ in marks]
+        stored = _fingerprints(ip_ids)
+        wanted: list[History] = []
+        dropped: list[tuple[int, str]] = []
+        for ip_id, by_measure in histories(ip_ids, today).items():
+            for measure, history in by_measure.items():
+                if enough(history) is not None:
+                    if (ip_id, measure) in stored:
+                        dropped.append((ip_id, measure))
+                elif stored.get((ip_id, measure)) == history.fingerprint():
+                    unchanged += 1
+                else:
+                    wanted.append(history)
+        made = fit.forecast(wanted, now)
+        with write_transaction():
+            for ip_id, measure in dropped + [(f.ip_id, f.measure) for f in made]:
+                IpForecast.delete().where((IpForecast.ip_id == ip_id) & (IpForecast.measure == measure)).execute()
+            insert_rows(IpForecast, [_row(f, d) for f in made for d in f.days])
+            for ip_id, changed_at in marks:  # a mark the rollup renewed meanwhile stays for the next refresh
+                IpDailyChanged.delete().where((IpDailyChanged.ip_id == ip_id)
+                                              & (IpDailyChanged.changed_at <= changed_at)).execute()
+        ips += len(marks)
+        refit += len(made)
+    if ips:
+        logger.info("forecasts: %d IP(s) whose days changed, %d series refit, %d unchanged", ips, refit, unchanged)
+    return Refreshed(ips, refit, unchanged)
+
+
+def _row(f: Forecast, d: DayForecast) -> dict[str, object]:
+    return {"ip_id": f.ip_id, "measure": f.measure, "day": d.day, "origin": f.origin,
+            "history_days": f.history_days, "model": f.model, "fingerprint": f.fingerprint, "fitted_at": f.fitted_at,
+            "mean": d.mean, "lo80": d.lo80, "hi80": d.hi80, "lo95": d.lo95, "hi95": d.hi95}
+
+
+def _fingerprints(ip_ids: Sequence[int]) -> dict[tuple[int, str], str]:
+    """The history each stored forecast was fitted on, by (IP, measure)."""
+    out: dict[tuple[int, str], str] = {}
+    for start in range(0, len(ip_ids), BATCH):
+        for ip_id, measure, fingerprint in tuples(
+                IpForecast.select(IpForecast.ip_id, IpForecast.measure, IpForecast.fingerprint)
+                .where(IpForecast.ip_id.in_(ParameterList(list(ip_ids[start:start + BATCH])))).distinct()):
+            out[(ip_id, measure)] = fingerprint
+    return out

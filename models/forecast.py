@@ -1,0 +1,42 @@
+"""Forecasts (docs/concepts/forecasts.md): each IP's next days of each forecast measure, and the marks of the IPs
+whose daily rows changed since their forecasts were made."""
+
+import peewee
+
+from .base import BaseModel
+
+
+class IpForecast(BaseModel):
+    """One day ahead of one IP's forecast of one measure (``lib.forecast``): the point forecast and its 80 % and
+    95 % intervals, from the daily rows up to ``origin``. A refit replaces every row of the IP."""
+
+    id = peewee.AutoField()  # peewee's implicit key, declared for the type checker
+
+    ip_id = peewee.IntegerField()
+    measure = peewee.CharField(max_length=16)  # inflow, outflow or median_price
+    day = peewee.DateTimeField()  # naive UTC midnight of the day forecast
+    origin = peewee.DateTimeField()  # naive UTC midnight of the last day of history it was fitted on
+    history_days = peewee.IntegerField()  # the days of history it was fitted on
+    model = peewee.CharField(max_length=32)  # the model's name as the forecasting library gives it
+    fingerprint = peewee.CharField(max_length=16)  # of the history fitted on (lib.forecast.values.History)
+    fitted_at = peewee.DoubleField()  # Unix seconds
+    mean = peewee.DoubleField()
+    lo80 = peewee.DoubleField()
+    hi80 = peewee.DoubleField()
+    lo95 = peewee.DoubleField()
+    hi95 = peewee.DoubleField()
+
+    class Meta:
+        table_name = "ip_forecasts"
+        indexes = ((("ip_id", "measure", "day"), True),)
+
+
+class IpDailyChanged(BaseModel):
+    """An IP whose daily rows the rollup wrote since its forecasts were made: written in the rollup's transaction,
+    removed by the refit (``lib.forecast.refresh``)."""
+
+    ip_id = peewee.IntegerField(primary_key=True)
+    changed_at = peewee.DoubleField()  # Unix seconds: the rollup that marked it last
+
+    class Meta:
+        table_name = "ip_daily_changed"

@@ -1,0 +1,86 @@
+"""The models fitted on series of known structure (docs/concepts/forecasts.md, "The models"): a weekly cycle, a trend,
+an intermittent series, a burst, and the intervals' coverage of simulated futures."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import numpy as np
+
+from lib.forecast.fit import forecast
+from lib.forecast.values import HORIZON, OUTFLOW, History
+
+START = datetime(2026, 3, 2)  # a Monday
+
+
+def history(values, ip_id: int = 1) -> History:
+    return History(ip_id, OUTFLOW, tuple(START + timedelta(days=i) for i in range(len(values))),
+                   tuple(float(v) for v in values))
+
+
+def test_a_weekly_cycle_is_carried_into_the_next_week():
+    week = np.array([10, 10, 10, 10, 12, 30, 30])  # weekends sell three times as much
+    rng = np.random.default_rng(3)
+    values = rng.poisson(np.tile(week, 8))
+    (f,) = forecast([history(values)], 0.0)
+    assert [d.day for d in f.days] == [START + timedelta(days=56 + k) for k in range(HORIZON)]
+    means = np.array([d.mean for d in f.days])
+    # the days ahead are the next Monday to Sunday: the weekend forecast is the high one, each day near its mean
+    assert means[5:].min() > 2 * means[:4].max()
+    assert np.all(np.abs(means - week) <= 0.25 * week + 2)
+
+
+def test_a_trend_is_carried_on():
+    values = [20 + 2 * t for t in range(42)]  # two more a day, no noise
+    (f,) = forecast([history(values)], 0.0)
+    assert [round(d.mean) for d in f.days] == [20 + 2 * t for t in range(42, 42 + HORIZON)]
+
+
+def test_an_intermittent_series_is_forecast_at_its_rate_and_never_below_zero():
+    rng = np.random.default_rng(5)
+    values = rng.poisson(0.3, 60)  # a niche IP: a sale every three days
+    (f,) = forecast([history(values)], 0.0)
+    for d in f.days:
+        assert 0 <= d.lo95 <= d.lo80 <= d.mean <= d.hi80 <= d.hi95
+        assert 0.05 <= d.mean <= 0.8
+        assert d.hi95 >= 1  # a sale on a day is within the interval
+
+
+def test_a_one_day_burst_does_not_carry_the_week_ahead():
+    rng = np.random.default_rng(7)
+    values = rng.poisson(10, 42).astype(float)
+    values[34] = 60  # an announcement a week ago
+    (f,) = forecast([history(values)], 0.0)
+    assert all(d.mean < 16 for d in f.days)
+
+
+def test_the_intervals_hold_simulated_futures_about_as_often_as_they_claim():
+    """200 IPs of 20-100 sales a day with a weekly cycle and a gentle trend, 8 weeks of history: the share of the
+    next 7 days' true counts inside each interval is near its level."""
+    rng = np.random.default_rng(11)
+    week = np.array([1.0, 0.9, 0.85, 0.9, 1.0, 1.3, 1.4])
+    histories, futures = [], []
+    for i in range(200):
+        base, trend = rng.uniform(20, 100), rng.normal(0, 0.005)
+        rate = base * np.tile(week, 9) * np.exp(trend * np.arange(63))
+        counts = rng.poisson(rate)
+        histories.append(history(counts[:56], ip_id=i))
+        futures.append(counts[56:])
+    held = {80: 0, 95: 0}
+    for f, future in zip(forecast(histories, 0.0), futures, strict=True):
+        for d, truth in zip(f.days, future, strict=True):
+            held[80] += d.lo80 <= truth <= d.hi80
+            held[95] += d.lo95 <= truth <= d.hi95
+    n = 200 * HORIZON
+    assert 0.74 <= held[80] / n <= 0.86, held[80] / n
+    assert 0.91 <= held[95] / n <= 0.98, held[95] / n
+
+
+def test_a_burst_in_the_last_week_is_fitted_as_it_is():
+    values = [10.0] * 35
+    past, recent = list(values), list(values)
+    past[20], recent[31] = 60.0, 60.0
+    from lib.forecast.fit import without_bursts
+
+    assert without_bursts(past)[20] == 10.0
+    assert without_bursts(recent)[31] == 60.0
