@@ -14,6 +14,7 @@ from . import (
     days,
     encoding,
     estimates,
+    forecast,
     leaderboard,
     load,
     long_windows,
@@ -33,10 +34,11 @@ BENCHMARKS = {"encoding": encoding.main, "schedule_tick": schedule_tick.main, "p
               "dashboard": dashboard.main, "days": days.main, "load": load.main,
               "storage": storage.main, "long_windows": long_windows.main, "segments": segments.main,
               "segments_board": segments_board.main, "soak": soak.main, "accuracy": accuracy.main,
-              "relevance": relevance.main, "estimates": estimates.main, "plan": plan.main}
-#: Benchmarks run only when named: a soak takes half an hour, accuracy, relevance, estimates and plan simulate days
-#: of a market.
-ONLY_NAMED = {"soak", "accuracy", "relevance", "estimates", "plan"}
+              "relevance": relevance.main, "estimates": estimates.main, "plan": plan.main,
+              "forecast": forecast.main}
+#: Benchmarks run only when named: a soak takes half an hour, accuracy, relevance, estimates, plan and forecast
+#: simulate days of a market.
+ONLY_NAMED = {"soak", "accuracy", "relevance", "estimates", "plan", "forecast"}
 
 #: Benchmarks that take options (``process_result``: ``--db mysql://…``; ``load``, ``storage``: their scales;
 #: ``leaderboard``, ``dashboard``, ``days``, ``long_windows``, ``segments_board``: ``--db PATH``, ``--ips N``; the first
@@ -45,7 +47,7 @@ WITH_OPTIONS = {"process_result": process_result.main, "load": load.main, "stora
                 "leaderboard": leaderboard.main,
                 "dashboard": dashboard.main, "days": days.main, "long_windows": long_windows.main,
                 "segments_board": segments_board.main, "soak": soak.main, "accuracy": accuracy.main,
-                "estimates": estimates.main, "plan": plan.main}
+                "estimates": estimates.main, "plan": plan.main, "forecast": forecast.main}
 
 
 def main(argv: list[str]) -> int:

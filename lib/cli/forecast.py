@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import asdict
 
 from lib.cli.common import app_database, command, parse_ip_id
 
 
 @command("forecast")
 def cmd_forecast(args) -> int:
+    if args.action == "backtest":
+        return _backtest(args)
     from lib.core.clock import get_clock
     from lib.forecast.read import CSV_COLUMNS, csv_rows, ip_forecast
     from lib.scheduling.catalogue import CatalogueError
@@ -42,4 +45,34 @@ def cmd_forecast(args) -> int:
             lo80, hi80 = d["interval_80"]
             lo95, hi95 = d["interval_95"]
             print(f"    {d['day']}  {d['mean']:>10.1f}   80 %: {lo80:.1f}–{hi80:.1f}   95 %: {lo95:.1f}–{hi95:.1f}")
+    return 0
+
+
+def _backtest(args) -> int:
+    from lib.core.clock import get_clock, naive_utc
+    from lib.forecast.backtest import MIN_HISTORY, stored
+    from lib.forecast.values import INFLOW, OUTFLOW
+    from lib.market.statistics import day_of
+
+    if args.format == "csv" or args.cuts < 1:
+        print("animetop forecast backtest: --format table or json, --cuts 1 or more", file=sys.stderr)
+        return 2
+    app_database()
+    today = day_of(naive_utc(get_clock().now()))
+    results = stored(today, args.cuts, (OUTFLOW, INFLOW))
+    if args.format == "json":
+        print(json.dumps({measure: {"ips": ips, **({} if summary is None else asdict(summary))}
+                          for measure, (summary, ips) in results.items()}, indent=2))
+        return 0
+    print(f"Backtest of the stored daily rows: up to {args.cuts} weekly cuts of 7 days ahead per IP, each after at "
+          f"least {MIN_HISTORY} tracked days in a row (docs/concepts/forecasts.md)")
+    print(f"  {'measure':<8} {'IPs':>5} {'cuts':>5} {'MASE':>7} {'naive':>7} {'ratio':>6} {'80 % held':>10} "
+          f"{'95 % held':>10} {'pinball':>8}")
+    for measure, (summary, ips) in results.items():
+        if summary is None:
+            print(f"  {measure:<8} {ips:>5} {0:>5}   no IP has the history yet")
+            continue
+        print(f"  {measure:<8} {ips:>5} {summary.cuts:>5} {summary.mase:>7.3f} {summary.naive_mase:>7.3f} "
+              f"{summary.mase_ratio:>6.2f} {100 * summary.coverage80:>9.1f}% {100 * summary.coverage95:>9.1f}% "
+              f"{summary.pinball:>8.3f}")
     return 0

@@ -89,3 +89,30 @@ def test_the_command_shows_the_stored_forecast(db, env):
     for bad in ("999999", "0", "x"):
         refused = run_cli(env, "forecast", "show", bad)
         assert refused.returncode == 1 and refused.stderr.startswith("animetop forecast show: "), refused.stderr
+
+
+def test_the_command_backtests_the_stored_history(db, env):
+    """Six weeks of IP 1 give two weekly cuts with 28 days before them (the third would have 21); IP 2's five days
+    give none. The scores are the library's on the same history (their definitions: test_backtest.py)."""
+    now = time.time()
+    first = day_of(naive_utc(now)) - timedelta(days=42)
+    write_days(1, {first + timedelta(days=i): (24, 30 + 11 * (i % 7 == 5) + i % 3, 12 + 7 * (i % 7 == 6) + i % 4)
+                   for i in range(42)})
+    write_days(2, {first + timedelta(days=37 + i): (24, 4, 1) for i in range(5)})
+    roll_up_pending(now)
+    got = run_cli(env, "forecast", "backtest", "--format", "json")
+    assert got.returncode == 0, got.stderr
+    answer = json.loads(got.stdout)
+    from lib.forecast.backtest import backtest
+    from lib.forecast.series import histories
+
+    for measure in (OUTFLOW, INFLOW):
+        values = histories([1], day_of(naive_utc(now)))[1][measure].values
+        assert len(values) == 42
+        summary, scored = backtest({1: values}, [35, 28, 21, 14])
+        assert [s.origin for s in scored] == [35, 28]
+        assert answer[measure]["ips"] == 1 and answer[measure]["cuts"] == 2
+        assert answer[measure]["mase"] == summary.mase and answer[measure]["coverage95"] == summary.coverage95
+    table = run_cli(env, "forecast", "backtest")
+    assert table.returncode == 0 and "outflow" in table.stdout and "ratio" in table.stdout
+    assert run_cli(env, "forecast", "backtest", "--format", "csv").returncode == 2

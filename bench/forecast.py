@@ -1,0 +1,133 @@
+"""``python -m bench forecast [--ips 40] [--days 91] [--cuts 5] [--max-size 200] [--seed 1]``: the forecasts
+(docs/concepts/forecasts.md) backtested on the realistic market's truth (docs/concepts/simulator.md): trends,
+the daily and weekly cycle, scheduled bursts, IPs of sizes drawn from its heavy-tailed distribution.
+
+Each IP's true daily new listings (new goods, not relists) and sales, and each goods type's true daily sales
+across the IPs, over ``--days`` UTC days, are cut at ``--cuts`` weekly origins ending a week before the last day;
+each cut leaves at least 28 days of history. Every cut is forecast 7 days ahead by the stored forecasts' models and
+by the weekly seasonal naive method, and scored (``lib.forecast.backtest``): MASE and its ratio to the naive
+method's, the 80 % and 95 % intervals' coverage, the scaled pinball loss. Printed per series kind and per IP size.
+
+What it costs: drawing the market grows with the listings (IPs × size × days); the fits grow with the cuts (IPs,
+goods types and cuts). ``--max-size`` truncates the drawn sizes (new listings an hour) to keep the draw short: the
+market's own tail reaches 2,000.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Hashable
+from dataclasses import dataclass
+
+from lib.forecast.backtest import Scored, backtest, summarize
+from lib.forecast.values import INFLOW, OUTFLOW
+from lib.standins.simulator.model import DAY, HOUR, MarketModel
+
+#: A UTC midnight.
+T0 = 1_800_000_000.0 - (1_800_000_000.0 % DAY)
+MIN_HISTORY = 28
+USAGE = "usage: python -m bench forecast [--ips 40] [--days 91] [--cuts 5] [--max-size 200] [--seed 1]"
+#: Size classes by new listings an hour, as bench accuracy names them.
+CLASSES = ((1.0, "niche (< 1/h)"), (5.0, "small (1-5/h)"), (40.0, "middling (5-40/h)"), (float("inf"),
+                                                                                      "large (>= 40/h)"))
+
+
+@dataclass(frozen=True)
+class Options:
+    """What a run simulates.
+
+    Parameters:
+        ips: how many IPs; days: the UTC days drawn; cuts: weekly origins per series; max_size: the largest size
+        drawn; seed: the market's.
+    """
+
+    ips: int = 40
+    days: int = 91
+    cuts: int = 5
+    max_size: float = 200.0
+    seed: int = 1
+
+
+def options(argv: list[str]) -> Options:
+    values: dict[str, float] = {}
+    names = {"--ips": "ips", "--days": "days", "--cuts": "cuts", "--max-size": "max_size", "--seed": "seed"}
+    while argv:
+        flag = argv.pop(0)
+        if flag not in names or not argv:
+            raise SystemExit(USAGE)
+        values[names[flag]] = float(argv.pop(0))
+    o = Options(**{k: (v if k == "max_size" else int(v)) for k, v in values.items()})  # type: ignore[arg-type]
+    if o.days < MIN_HISTORY + 7 * o.cuts or o.ips < 1 or o.cuts < 1:
+        raise SystemExit(f"{USAGE}\n  --days must leave {MIN_HISTORY} days of history before the first cut: at least "
+                         f"{MIN_HISTORY + 7 * o.cuts} for {o.cuts} cuts")
+    return o
+
+
+def daily_truth(model: MarketModel, keywords: list[str], days: int) -> tuple[dict[str, list[float]],
+                                                                            dict[str, list[float]],
+                                                                            dict[str, list[float]]]:
+    """Each IP's true new goods listed and sales a day, and each goods type's sales a day across the IPs."""
+    end = T0 + days * DAY
+    life = model.traits.selling.life_hours * HOUR
+    listed = {k: [0.0] * days for k in keywords}
+    sold = {k: [0.0] * days for k in keywords}
+    goods: dict[str, list[float]] = defaultdict(lambda: [0.0] * days)
+    for keyword in keywords:
+        for story in model.listings(keyword, T0 - life, end):
+            if story.relist_of is None and T0 <= story.created < end:
+                listed[keyword][int((story.created - T0) // DAY)] += 1
+            if story.sold_at is not None and T0 <= story.sold_at < end:
+                day = int((story.sold_at - T0) // DAY)
+                sold[keyword][day] += 1
+                goods[story.goods][day] += 1
+    return listed, sold, dict(goods)
+
+
+def size_class(size: float) -> str:
+    return next(name for bound, name in CLASSES if size < bound)
+
+
+def main(argv: list[str] | None = None) -> int:
+    o = options(list(argv or []))
+    started = time.perf_counter()
+    drawn = MarketModel(seed=o.seed)
+    keywords = [f"forecast-ip-{k}" for k in range(o.ips)]
+    sizes = {k: min(o.max_size, drawn.profile(k).size) for k in keywords}
+    model = MarketModel(seed=o.seed, sizes=sizes)
+    print(f"forecast: {o.ips} IPs of the realistic market (seed {o.seed}, sizes {min(sizes.values()):.2g}-"
+          f"{max(sizes.values()):.3g} new listings an hour), {o.days} days, {o.cuts} weekly cuts of 7 days ahead, "
+          f"at least {MIN_HISTORY} days of history each")
+    listed, sold, goods = daily_truth(model, keywords, o.days)
+    drawn_in = time.perf_counter() - started
+    origins = [o.days - 7 - 7 * k for k in range(o.cuts)]
+    print("| series | cuts | MASE | seasonal naive | ratio | 80 % held | 95 % held | scaled pinball |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    fitted = time.perf_counter()
+    results: dict[str, list[Scored]] = {}
+    for name, series, measure in (("IPs' sales", sold, OUTFLOW), ("IPs' new listings", listed, INFLOW),
+                                  ("goods types' sales", goods, OUTFLOW)):
+        keyed: dict[Hashable, list[float]] = dict(series)
+        summary, scored = backtest(keyed, origins, MIN_HISTORY, measure)
+        results[name] = scored
+        print(row(name, summary, scored))
+    for _bound, label in CLASSES:
+        of_class = [s for s in results["IPs' sales"] if size_class(sizes[str(s.key)]) == label]
+        if of_class:
+            print(row(f"IPs' sales, {label}", summarize(of_class), of_class))
+    print(f"  (market drawn in {drawn_in:.0f} s, fitted and scored in {time.perf_counter() - fitted:.0f} s)")
+    return 0
+
+
+def row(name: str, summary: object, scored: list[Scored]) -> str:
+    from lib.forecast.backtest import Summary
+
+    if not isinstance(summary, Summary):
+        return f"| {name} | 0 | | | | | | |"
+    return (f"| {name} | {summary.cuts} | {summary.mase:.3f} | {summary.naive_mase:.3f} | {summary.mase_ratio:.2f} | "
+            f"{100 * summary.coverage80:.1f} % | {100 * summary.coverage95:.1f} % | {summary.pinball:.3f} |")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
