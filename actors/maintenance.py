@@ -13,6 +13,8 @@ from lib.market.read_side import ReadSide
 from lib.market.retention import prune
 from lib.messaging.routes import PING, PRUNE_STORAGE, REFRESH_FORECASTS, REFRESH_LEADERBOARDS, ROLL_UP_DAYS
 
+from .notify import notify_alert
+
 logger = logging.getLogger(__name__)
 
 
@@ -53,8 +55,12 @@ def roll_up_days() -> None:
 @REFRESH_FORECASTS.declare(periodic=cron("37 * * * *"), lock_key=REFRESH_FORECASTS.actor_name,
                            on_lock_busy="skip", max_retries=1, time_limit=3_600_000)
 def refresh_forecasts() -> None:
-    """Refit the forecasts of the IPs whose daily rows changed (``lib.forecast.refresh``)."""
-    refresh_forecast_rows(get_clock().now())
+    """Refit the forecasts of the IPs whose daily rows changed (``lib.forecast.refresh``), and send out the alerts
+    of the breakouts it found, as ``process_result`` sends its own."""
+    done = refresh_forecast_rows(get_clock().now())
+    if done.alerts and get_settings().notify_webhook_urls:
+        for alert_id in done.alerts:
+            notify_alert.send(alert_id)
 
 
 # Every minute (periodiq); one run at a time across all processes (busy: skip, the running one does the work).

@@ -7,10 +7,14 @@ across the IPs, over ``--days`` UTC days, are cut at ``--cuts`` weekly origins e
 each cut leaves at least 28 days of history. Every cut is forecast 7 days ahead by the stored forecasts' models and
 by the weekly seasonal naive method, and scored (``lib.forecast.backtest``): MASE and its ratio to the naive
 method's, the 80 % and 95 % intervals' coverage, the scaled pinball loss. Printed per series kind and per IP size.
+Then breakouts (``lib.forecast.breakouts``): each of the last cuts' days held against the forecast of it made the
+day before, flagged as the stored forecasts flag, scored against the market's scheduled bursts: recall (bursts
+flagged on their first day or the next) and precision (flagged days from a burst's first day to the day after its
+last), for sales, new listings and either.
 
 What it costs: drawing the market grows with the listings (IPs × size × days); the fits grow with the cuts (IPs,
-goods types and cuts). ``--max-size`` truncates the drawn sizes (new listings an hour) to keep the draw short: the
-market's own tail reaches 2,000.
+goods types and cuts), the breakouts' with IPs × the days checked. ``--max-size`` truncates the drawn sizes (new
+listings an hour) to keep the draw short: the market's own tail reaches 2,000.
 """
 
 from __future__ import annotations
@@ -20,9 +24,12 @@ import time
 from collections import defaultdict
 from collections.abc import Hashable
 from dataclasses import dataclass
+from datetime import timedelta
 
-from lib.forecast.backtest import Scored, backtest, summarize
-from lib.forecast.values import INFLOW, OUTFLOW
+from lib.forecast import fit
+from lib.forecast.backtest import EPOCH, Scored, backtest, summarize
+from lib.forecast.breakouts import MIN_SAMPLE, UP, Check
+from lib.forecast.values import INFLOW, OUTFLOW, History
 from lib.standins.simulator.model import DAY, HOUR, MarketModel
 
 #: A UTC midnight.
@@ -116,8 +123,78 @@ def main(argv: list[str] | None = None) -> int:
         of_class = [s for s in results["IPs' sales"] if size_class(sizes[str(s.key)]) == label]
         if of_class:
             print(row(f"IPs' sales, {label}", summarize(of_class), of_class))
-    print(f"  (market drawn in {drawn_in:.0f} s, fitted and scored in {time.perf_counter() - fitted:.0f} s)")
+    scored_in = time.perf_counter() - fitted
+    print()
+    print(f"Breakouts over the last {o.cuts * 7} days: each day held against the forecast made the day before "
+          f"(upward, at least {MIN_SAMPLE} that day), against the market's scheduled bursts")
+    print("| flow | bursts | found within a day of their start | recall | flagged days | in a burst | precision |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    started_b = time.perf_counter()
+    flags = {measure: flagged_days(series, measure, o.days, o.cuts * 7)
+             for series, measure in ((sold, OUTFLOW), (listed, INFLOW))}
+    either = {k: flags[OUTFLOW][k] | flags[INFLOW][k] for k in keywords}
+    for name, series, flagged in (("sales", sold, flags[OUTFLOW]), ("new listings", listed, flags[INFLOW]),
+                                  ("either (IPs sized by sales)", sold, either)):
+        for label, only in (("all IPs", None), (f"IPs of {MIN_SAMPLE}+ a day", MIN_SAMPLE)):
+            b = breakout_scores(model, series, flagged, o.days, o.cuts * 7, only)
+            print(f"| {name}, {label} | {b.bursts} | {b.found} | {b.recall:.2f} | {b.flagged} | {b.in_burst} | "
+                  f"{b.precision:.2f} |")
+    print(f"  (market drawn in {drawn_in:.0f} s, backtests fitted and scored in {scored_in:.0f} s, breakouts in "
+          f"{time.perf_counter() - started_b:.0f} s)")
     return 0
+
+
+@dataclass(frozen=True)
+class BreakoutScores:
+    """Bursts that began in the span, those flagged on their first day or the next, days flagged, those within a
+    burst (from its first day to the day after its last)."""
+
+    bursts: int
+    found: int
+    flagged: int
+    in_burst: int
+
+    @property
+    def recall(self) -> float:
+        return self.found / self.bursts if self.bursts else float("nan")
+
+    @property
+    def precision(self) -> float:
+        return self.in_burst / self.flagged if self.flagged else float("nan")
+
+
+def flagged_days(series: dict[str, list[float]], measure: str, days: int, span: int) -> dict[str, set[int]]:
+    """Each IP's days of the last ``span`` flagged upward (``lib.forecast.breakouts``), each held against the forecast
+    of it made the day before (the refit a closed day gets)."""
+    keywords = list(series)
+    first = days - span
+    cells = [(k, d) for k in keywords for d in range(first, days)]
+    histories = [History(i, measure, tuple(EPOCH + timedelta(days=t) for t in range(d)), tuple(series[k][:d]))
+                 for i, (k, d) in enumerate(cells)]
+    made = {f.ip_id: f.days[0] for f in fit.forecast(histories, 0.0)}
+    flagged: dict[str, set[int]] = {k: set() for k in keywords}
+    for i, (k, d) in enumerate(cells):
+        if Check(0, measure, EPOCH, series[k][d], made[i]).direction == UP:
+            flagged[k].add(d)
+    return flagged
+
+
+def breakout_scores(model: MarketModel, series: dict[str, list[float]], flagged: dict[str, set[int]], days: int,
+                    span: int, at_least: float | None) -> BreakoutScores:
+    """The flagged days (``flagged_days``) against the IPs' scheduled bursts; ``at_least``: only IPs whose mean
+    daily flow is that."""
+    keywords = [k for k, v in series.items() if at_least is None or sum(v) / len(v) >= at_least]
+    first = days - span
+    bursts = found = in_burst = 0
+    for k in keywords:
+        spans = [(int((b.start - T0) // DAY), int((b.end - T0) // DAY) + 1)
+                 for b in model.bursts(k, T0 + (first - 7) * DAY, T0 + days * DAY)]
+        for start, _ in spans:
+            if first <= start < days:
+                bursts += 1
+                found += bool(flagged[k] & {start, start + 1})
+        in_burst += sum(1 for d in flagged[k] if any(s <= d <= e for s, e in spans))
+    return BreakoutScores(bursts, found, sum(len(flagged[k]) for k in keywords), in_burst)
 
 
 def row(name: str, summary: object, scored: list[Scored]) -> str:

@@ -5,7 +5,7 @@ from .character import IpCharacter
 from .collect import CollectedRow, CollectionTask
 from .crawl import CrawlSearchTotal
 from .execution_state import JobExecutionState
-from .forecast import IpDailyChanged, IpForecast
+from .forecast import IpBreakout, IpDailyChanged, IpForecast, IpForecastCheck
 from .ip import IpMetadata
 from .market import (
                      AlertDelivery,
@@ -27,11 +27,11 @@ ALL_MODELS: list[type[BaseModel]] = [
     IpMetadata, JobExecutionState, ItemSnapshot, IpStatsHourly, IpAlert, AppliedResult, Title, Content,
     CollectionTask, CollectedRow, AlertDelivery, CrawlSearchTotal, ListingSighting, ListingEvent, ListingRelist,
     IpStatsDaily, IpDayPending, StorageMark, IpWindowMeasures, IpWindowPending, IpCharacter, ListingSegment,
-    SegmentStatsDaily, IpForecast, IpDailyChanged,
+    SegmentStatsDaily, IpForecast, IpDailyChanged, IpForecastCheck, IpBreakout,
 ]
 
 __all__ = ["ALL_MODELS", "AlertDelivery", "AppliedResult", "BaseModel", "CollectedRow", "CollectionTask", "Content",
-           "CrawlSearchTotal", "IpAlert", "IpCharacter", "IpDailyChanged", "IpDayPending", "IpForecast",
-           "IpMetadata", "IpStatsDaily", "IpStatsHourly", "IpWindowMeasures", "IpWindowPending", "ItemSnapshot",
-           "JobExecutionState", "ListingEvent", "ListingRelist", "ListingSegment", "ListingSighting",
-           "SegmentStatsDaily", "StorageMark", "Title"]
+           "CrawlSearchTotal", "IpAlert", "IpBreakout", "IpCharacter", "IpDailyChanged", "IpDayPending",
+           "IpForecast", "IpForecastCheck", "IpMetadata", "IpStatsDaily", "IpStatsHourly", "IpWindowMeasures",
+           "IpWindowPending", "ItemSnapshot", "JobExecutionState", "ListingEvent", "ListingRelist", "ListingSegment",
+           "ListingSighting", "SegmentStatsDaily", "StorageMark", "Title"]

@@ -40,3 +40,43 @@ class IpDailyChanged(BaseModel):
 
     class Meta:
         table_name = "ip_daily_changed"
+
+
+class IpForecastCheck(BaseModel):
+    """The last closed day of one IP's measure held against the forecast made for it the day before
+    (``lib.forecast.breakouts``): the rising board ranks these."""
+
+    ip_id = peewee.IntegerField()
+    measure = peewee.CharField(max_length=16)
+    day = peewee.DateTimeField()  # naive UTC midnight
+    value = peewee.DoubleField()  # the day's flow, scaled to the whole day (lib.forecast.series)
+    mean = peewee.DoubleField()
+    lo95 = peewee.DoubleField()
+    hi95 = peewee.DoubleField()
+    score = peewee.DoubleField()  # how far above the forecast: (value - mean) / (hi95 - mean); above 1 breaks out
+
+    class Meta:
+        table_name = "ip_forecast_checks"
+        primary_key = peewee.CompositeKey("ip_id", "measure")
+        indexes = ((("measure", "day", "score"), False),)
+
+
+class IpBreakout(BaseModel):
+    """A closed day whose flow left the 95 % interval of the forecast made for it the day before
+    (``lib.forecast.breakouts``)."""
+
+    id = peewee.AutoField()  # peewee's implicit key, declared for the type checker
+
+    ip_id = peewee.IntegerField()
+    measure = peewee.CharField(max_length=16)
+    day = peewee.DateTimeField()  # naive UTC midnight
+    direction = peewee.CharField(max_length=4)  # up or down
+    value = peewee.DoubleField()
+    mean = peewee.DoubleField()
+    lo95 = peewee.DoubleField()
+    hi95 = peewee.DoubleField()
+    found_at = peewee.DoubleField()  # Unix seconds
+
+    class Meta:
+        table_name = "ip_breakouts"
+        indexes = ((("ip_id", "measure", "day"), True), (("day",), False))

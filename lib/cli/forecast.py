@@ -13,6 +13,8 @@ from lib.cli.common import app_database, command, parse_ip_id
 def cmd_forecast(args) -> int:
     if args.action == "backtest":
         return _backtest(args)
+    if args.action == "rising":
+        return _rising(args)
     from lib.core.clock import get_clock
     from lib.forecast.read import CSV_COLUMNS, csv_rows, ip_forecast
     from lib.scheduling.catalogue import CatalogueError
@@ -75,4 +77,34 @@ def _backtest(args) -> int:
         print(f"  {measure:<8} {ips:>5} {summary.cuts:>5} {summary.mase:>7.3f} {summary.naive_mase:>7.3f} "
               f"{summary.mase_ratio:>6.2f} {100 * summary.coverage80:>9.1f}% {100 * summary.coverage95:>9.1f}% "
               f"{summary.pinball:>8.3f}")
+    return 0
+
+
+def _rising(args) -> int:
+    from lib.forecast.breakouts import MIN_SAMPLE, rising
+
+    app_database()
+    measure = "inflow" if args.by == "inflow" else "outflow"
+    rows = rising(measure, args.limit)
+    if args.format == "json":
+        print(json.dumps({"measure": measure, "rows": rows}, ensure_ascii=False, indent=2))
+        return 0
+    if args.format == "csv":
+        import csv
+
+        writer = csv.writer(sys.stdout)
+        writer.writerow(["rank", "ip_id", "keyword", "day", "value", "expected", "lo95", "hi95", "score", "breakout"])
+        writer.writerows([r["rank"], r["ip_id"], r["keyword"], r["day"], r["value"], r["expected"], *r["interval_95"],
+                          r["score"], r["breakout"]] for r in rows)
+        return 0
+    what = "sales" if measure == "outflow" else "new listings"
+    if not rows:
+        print(f"no IP has a closed day checked against its forecast yet (or none with {MIN_SAMPLE}+ {what})")
+        return 0
+    print(f"Rising: {what} of the last closed day ({rows[0]['day']}, UTC) against the forecast made the day before; "
+          f"score: how far above it, in units of the 95 % interval's upper half (above 1: a breakout)")
+    for r in rows:
+        lo, hi = r["interval_95"]
+        print(f"  {r['rank']:>3}. {r['name']:<24} {r['value']:>9.0f}  expected {r['expected']:>8.1f} "
+              f"({lo:.0f}-{hi:.0f})  score {r['score']:>6.2f}{'  BREAKOUT' if r['breakout'] else ''}")
     return 0

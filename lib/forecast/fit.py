@@ -6,9 +6,11 @@ over a weekly season, the price median with AutoETS without one. A series the mo
 ``fallback_model``) is forecast by the naive method: its last value, with intervals from its day-to-day changes.
 
 A burst is not a cycle: fitted as it is, a seasonal model takes a one-day burst (an announcement) for a weekday
-that sells more, and forecasts it again a week later. So before the flows are fitted, a day older than the last
-week that sold more than ``BURST_FACTOR`` times its weekday's median (and ``BURST_EXCESS`` more) is fitted at that
-median. The last week is fitted as it is: a burst still going on is the level the next days start from.
+that sells more and forecasts it again a week later, and a level model carries it into the days ahead. So before
+the flows are fitted, each day but the last is held against what its neighbours say it should be (``expected``:
+the median of the 7 days on either side, times its weekday's share), and a day above that by more than half as
+much again and three Poisson standard deviations is fitted at it (``without_bursts``). A lasting change of level
+moves the neighbours' median with it within days, and the last day is fitted as it is.
 """
 
 from __future__ import annotations
@@ -22,9 +24,10 @@ from lib.forecast.values import HORIZON, LEVELS, MEDIAN_PRICE, DayForecast, Fore
 #: The weekly cycle of the flows, in days.
 WEEK = 7
 MODEL = "AutoETS"
-#: A past day above its weekday's median by this factor and this many is a burst (module docstring).
-BURST_FACTOR = 3.0
-BURST_EXCESS = 10.0
+#: A day above its expected value by this share of it and this many Poisson standard deviations is a burst
+#: (module docstring).
+BURST_SHARE = 0.5
+BURST_SIGMAS = 3.0
 
 
 def forecast(histories: Sequence[History], fitted_at: float) -> list[Forecast]:
@@ -83,11 +86,17 @@ def _day(day: datetime, row: dict[str, Any], *, counts: bool) -> DayForecast:
 
 
 def without_bursts(values: Sequence[float]) -> list[float]:
-    """The flows as fitted: each day before the last week that is a burst (module docstring) at its weekday's
-    median."""
+    """The flows as fitted: each day but the last that is a burst (module docstring) at its expected value."""
     import statistics
 
     n = len(values)
-    medians = [statistics.median(values[k::WEEK]) for k in range(min(WEEK, n))]
-    return [min(v, m) if t < n - WEEK and v > BURST_FACTOR * m and v > m + BURST_EXCESS else v
-            for t, v in enumerate(values) for m in (medians[t % WEEK],)]
+    overall = statistics.median(values) if values else 0.0
+    out = list(values)
+    for t in range(n - 1):
+        neighbours = [values[u] for u in range(max(0, t - 7), min(n, t + 8)) if u != t]
+        weekday = [values[u] for u in range(t % WEEK, n, WEEK) if u != t]
+        share = statistics.median(weekday) / overall if weekday and overall > 0 else 1.0
+        expected = statistics.median(neighbours) * share if neighbours else values[t]
+        if values[t] > expected * (1 + BURST_SHARE) + BURST_SIGMAS * max(expected, 1.0) ** 0.5:
+            out[t] = expected
+    return out

@@ -2,7 +2,8 @@
 
 The daily rollup marks each IP whose daily rows it wrote (``IpDailyChanged``, in its own transaction); a refresh
 takes the marked IPs a batch at a time, reads their histories, refits each measure whose history changed since its
-stored forecast (``History.fingerprint``) and replaces that measure's rows, then drops the marks it read. So its
+stored forecast (``History.fingerprint``) and replaces that measure's rows, then drops the marks it read. Before a
+flow's forecast is replaced, the days it covered that have closed are held against it (``breakouts``). So its
 cost follows the IPs whose days changed, not the IPs there are, and a history that did not change is not refit.
 """
 
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 
 from lib.core.clock import naive_utc
 from lib.core.db import ParameterList, insert_rows, write_transaction
-from lib.forecast import fit
+from lib.forecast import breakouts, fit
 from lib.forecast.series import enough, histories
 from lib.forecast.values import DayForecast, Forecast, History
 from lib.market.statistics import day_of, tuples
@@ -28,11 +29,13 @@ BATCH = 200
 
 @dataclass(frozen=True, slots=True)
 class Refreshed:
-    """What a refresh did: IPs it took, series it refit, series left as they were (their history unchanged)."""
+    """What a refresh did: IPs it took, series it refit, series left as they were (their history unchanged), and
+    the alerts its breakouts raised (``lib.forecast.breakouts``)."""
 
     ips: int = 0
     refit: int = 0
     unchanged: int = 0
+    alerts: tuple[int, ...] = ()
 
 
 def refresh(now: float, max_batches: int | None = None) -> Refreshed:
@@ -40,6 +43,7 @@ def refresh(now: float, max_batches: int | None = None) -> Refreshed:
     ``max_batches``)."""
     today = day_of(naive_utc(now))
     ips = refit = unchanged = batches = 0
+    alerts: list[int] = []
     while max_batches is None or batches < max_batches:
         marks = list(tuples(IpDailyChanged.select(IpDailyChanged.ip_id, IpDailyChanged.changed_at)
                             .order_by(IpDailyChanged.changed_at, IpDailyChanged.ip_id).limit(BATCH)))
@@ -48,6 +52,7 @@ def refresh(now: float, max_batches: int | None = None) -> Refreshed:
         batches += 1
         ip_ids = [ip_id for ip_id, _ in marks]
         stored = _fingerprints(ip_ids)
+        made_before = _flow_forecasts(ip_ids)
         wanted: list[History] = []
         dropped: list[tuple[int, str]] = []
         for ip_id, by_measure in histories(ip_ids, today).items():
@@ -60,7 +65,10 @@ def refresh(now: float, max_batches: int | None = None) -> Refreshed:
                 else:
                     wanted.append(history)
         made = fit.forecast(wanted, now)
+        found = [c for h in wanted if (h.ip_id, h.measure) in made_before
+                 for c in breakouts.checks(h, made_before[(h.ip_id, h.measure)])]
         with write_transaction():
+            alerts += breakouts.record(found, now)
             for ip_id, measure in dropped + [(f.ip_id, f.measure) for f in made]:
                 IpForecast.delete().where((IpForecast.ip_id == ip_id) & (IpForecast.measure == measure)).execute()
             insert_rows(IpForecast, [_row(f, d) for f in made for d in f.days])
@@ -71,13 +79,26 @@ def refresh(now: float, max_batches: int | None = None) -> Refreshed:
         refit += len(made)
     if ips:
         logger.info("forecasts: %d IP(s) whose days changed, %d series refit, %d unchanged", ips, refit, unchanged)
-    return Refreshed(ips, refit, unchanged)
+    return Refreshed(ips, refit, unchanged, tuple(alerts))
 
 
 def _row(f: Forecast, d: DayForecast) -> dict[str, object]:
     return {"ip_id": f.ip_id, "measure": f.measure, "day": d.day, "origin": f.origin,
             "history_days": f.history_days, "model": f.model, "fingerprint": f.fingerprint, "fitted_at": f.fitted_at,
             "mean": d.mean, "lo80": d.lo80, "hi80": d.hi80, "lo95": d.lo95, "hi95": d.hi95}
+
+
+def _flow_forecasts(ip_ids: Sequence[int]) -> dict[tuple[int, str], list[DayForecast]]:
+    """The stored forecasts of the checked flows (``breakouts.CHECKED``), by (IP, measure)."""
+    out: dict[tuple[int, str], list[DayForecast]] = {}
+    for start in range(0, len(ip_ids), BATCH):
+        for ip_id, measure, day, mean, lo80, hi80, lo95, hi95 in tuples(
+                IpForecast.select(IpForecast.ip_id, IpForecast.measure, IpForecast.day, IpForecast.mean,
+                                  IpForecast.lo80, IpForecast.hi80, IpForecast.lo95, IpForecast.hi95)
+                .where(IpForecast.ip_id.in_(ParameterList(list(ip_ids[start:start + BATCH])))
+                       & IpForecast.measure.in_(list(breakouts.CHECKED)))):
+            out.setdefault((ip_id, measure), []).append(DayForecast(day, mean, lo80, hi80, lo95, hi95))
+    return out
 
 
 def _fingerprints(ip_ids: Sequence[int]) -> dict[tuple[int, str], str]:

@@ -19,6 +19,7 @@ from fastapi.responses import JSONResponse
 
 from lib.core.db import database
 from lib.core.settings import Settings
+from lib.forecast import breakouts
 from lib.forecast import read as forecasts
 from lib.market import series
 from lib.market.insufficient import left_out_why
@@ -202,6 +203,14 @@ def ip_forecast(ip_id: IpId, ctx: WebContext = Depends(context), format: Literal
     if format == "csv":
         return _csv(forecasts.csv_rows(result), list(forecasts.CSV_COLUMNS), f"animetop-ip-{ip_id}-forecast.csv")
     return result
+
+
+@router.get("/rising", response_model=schemas.Rising)
+def rising(ctx: WebContext = Depends(context), measure: Literal["outflow", "inflow"] = "outflow",
+           limit: int = Query(20, ge=1, le=1000, description="how many IPs")) -> Any:
+    """The IPs whose last closed day of sales (or new listings) ran furthest above the forecast made for it the day
+    before (docs/concepts/forecasts.md, "Breakouts")."""
+    return {"measure": measure, "rows": breakouts.rising(measure, limit)}
 
 
 @router.get("/ips/{ip_id}/segments", response_model=schemas.IpSegments,

@@ -172,6 +172,25 @@ class IpForecast(BaseModel):
                                                          "(docs: concepts/forecasts)")
 
 
+class RisingRow(BaseModel):
+    rank: int
+    ip_id: int
+    keyword: str
+    name: str
+    day: str = Field(description="the last closed UTC day, YYYY-MM-DD")
+    value: float = Field(description="the day's flow, scaled to the whole day")
+    expected: float = Field(description="the forecast made for the day the day before")
+    interval_95: list[float] = Field(description="[low, high] of that forecast")
+    score: float = Field(description="(value - expected) / (high - expected): above 1, out of the interval")
+    breakout: bool = Field(description="above the interval with at least the minimum sample")
+
+
+class Rising(BaseModel):
+    measure: Literal["outflow", "inflow"]
+    rows: list[RisingRow] = Field(description="most above their forecast first (docs: concepts/forecasts, "
+                                              "Breakouts)")
+
+
 class Value(BaseModel):
     """A measure: its value, null below its minimum (insufficient, never 0), the count it rests on and, for an
     estimate, its 95 % interval (docs/concepts/measures.md, definition 8)."""

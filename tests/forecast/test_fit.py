@@ -76,11 +76,15 @@ def test_the_intervals_hold_simulated_futures_about_as_often_as_they_claim():
     assert 0.91 <= held[95] / n <= 0.98, held[95] / n
 
 
-def test_a_burst_in_the_last_week_is_fitted_as_it_is():
-    values = [10.0] * 35
-    past, recent = list(values), list(values)
-    past[20], recent[31] = 60.0, 60.0
+def test_bursts_are_fitted_at_their_expected_value_but_the_last_day_and_a_new_level_are_not():
     from lib.forecast.fit import without_bursts
 
-    assert without_bursts(past)[20] == 10.0
-    assert without_bursts(recent)[31] == 60.0
+    values = [10.0] * 35
+    for day in (20, 33, 34):
+        burst = list(values)
+        burst[day] = 60.0
+        assert without_bursts(burst)[day] == (60.0 if day == 34 else 10.0)
+    shifted = [10.0] * 21 + [30.0] * 14  # a franchise that took off three weeks in: its new level stays
+    assert without_bursts(shifted)[-10:] == [30.0] * 10
+    noisy = [10.0 + (t * 7) % 5 for t in range(35)]
+    assert without_bursts(noisy) == noisy  # ordinary days are left alone

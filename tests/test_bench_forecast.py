@@ -1,0 +1,48 @@
+"""``python -m bench forecast``: its options, the breakout scores against bursts placed by hand, and a tiny run."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.forecast import DAY, T0, Options, breakout_scores, flagged_days, options
+from lib.forecast.values import OUTFLOW
+from lib.standins.simulator.model import MarketModel
+from lib.standins.simulator.stories import Burst
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_options_and_their_bounds():
+    assert options([]) == Options()
+    assert options(["--ips", "3", "--days", "42", "--cuts", "2", "--max-size", "50", "--seed", "4"]) == Options(
+        3, 42, 2, 50.0, 4)
+    for wrong in (["--days", "40", "--cuts", "2"], ["--ips", "0"], ["--what", "1"], ["--ips"]):
+        with pytest.raises(SystemExit):
+            options(wrong)
+
+
+def test_a_tripled_day_is_found_and_counted_as_in_its_burst():
+    """Two IPs selling 40 a day: one triples on day 40 (a burst placed there), the other's day 45 triples without
+    one. Recall: the burst found; precision: of the two days flagged, one in a burst."""
+    flat = [40.0 + (d * 7) % 5 for d in range(50)]
+    series = {"a": list(flat), "b": list(flat)}
+    series["a"][40] = 120.0
+    series["b"][45] = 120.0
+    model = MarketModel(seed=1, bursts={"a": (Burst("announcement", T0 + 40 * DAY + 3600, T0 + 41 * DAY, 3.0),),
+                                        "b": ()})
+    got = breakout_scores(model, series, flagged_days(series, OUTFLOW, 50, 14), 50, 14, None)
+    assert (got.bursts, got.found, got.flagged, got.in_burst) == (1, 1, 2, 1)
+
+
+@pytest.mark.slow  # draws a month of four IPs and fits a few hundred series
+@pytest.mark.timeout(600)
+def test_bench_forecast_prints_its_tables():
+    done = subprocess.run([sys.executable, "-m", "bench", "forecast", "--ips", "4", "--days", "42", "--cuts", "2",
+                           "--max-size", "20"], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = [line for line in done.stdout.splitlines() if line.startswith("|")]
+    assert lines[2].startswith("| IPs' sales | 8 |") and any(line.startswith("| sales, all IPs |") for line in lines)
