@@ -62,6 +62,23 @@ const Charts = (() => {
     }, [xs, p75, p25, median], target), unit);
   }
 
+  // Past days' values, then a forecast: its point line inside its 80 % band, inside its 95 % band.
+  function forecast(target, xs, actual, mean, lo80, hi80, lo95, hi95, unit) {
+    if (!xs.length) return empty(target, "No forecast yet.");
+    return draw(target, (w) => new uPlot({
+      width: w, height: 220, tzDate,
+      scales: {x: timeScale, y: {range: (u, min, max) => [0, Math.max(1, max) * 1.08]}},
+      axes: [{}, yAxis(unit)],
+      series: [{}, {label: "95 % high", stroke: "rgba(216,27,96,.25)", width: 1},
+                   {label: "95 % low", stroke: "rgba(216,27,96,.25)", width: 1},
+                   {label: "80 % high", stroke: "rgba(216,27,96,.45)", width: 1},
+                   {label: "80 % low", stroke: "rgba(216,27,96,.45)", width: 1},
+                   {label: "Forecast", stroke: "#d81b60", width: 2, dash: [6, 4]},
+                   {label: `Sold (${unit})`, stroke: "#ad1457", width: 2, points: {show: true, size: 5}}],
+      bands: [{series: [1, 2], fill: "rgba(216,27,96,.10)"}, {series: [3, 4], fill: "rgba(216,27,96,.18)"}],
+    }, [xs, hi95, lo95, hi80, lo80, mean, actual], target), unit);
+  }
+
   // Lines against time (several series, one unit).
   function lines(target, xs, series, unit) {
     if (!xs.length) return empty(target, "No data in this window yet.");
@@ -169,5 +186,5 @@ const Charts = (() => {
     }, 150);
   });
 
-  return {flows, band, lines, survival, sparkline, empty, interval, interval95, scale, whisker};
+  return {flows, band, forecast, lines, survival, sparkline, empty, interval, interval95, scale, whisker};
 })();

@@ -41,6 +41,30 @@
     Charts.flows(document.getElementById("flow-daily"), xs, rows.map(r => r.inflow), rows.map(r => r.outflow), "/day");
     Charts.band(document.getElementById("price-daily"), xs, rows.map(r => r.median_price ?? null),
                 rows.map(r => r.p25_price ?? null), rows.map(r => r.p75_price ?? null), "¥");
+    await loadForecast(d.series.filter(r => !r.partial));
+  }
+
+  // The next 7 days' sales (/forecast, docs: concepts/forecasts) after the last 21 closed days' sales.
+  async function loadForecast(closed) {
+    document.getElementById("forecast-csv").href = `/api/v1/ips/${ipId}/forecast?format=csv`;
+    document.getElementById("forecast-json").href = `/api/v1/ips/${ipId}/forecast`;
+    const f = (await api(`/api/v1/ips/${ipId}/forecast`)).forecasts.find(m => m.measure === "outflow");
+    const note = document.getElementById("forecast-note");
+    const target = document.getElementById("forecast-daily");
+    if (!f.days.length) {
+      note.textContent = "";
+      return Charts.empty(target, `No forecast yet: ${f.why}.`);
+    }
+    note.textContent = `${f.model} fitted on ${f.history_days} days up to ${f.origin}: the dashed line inside its ` +
+      "80 % (darker) and 95 % bands; sold per day before it.";
+    const past = closed.slice(-21).map(r => ({x: Date.parse(`${r.day}T00:00:00Z`) / 1000, actual: r.outflow}));
+    const ahead = f.days.map(d => ({x: Date.parse(`${d.day}T00:00:00Z`) / 1000, mean: d.mean,
+                                    lo80: d.interval_80[0], hi80: d.interval_80[1],
+                                    lo95: d.interval_95[0], hi95: d.interval_95[1]}));
+    const rows = [...past.filter(p => p.x < ahead[0].x), ...ahead];
+    const col = (name) => rows.map(r => r[name] ?? null);
+    return Charts.forecast(target, col("x"), col("actual"), col("mean"), col("lo80"), col("hi80"), col("lo95"),
+                           col("hi95"), "/day");
   }
 
   function price(d) {

@@ -1,0 +1,68 @@
+"""The IP page draws the forecast (docs/concepts/forecasts.md) in real Chromium: the last closed days' sales, then
+the next 7 days' forecast inside its 80 % and 95 % bands; an IP without one says why."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import timedelta
+
+import pytest
+
+from lib.core.clock import FrozenClock, naive_utc
+from lib.forecast.refresh import refresh
+from lib.market.daily import roll_up_pending
+from lib.market.statistics import day_of
+
+from ..web.browser import launch, new_page
+from ..web.conftest import start_dashboard
+from .test_refresh import write_days
+
+#: Pixels of the forecast chart in the bands' colour (rgb 216, 27, 96, give or take the canvas's rounding of
+#: translucent pixels) at a band's translucency: the bands' area.
+BAND_PIXELS = """() => { const c = document.querySelector('#forecast-daily canvas');
+  const data = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+  let n = 0;
+  for (let i = 0; i < data.length; i += 4)
+    if (Math.abs(data[i] - 216) < 12 && Math.abs(data[i + 1] - 27) < 12 && Math.abs(data[i + 2] - 96) < 12
+        && data[i + 3] > 15 && data[i + 3] < 90) n++;
+  return n; }"""
+
+
+@pytest.mark.slow  # Chromium
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # the page, not the database, is under test
+def test_the_ip_page_draws_the_forecast_inside_its_bands(db, settings, broker, chromium):
+    now = time.time()
+    first = day_of(naive_utc(now)) - timedelta(days=28)
+    write_days(1, {first + timedelta(days=i): (24, 40 + 5 * (i % 7 == 5), 20 + 9 * (i % 7 == 6) + i % 3)
+                   for i in range(28)})
+    write_days(2, {first + timedelta(days=24 + i): (24, 4, 1) for i in range(4)})
+    roll_up_pending(now)
+    refresh(now)
+    server, _ = start_dashboard(settings, broker, None, FrozenClock(now))
+
+    async def go():
+        browser = await launch(chromium)
+        try:
+            page = await new_page(browser)
+            await page.open(f"{server.url}/ip/1")
+            await page.wait("() => document.getElementById('forecast-daily').dataset.drawn === '1'")
+            bands = await page.js(BAND_PIXELS)
+            note = await page.js("() => document.getElementById('forecast-note').textContent")
+            label = await page.js("() => document.getElementById('forecast-daily').getAttribute('aria-label')")
+            await page.open(f"{server.url}/ip/2")
+            await page.wait("() => document.getElementById('forecast-daily').dataset.drawn === '0'")
+            why = await page.js("() => document.getElementById('forecast-daily').textContent")
+            return bands, note, label, why, page.errors
+        finally:
+            await browser.close()
+
+    try:
+        bands, note, label, why, errors = asyncio.run(go())
+    finally:
+        server.stop()
+    assert errors == []
+    assert bands > 2000, bands  # the two bands over seven days, not their edges alone
+    assert note.startswith("AutoETS fitted on 28 days up to ") and "80 %" in note and "95 %" in note
+    assert label.startswith("Sold per day, and the next 7 days forecast (UTC)")
+    assert why == "No forecast yet: needs 14 tracked days in a row (at least 12 h each); has 4."
