@@ -15,6 +15,7 @@ from . import (
     encoding,
     estimates,
     forecast,
+    forecast_refresh,
     leaderboard,
     load,
     long_windows,
@@ -35,10 +36,10 @@ BENCHMARKS = {"encoding": encoding.main, "schedule_tick": schedule_tick.main, "p
               "storage": storage.main, "long_windows": long_windows.main, "segments": segments.main,
               "segments_board": segments_board.main, "soak": soak.main, "accuracy": accuracy.main,
               "relevance": relevance.main, "estimates": estimates.main, "plan": plan.main,
-              "forecast": forecast.main}
+              "forecast": forecast.main, "forecast_refresh": forecast_refresh.main}
 #: Benchmarks run only when named: a soak takes half an hour, accuracy, relevance, estimates, plan and forecast
 #: simulate days of a market.
-ONLY_NAMED = {"soak", "accuracy", "relevance", "estimates", "plan", "forecast"}
+ONLY_NAMED = {"soak", "accuracy", "relevance", "estimates", "plan", "forecast", "forecast_refresh"}
 
 #: Benchmarks that take options (``process_result``: ``--db mysql://…``; ``load``, ``storage``: their scales;
 #: ``leaderboard``, ``dashboard``, ``days``, ``long_windows``, ``segments_board``: ``--db PATH``, ``--ips N``; the first
@@ -47,7 +48,8 @@ WITH_OPTIONS = {"process_result": process_result.main, "load": load.main, "stora
                 "leaderboard": leaderboard.main,
                 "dashboard": dashboard.main, "days": days.main, "long_windows": long_windows.main,
                 "segments_board": segments_board.main, "soak": soak.main, "accuracy": accuracy.main,
-                "estimates": estimates.main, "plan": plan.main, "forecast": forecast.main}
+                "estimates": estimates.main, "plan": plan.main, "forecast": forecast.main,
+                "forecast_refresh": forecast_refresh.main}
 
 
 def main(argv: list[str]) -> int:

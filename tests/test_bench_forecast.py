@@ -46,3 +46,16 @@ def test_bench_forecast_prints_its_tables():
     assert done.returncode == 0, done.stdout + done.stderr
     lines = [line for line in done.stdout.splitlines() if line.startswith("|")]
     assert lines[2].startswith("| IPs' sales | 8 |") and any(line.startswith("| sales, all IPs |") for line in lines)
+
+
+def test_bench_forecast_refresh_refits_what_changed_only():
+    done = subprocess.run([sys.executable, "-m", "bench", "forecast_refresh", "--ips", "10"], cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    closes, floor, late = [line for line in done.stdout.splitlines() if line.startswith("  a") or
+                           line.startswith("  e")]
+    refit = int(closes.split("marked, ")[1].split(" series")[0])
+    assert "10 IPs marked" in closes and refit >= 20 and ", 0 unchanged" in closes
+    assert f"0 series refit, {refit} unchanged" in floor
+    assert late.split(": ")[1].startswith("1 IPs marked, 1 series refit")
+    assert done.stdout.count("rows not finite: 0)") == 1

@@ -15,6 +15,7 @@ moves the neighbours' median with it within days, and the last day is fitted as 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -24,6 +25,8 @@ from lib.forecast.values import HORIZON, LEVELS, MEDIAN_PRICE, DayForecast, Fore
 #: The weekly cycle of the flows, in days.
 WEEK = 7
 MODEL = "AutoETS"
+#: The naive method's name, as statsforecast names its column.
+NAIVE = "Naive"
 #: A day above its expected value by this share of it and this many Poisson standard deviations is a burst
 #: (module docstring).
 BURST_SHARE = 0.5
@@ -41,39 +44,56 @@ def forecast(histories: Sequence[History], fitted_at: float) -> list[Forecast]:
 
 
 def _fit(histories: Sequence[History], season: int, fitted_at: float, counts: bool) -> list[Forecast]:
+    """Each history forecast by AutoETS; should one's forecast come out not finite, by the naive method instead
+    (statsforecast warns of divisions by zero while it weighs models on a short history: the database and the JSON
+    answers take no infinity)."""
+    series = [list(h.values if season == 1 else without_bursts(h.values)) for h in histories]
+    made = _library_forecast(series, season, MODEL)
+    out = []
+    for i, history in enumerate(histories):
+        rows, model = made[i], MODEL
+        if not all(math.isfinite(float(r[c])) for r in rows for c in _columns(MODEL)):
+            rows, model = _library_forecast([series[i]], season, NAIVE)[0], NAIVE
+        origin = history.days[-1]
+        days = tuple(_day(origin + timedelta(days=k), r, model, counts=counts) for k, r in enumerate(rows, start=1))
+        out.append(Forecast(history.ip_id, history.measure, origin, len(history.days), model, fitted_at, days,
+                            fingerprint=history.fingerprint()))
+    return out
+
+
+def _columns(model: str) -> tuple[str, ...]:
+    return (model, f"{model}-lo-80", f"{model}-hi-80", f"{model}-lo-95", f"{model}-hi-95")
+
+
+def _library_forecast(series: Sequence[Sequence[float]], season: int, model: str) -> list[list[dict[str, Any]]]:
+    """statsforecast's forecast of each series (the library's rows, in order of the days ahead) by ``model``."""
+    import warnings
+
     import pandas as pd
     from statsforecast import StatsForecast
     from statsforecast.models import AutoETS, Naive
 
     # the days as 0, 1, 2…: the price median's history may skip days, and a model sees the values in order
-    frame = pd.DataFrame({
-        "unique_id": [str(i) for i, h in enumerate(histories) for _ in h.values],
-        "ds": [t for h in histories for t in range(len(h.values))],
-        "y": [v for h in histories for v in (h.values if season == 1 else without_bursts(h.values))],
-    })
-    engine = StatsForecast(models=[AutoETS(season_length=season)], freq=1, n_jobs=1, fallback_model=Naive())
-    answer = engine.forecast(df=frame, h=HORIZON, level=list(LEVELS))
+    frame = pd.DataFrame({"unique_id": [str(i) for i, values in enumerate(series) for _ in values],
+                          "ds": [t for values in series for t in range(len(values))],
+                          "y": [v for values in series for v in values]})
+    fitted = AutoETS(season_length=season) if model == MODEL else Naive()
+    engine = StatsForecast(models=[fitted], freq=1, n_jobs=1, fallback_model=Naive())
+    with warnings.catch_warnings():  # a series too short for its model's variance: not finite, handled by _fit
+        warnings.simplefilter("ignore", RuntimeWarning)
+        answer = engine.forecast(df=frame, h=HORIZON, level=list(LEVELS))
     by_series: dict[str, list[dict[str, Any]]] = {}
     for row in answer.to_dict("records"):
         by_series.setdefault(str(row["unique_id"]), []).append(row)
-    out = []
-    for i, history in enumerate(histories):
-        rows = sorted(by_series[str(i)], key=lambda r: int(r["ds"]))
-        origin = history.days[-1]
-
-        days = tuple(_day(origin + timedelta(days=k), r, counts=counts) for k, r in enumerate(rows, start=1))
-        out.append(Forecast(history.ip_id, history.measure, origin, len(history.days), MODEL, fitted_at, days,
-                            fingerprint=history.fingerprint()))
-    return out
+    return [sorted(by_series[str(i)], key=lambda r: int(r["ds"])) for i in range(len(series))]
 
 
-def _day(day: datetime, row: dict[str, Any], *, counts: bool) -> DayForecast:
+def _day(day: datetime, row: dict[str, Any], model: str, *, counts: bool) -> DayForecast:
     """One day ahead from the library's row. For counts (the flows), never below 0, and each interval at least as
     wide as a Poisson count's of the point forecast's mean: a day's sales vary at least that much around their
     rate, and the models' intervals, fitted on a few weeks, were narrower than that on niche IPs (coverage in
     ``python -m bench forecast``)."""
-    mean, lo80, hi80, lo95, hi95 = (float(row[c]) for c in (MODEL, f"{MODEL}-lo-80", f"{MODEL}-hi-80",
-                                                           f"{MODEL}-lo-95", f"{MODEL}-hi-95"))
+    mean, lo80, hi80, lo95, hi95 = (float(row[c]) for c in _columns(model))
     if not counts:
         return DayForecast(day, mean, lo80, hi80, lo95, hi95)
     from scipy.stats import poisson
