@@ -21,8 +21,9 @@ from pathlib import Path
 
 from lib.core.db import bind_database, insert_rows, write_transaction
 from lib.forecast.refresh import refresh
+from lib.market.daily import mark_daily_changed
 from lib.market.schema import create_tables
-from models import IpDailyChanged, IpForecast, IpMetadata, IpStatsDaily
+from models import IpForecast, IpMetadata, IpStatsDaily
 
 DAYS = 120
 FIRST = datetime(2026, 1, 5)  # a Monday, naive UTC
@@ -51,10 +52,10 @@ def day_rows(ip_id: int, level: float, days: range, rng: random.Random) -> list[
     return rows
 
 
-def mark(ip_ids: list[int], at: float) -> None:
+def mark(ip_ids: list[int]) -> None:
     with write_transaction():
-        insert_rows(IpDailyChanged, [{"ip_id": i, "changed_at": at} for i in ip_ids], conflict="update",
-                    target=[IpDailyChanged.ip_id], preserve=[IpDailyChanged.changed_at])
+        for ip_id in ip_ids:
+            mark_daily_changed(ip_id)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -79,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"forecast_refresh: {ips} IPs x {DAYS} days of daily rows (SQLite), three measures each")
 
         def timed(label: str, marked: list[int], at: float) -> None:
-            mark(marked, at)
+            mark(marked)
             started = time.perf_counter()
             done = refresh(at)
             took = time.perf_counter() - started

@@ -36,7 +36,7 @@ class IpDailyChanged(BaseModel):
     removed by the refit (``lib.forecast.refresh``)."""
 
     ip_id = peewee.IntegerField(primary_key=True)
-    changed_at = peewee.DoubleField()  # Unix seconds: the rollup that marked it last
+    version = peewee.IntegerField(default=1)  # one more each time a rollup marks it again
 
     class Meta:
         table_name = "ip_daily_changed"

@@ -45,8 +45,8 @@ def refresh(now: float, max_batches: int | None = None) -> Refreshed:
     ips = refit = unchanged = batches = 0
     alerts: list[int] = []
     while max_batches is None or batches < max_batches:
-        marks = list(tuples(IpDailyChanged.select(IpDailyChanged.ip_id, IpDailyChanged.changed_at)
-                            .order_by(IpDailyChanged.changed_at, IpDailyChanged.ip_id).limit(BATCH)))
+        marks = list(tuples(IpDailyChanged.select(IpDailyChanged.ip_id, IpDailyChanged.version)
+                            .order_by(IpDailyChanged.ip_id).limit(BATCH)))
         if not marks:
             break
         batches += 1
@@ -72,9 +72,9 @@ def refresh(now: float, max_batches: int | None = None) -> Refreshed:
             for ip_id, measure in dropped + [(f.ip_id, f.measure) for f in made]:
                 IpForecast.delete().where((IpForecast.ip_id == ip_id) & (IpForecast.measure == measure)).execute()
             insert_rows(IpForecast, [_row(f, d) for f in made for d in f.days])
-            for ip_id, changed_at in marks:  # a mark the rollup renewed meanwhile stays for the next refresh
+            for ip_id, version in marks:  # a mark the rollup renewed meanwhile stays for the next refresh
                 IpDailyChanged.delete().where((IpDailyChanged.ip_id == ip_id)
-                                              & (IpDailyChanged.changed_at <= changed_at)).execute()
+                                              & (IpDailyChanged.version == version)).execute()
         ips += len(marks)
         refit += len(made)
     if ips:

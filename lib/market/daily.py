@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from lib.core.clock import get_clock, naive_utc, to_timestamp
+from lib.core.clock import naive_utc, to_timestamp
 from lib.core.db import is_mysql, on_conflict_update, write_transaction
 from lib.market import summaries
 from lib.market.statistics import day_of, hour_bucket, hour_start, hour_values, mark_pending, tuples
@@ -38,7 +38,8 @@ from models import (
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["compute_days", "day_of", "day_series", "mark_pending", "roll_up", "roll_up_pending", "summarize_pruned"]
+__all__ = ["compute_days", "day_of", "day_series", "mark_daily_changed", "mark_pending", "roll_up", "roll_up_pending",
+           "summarize_pruned"]
 
 ONE_DAY = timedelta(days=1)
 #: The storage mark set once every IP's days before it were rolled up (the first pass after an upgrade rolls up
@@ -113,10 +114,17 @@ def roll_up(ip_id: int, before: datetime, *, missing: bool = True) -> int:
                            preserve=[getattr(IpStatsDaily, name) for name in _VALUES]).execute()
     if pending:
         IpDayPending.delete().where((IpDayPending.ip_id == ip_id) & IpDayPending.day.in_(sorted(pending))).execute()
-    if rows:  # the forecasts' refit follows the IPs whose daily rows changed (docs/concepts/forecasts.md)
-        on_conflict_update(IpDailyChanged.insert(ip_id=ip_id, changed_at=get_clock().now()), [IpDailyChanged.ip_id],
-                           preserve=[IpDailyChanged.changed_at]).execute()
+    if rows:
+        mark_daily_changed(ip_id)
     return len(rows)
+
+
+def mark_daily_changed(ip_id: int) -> None:
+    """Mark the IP's daily rows changed (in the caller's transaction): the forecasts' refit follows these marks
+    (docs/concepts/forecasts.md). Marked again, its version goes up, so a refit that read the mark before drops it
+    only if it is still the version it read."""
+    on_conflict_update(IpDailyChanged.insert(ip_id=ip_id, version=1), [IpDailyChanged.ip_id],
+                       update={IpDailyChanged.version: IpDailyChanged.version + 1}).execute()
 
 
 def roll_up_pending(now: float) -> int:
