@@ -49,6 +49,7 @@ from lib.market.windows import BASELINE
 from models import (
     AppliedResult,
     CrawlSearchTotal,
+    IpBreakout,
     IpMetadata,
     IpStatsDaily,
     IpStatsHourly,
@@ -191,6 +192,7 @@ class PruneReport:
     search_totals: int = 0
     daily_rows: int = 0
     segment_daily_rows: int = 0
+    breakouts: int = 0
 
     def as_dict(self) -> dict[str, Any]:  # the report as printed (JSON) and logged
         return asdict(self) | {"horizon_utc": f"{naive_utc(self.horizon):%Y-%m-%d %H:%M}",
@@ -241,12 +243,15 @@ def prune(settings: Settings, now: float, *, dry_run: bool = False) -> PruneRepo
         report.daily_rows = IpStatsDaily.select().where(IpStatsDaily.day < oldest).count()
         report.segment_daily_rows = SegmentStatsDaily.select().where(
             SegmentStatsDaily.day < naive_utc(oldest_segment)).count()
+        report.breakouts = IpBreakout.select().where(IpBreakout.day < oldest).count()
     else:
         with write_transaction():
             _set_mark(oldest_segment, SEGMENTS_PRUNED_BEFORE)
         report.daily_rows = IpStatsDaily.delete().where(IpStatsDaily.day < oldest).execute()
         report.segment_daily_rows = SegmentStatsDaily.delete().where(
             SegmentStatsDaily.day < naive_utc(oldest_segment)).execute()
+        # the breakouts found on the days (lib.forecast.breakouts) go with the days' rows
+        report.breakouts = IpBreakout.delete().where(IpBreakout.day < oldest).execute()
     logger.info("storage pruned to %s UTC%s: %s", f"{naive_utc(limit):%Y-%m-%d}", " (dry run)" if dry_run else "",
                 report.as_dict())
     return report

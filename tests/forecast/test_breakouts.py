@@ -94,3 +94,17 @@ def test_a_day_above_its_forecast_is_a_breakout_alerted_once_and_tops_the_rising
     assert json.loads(shown.stdout)["rows"] == rows
     table = run_cli(env, "forecast", "rising")
     assert table.returncode == 0 and "BREAKOUT" in table.stdout.splitlines()[1]
+
+
+def test_breakouts_are_pruned_with_the_daily_rows(db, settings):
+    from lib.market.retention import prune
+
+    now = time.time()
+    today = day_of(naive_utc(now))
+    old, recent = today - timedelta(days=800), today - timedelta(days=1)  # RETENTION_DAILY: 730 days by default
+    for day in (old, recent):
+        IpBreakout.create(ip_id=1, measure=OUTFLOW, day=day, direction=UP, value=90, mean=30, lo95=20, hi95=45,
+                          found_at=now)
+    assert prune(settings, now, dry_run=True).breakouts == 1 and IpBreakout.select().count() == 2
+    assert prune(settings, now).breakouts == 1
+    assert [b.day for b in IpBreakout.select()] == [recent]
