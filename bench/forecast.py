@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from lib.forecast import fit
-from lib.forecast.backtest import EPOCH, Scored, backtest, summarize
+from lib.forecast.backtest import EPOCH, Scored, Summary, backtest, summarize
 from lib.forecast.breakouts import MIN_SAMPLE, UP, Check
 from lib.forecast.values import INFLOW, OUTFLOW, History
 from lib.standins.simulator.model import DAY, HOUR, MarketModel
@@ -118,11 +118,11 @@ def main(argv: list[str] | None = None) -> int:
         keyed: dict[Hashable, list[float]] = dict(series)
         summary, scored = backtest(keyed, origins, MIN_HISTORY, measure)
         results[name] = scored
-        print(row(name, summary, scored))
+        print(row(name, summary))
     for _bound, label in CLASSES:
         of_class = [s for s in results["IPs' sales"] if size_class(sizes[str(s.key)]) == label]
         if of_class:
-            print(row(f"IPs' sales, {label}", summarize(of_class), of_class))
+            print(row(f"IPs' sales, {label}", summarize(of_class)))
     scored_in = time.perf_counter() - fitted
     print()
     print(f"Breakouts over the last {o.cuts * 7} days: each day held against the forecast made the day before "
@@ -197,10 +197,8 @@ def breakout_scores(model: MarketModel, series: dict[str, list[float]], flagged:
     return BreakoutScores(bursts, found, sum(len(flagged[k]) for k in keywords), in_burst)
 
 
-def row(name: str, summary: object, scored: list[Scored]) -> str:
-    from lib.forecast.backtest import Summary
-
-    if not isinstance(summary, Summary):
+def row(name: str, summary: Summary | None) -> str:
+    if summary is None:
         return f"| {name} | 0 | | | | | | |"
     return (f"| {name} | {summary.cuts} | {summary.mase:.3f} | {summary.naive_mase:.3f} | {summary.mase_ratio:.2f} | "
             f"{100 * summary.coverage80:.1f} % | {100 * summary.coverage95:.1f} % | {summary.pinball:.3f} |")

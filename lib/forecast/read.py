@@ -21,7 +21,7 @@ def stored(ip_id: int, now: float) -> list[Forecast]:
     rows: dict[str, list[IpForecast]] = {}
     for row in IpForecast.select().where(IpForecast.ip_id == ip_id).order_by(IpForecast.day):
         rows.setdefault(row.measure, []).append(row)
-    by_measure = histories([ip_id], day_of(naive_utc(now)))[ip_id]
+    by_measure = histories([ip_id], day_of(naive_utc(now)))[ip_id] if set(rows) != set(MEASURES) else {}
     out = []
     for measure in MEASURES:
         found = rows.get(measure)
@@ -36,7 +36,6 @@ def stored(ip_id: int, now: float) -> list[Forecast]:
                                 why=enough(history) or "not fitted yet: the next refresh after the daily rollup "
                                                         "fits it"))
     return out
-
 
 
 def ip_forecast(ip_id: int, now: float) -> dict[str, Any]:  # JSON, as the API and the command line give it

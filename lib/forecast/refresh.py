@@ -51,8 +51,7 @@ def refresh(now: float, max_batches: int | None = None) -> Refreshed:
             break
         batches += 1
         ip_ids = [ip_id for ip_id, _ in marks]
-        stored = _fingerprints(ip_ids)
-        made_before = _flow_forecasts(ip_ids)
+        stored, made_before = _stored(ip_ids)
         wanted: list[History] = []
         dropped: list[tuple[int, str]] = []
         for ip_id, by_measure in histories(ip_ids, today).items():
@@ -88,25 +87,17 @@ def _row(f: Forecast, d: DayForecast) -> dict[str, object]:
             "mean": d.mean, "lo80": d.lo80, "hi80": d.hi80, "lo95": d.lo95, "hi95": d.hi95}
 
 
-def _flow_forecasts(ip_ids: Sequence[int]) -> dict[tuple[int, str], list[DayForecast]]:
-    """The stored forecasts of the checked flows (``breakouts.CHECKED``), by (IP, measure)."""
-    out: dict[tuple[int, str], list[DayForecast]] = {}
+def _stored(ip_ids: Sequence[int]) -> tuple[dict[tuple[int, str], str], dict[tuple[int, str], list[DayForecast]]]:
+    """In one read of the stored forecasts, by (IP, measure): the history each was fitted on (its fingerprint), and
+    the days ahead of the checked flows (``breakouts.CHECKED``)."""
+    fingerprints: dict[tuple[int, str], str] = {}
+    flows: dict[tuple[int, str], list[DayForecast]] = {}
     for start in range(0, len(ip_ids), BATCH):
-        for ip_id, measure, day, mean, lo80, hi80, lo95, hi95 in tuples(
-                IpForecast.select(IpForecast.ip_id, IpForecast.measure, IpForecast.day, IpForecast.mean,
-                                  IpForecast.lo80, IpForecast.hi80, IpForecast.lo95, IpForecast.hi95)
-                .where(IpForecast.ip_id.in_(ParameterList(list(ip_ids[start:start + BATCH])))
-                       & IpForecast.measure.in_(list(breakouts.CHECKED)))):
-            out.setdefault((ip_id, measure), []).append(DayForecast(day, mean, lo80, hi80, lo95, hi95))
-    return out
-
-
-def _fingerprints(ip_ids: Sequence[int]) -> dict[tuple[int, str], str]:
-    """The history each stored forecast was fitted on, by (IP, measure)."""
-    out: dict[tuple[int, str], str] = {}
-    for start in range(0, len(ip_ids), BATCH):
-        for ip_id, measure, fingerprint in tuples(
-                IpForecast.select(IpForecast.ip_id, IpForecast.measure, IpForecast.fingerprint)
-                .where(IpForecast.ip_id.in_(ParameterList(list(ip_ids[start:start + BATCH])))).distinct()):
-            out[(ip_id, measure)] = fingerprint
-    return out
+        for ip_id, measure, fingerprint, day, mean, lo80, hi80, lo95, hi95 in tuples(
+                IpForecast.select(IpForecast.ip_id, IpForecast.measure, IpForecast.fingerprint, IpForecast.day,
+                                  IpForecast.mean, IpForecast.lo80, IpForecast.hi80, IpForecast.lo95, IpForecast.hi95)
+                .where(IpForecast.ip_id.in_(ParameterList(list(ip_ids[start:start + BATCH]))))):
+            fingerprints[(ip_id, measure)] = fingerprint
+            if measure in breakouts.CHECKED:
+                flows.setdefault((ip_id, measure), []).append(DayForecast(day, mean, lo80, hi80, lo95, hi95))
+    return fingerprints, flows
