@@ -5,7 +5,7 @@ from .character import IpCharacter
 from .collect import CollectedRow, CollectionTask
 from .crawl import CrawlSearchTotal
 from .execution_state import JobExecutionState
-from .forecast import IpBreakout, IpDailyChanged, IpForecast, IpForecastCheck
+from .forecast import IpBreakout, IpDailyChanged, IpForecast, IpForecastCheck, SegmentForecast
 from .ip import IpMetadata
 from .market import (
                      AlertDelivery,
@@ -19,7 +19,7 @@ from .market import (
 )
 from .pool import Content, Title
 from .retention import IpDayPending, IpStatsDaily, StorageMark
-from .segment import ListingSegment, SegmentStatsDaily
+from .segment import ListingSegment, SegmentDailyFlow, SegmentStatsDaily
 from .window import IpWindowMeasures, IpWindowPending
 
 #: Every table ``animetop db init`` creates, in dependency order.
@@ -27,11 +27,11 @@ ALL_MODELS: list[type[BaseModel]] = [
     IpMetadata, JobExecutionState, ItemSnapshot, IpStatsHourly, IpAlert, AppliedResult, Title, Content,
     CollectionTask, CollectedRow, AlertDelivery, CrawlSearchTotal, ListingSighting, ListingEvent, ListingRelist,
     IpStatsDaily, IpDayPending, StorageMark, IpWindowMeasures, IpWindowPending, IpCharacter, ListingSegment,
-    SegmentStatsDaily, IpForecast, IpDailyChanged, IpForecastCheck, IpBreakout,
+    SegmentStatsDaily, IpForecast, IpDailyChanged, IpForecastCheck, IpBreakout, SegmentDailyFlow, SegmentForecast,
 ]
 
 __all__ = ["ALL_MODELS", "AlertDelivery", "AppliedResult", "BaseModel", "CollectedRow", "CollectionTask", "Content",
            "CrawlSearchTotal", "IpAlert", "IpBreakout", "IpCharacter", "IpDailyChanged", "IpDayPending",
            "IpForecast", "IpForecastCheck", "IpMetadata", "IpStatsDaily", "IpStatsHourly", "IpWindowMeasures",
            "IpWindowPending", "ItemSnapshot", "JobExecutionState", "ListingEvent", "ListingRelist", "ListingSegment",
-           "ListingSighting", "SegmentStatsDaily", "StorageMark", "Title"]
+           "ListingSighting", "SegmentDailyFlow", "SegmentForecast", "SegmentStatsDaily", "StorageMark", "Title"]

@@ -3,16 +3,15 @@ whose daily rows changed since their forecasts were made."""
 
 import peewee
 
-from .base import BaseModel
+from .base import BaseModel, CodeField, ExactCharField, NaturalKeyMetadata
+from .segment import SEGMENT_KEY_MAX_LENGTH
 
 
-class IpForecast(BaseModel):
-    """One day ahead of one IP's forecast of one measure (``lib.forecast``): the point forecast and its 80 % and
-    95 % intervals, from the daily rows up to ``origin``. A refit replaces every row of the IP."""
+class ForecastDays(BaseModel):
+    """One day ahead of one series' forecast (``lib.forecast``): the point forecast and its 80 % and 95 % intervals,
+    from the daily rows up to ``origin``. The columns ``ip_forecasts`` (an IP's series) and ``segment_forecasts``
+    (one segment's of an IP) share; a base of models, no table of its own."""
 
-    id = peewee.AutoField()  # peewee's implicit key, declared for the type checker
-
-    ip_id = peewee.IntegerField()
     measure = peewee.CharField(max_length=16)  # inflow, outflow or median_price
     day = peewee.DateTimeField()  # naive UTC midnight of the day forecast
     origin = peewee.DateTimeField()  # naive UTC midnight of the last day of history it was fitted on
@@ -26,9 +25,34 @@ class IpForecast(BaseModel):
     lo95 = peewee.DoubleField()
     hi95 = peewee.DoubleField()
 
+
+class IpForecast(ForecastDays):
+    """One day ahead of one IP's forecast of one measure (``ForecastDays``). A refit replaces every row of the
+    measure."""
+
+    id = peewee.AutoField()  # peewee's implicit key, declared for the type checker
+
+    ip_id = peewee.IntegerField()
+
     class Meta:
         table_name = "ip_forecasts"
         indexes = ((("ip_id", "measure", "day"), True),)
+
+
+class SegmentForecast(ForecastDays):
+    """One day ahead of the forecast of one measure of one segment (a goods type or a character) of an IP's
+    listings (``ForecastDays``), from its daily rows (``segment_daily_flows``). A refit replaces every row of the
+    segment's measure."""
+
+    ip_id = peewee.IntegerField()
+    kind = CodeField(("goods", "character"))
+    key = ExactCharField(max_length=SEGMENT_KEY_MAX_LENGTH)
+
+    class Meta:
+        table_name = "segment_forecasts"
+        model_metadata_class = NaturalKeyMetadata
+        primary_key = peewee.CompositeKey("ip_id", "kind", "key", "measure", "day")
+        without_rowid = True
 
 
 class IpDailyChanged(BaseModel):

@@ -45,3 +45,26 @@ class SegmentStatsDaily(PrunedSummaries):
         primary_key = peewee.CompositeKey("ip_id", "kind", "key", "day")
         without_rowid = True
         indexes = ((("kind", "day"), False),)  # the board across IPs: one kind's days
+
+
+class SegmentDailyFlow(BaseModel):
+    """One segment's market flow of one IP in one completed UTC day, rolled up with the IP's daily row
+    (``lib.market.daily``): its listings created and sold that day and the median of their sold prices, the ones
+    summarized by a pruning pass included (``segment_stats_daily``). The segments' forecasts read these
+    (docs/concepts/forecasts.md); a day the IP was tracked without a row here had no listing of the segment."""
+
+    ip_id = peewee.IntegerField()
+    kind = CodeField(("goods", "character"))
+    key = ExactCharField(max_length=SEGMENT_KEY_MAX_LENGTH)
+    day = peewee.DateTimeField()  # naive UTC, midnight
+    inflow = peewee.IntegerField(default=0)
+    outflow = peewee.IntegerField(default=0)
+    sample_count = peewee.IntegerField(default=0)  # sales with a real price
+    median_price = peewee.DoubleField(null=True)
+
+    class Meta:
+        table_name = "segment_daily_flows"
+        model_metadata_class = NaturalKeyMetadata
+        primary_key = peewee.CompositeKey("ip_id", "kind", "key", "day")
+        without_rowid = True
+        indexes = ((("ip_id", "day"), False),)  # a rollup replaces an IP's days

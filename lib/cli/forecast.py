@@ -15,6 +15,11 @@ def cmd_forecast(args) -> int:
         return _backtest(args)
     if args.action == "rising":
         return _rising(args)
+    if args.by in ("goods", "character"):
+        return _segments(args)
+    if args.by is not None:
+        print("animetop forecast show: --by goods or character (outflow and inflow are rising's)", file=sys.stderr)
+        return 2
     from lib.core.clock import get_clock
     from lib.forecast.read import CSV_COLUMNS, csv_rows, ip_forecast
     from lib.scheduling.catalogue import CatalogueError
@@ -47,6 +52,51 @@ def cmd_forecast(args) -> int:
             lo80, hi80 = d["interval_80"]
             lo95, hi95 = d["interval_95"]
             print(f"    {d['day']}  {d['mean']:>10.1f}   80 %: {lo80:.1f}–{hi80:.1f}   95 %: {lo95:.1f}–{hi95:.1f}")
+    return 0
+
+
+def _segments(args) -> int:
+    from lib.core.clock import get_clock
+    from lib.core.settings import get_settings
+    from lib.forecast.read import SEGMENT_CSV_COLUMNS, segment_csv_rows, segment_forecasts
+    from lib.scheduling.catalogue import CatalogueError
+    from lib.segments.stored import configured_taxonomy
+
+    if args.action != "show":
+        print(f"animetop forecast {args.action}: --by goods or character is show's", file=sys.stderr)
+        return 2
+    try:
+        ip_id = parse_ip_id(args.value)
+        app_database()
+        labels = {t.id: t.ja for t in configured_taxonomy(get_settings()).types} if args.by == "goods" else {}
+        answer = segment_forecasts(ip_id, args.by, get_clock().now(), labels)
+    except (CatalogueError, LookupError) as e:
+        print(f"animetop forecast show: {e}", file=sys.stderr)
+        return 1
+    if args.format == "json":
+        print(json.dumps(answer, ensure_ascii=False, indent=2))
+        return 0
+    if args.format == "csv":
+        import csv
+
+        writer = csv.DictWriter(sys.stdout, fieldnames=SEGMENT_CSV_COLUMNS)
+        writer.writeheader()
+        writer.writerows(segment_csv_rows(answer))
+        return 0
+    what = "goods types" if args.by == "goods" else "characters"
+    print(f"IP {answer['ip_id']}: {answer['keyword']}, its {what}: sales and new listings expected over the next 7 "
+          f"days (UTC; the sums of each day's forecast), most sales first")
+    if not answer["segments"]:
+        print(f"  none of its {what} has daily rows yet")
+    for s in answer["segments"]:
+        sold, listed = s["next_days"]["outflow"], s["next_days"]["inflow"]
+        if sold is None:
+            why = next(f["why"] for f in s["forecasts"] if f["measure"] == "outflow")
+            print(f"  {s['label']:<24} no forecast of its sales ({why})")
+            continue
+        price = next(f for f in s["forecasts"] if f["measure"] == "median_price")
+        median = f"   median price ¥{price['days'][0]['mean']:,.0f} (day 1)" if price["days"] else ""
+        print(f"  {s['label']:<24} {sold:>9.1f} sold  {'' if listed is None else f'{listed:>9.1f} listed'}{median}")
     return 0
 
 
@@ -83,6 +133,9 @@ def _backtest(args) -> int:
 def _rising(args) -> int:
     from lib.forecast.breakouts import MIN_SAMPLE, rising
 
+    if args.by not in (None, "outflow", "inflow"):
+        print("animetop forecast rising: --by outflow or inflow", file=sys.stderr)
+        return 2
     app_database()
     measure = "inflow" if args.by == "inflow" else "outflow"
     rows = rising(measure, args.limit)

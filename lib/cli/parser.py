@@ -171,13 +171,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("forecast", help="an IP's next 7 days forecast from its daily rows, with 80 %% and 95 %% "
                                         "intervals")
     p.add_argument("action", choices=["show", "rising", "backtest"],
-                   help="show: the IP's stored forecast; rising: the IPs whose last closed day ran furthest above "
-                        "its forecast; backtest: every IP's stored daily rows cut at weekly origins, "
-                        "forecast and scored against what followed (MASE against the weekly seasonal naive method, "
-                        "the intervals' coverage, scaled pinball loss)")
+                   help="show: the IP's stored forecast (or its segments', --by); rising: the IPs whose last "
+                        "closed day ran furthest above its forecast; backtest: every IP's stored daily rows cut "
+                        "at weekly origins, forecast and scored against what followed (MASE against the weekly "
+                        "seasonal naive method, the intervals' coverage, scaled pinball loss)")
     p.add_argument("value", metavar="ID", nargs="?", help="show: the IP's id")
     p.add_argument("--cuts", type=int, default=4, help="backtest: weekly origins per IP (default 4)")
-    p.add_argument("--by", choices=["outflow", "inflow"], default="outflow", help="rising: sales or new listings")
+    p.add_argument("--by", choices=["outflow", "inflow", "goods", "character"],
+                   help="show: the IP's goods types' or characters' forecasts instead of its own; rising: sales "
+                        "(outflow, the default) or new listings (inflow)")
     p.add_argument("--limit", type=int, default=20, help="rising: how many IPs")
     p.add_argument("--format", choices=["table", "json", "csv"], default="table",
                    help="the output (backtest: table or json)")

@@ -57,7 +57,7 @@ def _fit(histories: Sequence[History], season: int, fitted_at: float, counts: bo
         origin = history.days[-1]
         days = tuple(_day(origin + timedelta(days=k), r, model, counts=counts) for k, r in enumerate(rows, start=1))
         out.append(Forecast(history.ip_id, history.measure, origin, len(history.days), model, fitted_at, days,
-                            fingerprint=history.fingerprint()))
+                            fingerprint=history.fingerprint(), segment=history.segment))
     return out
 
 

@@ -1,19 +1,23 @@
-"""The stored forecasts as they are shown (docs/concepts/forecasts.md): ``animetop forecast show`` and
-``/api/v1/ips/{id}/forecast``."""
+"""The stored forecasts as they are shown (docs/concepts/forecasts.md): ``animetop forecast show [--by]``,
+``/api/v1/ips/{id}/forecast`` and ``/api/v1/ips/{id}/segments/forecast``."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from lib.core.clock import naive_utc
-from lib.forecast.series import enough, histories
-from lib.forecast.values import MEASURES, DayForecast, Forecast
+from lib.forecast.series import enough, histories, segment_histories
+from lib.forecast.values import HORIZON, INFLOW, MEASURES, OUTFLOW, DayForecast, Forecast, History, Segment
 from lib.market.statistics import day_of
 from lib.segments.character_store import UnknownIp
-from models import IpForecast, IpMetadata
+from models import IpForecast, IpMetadata, SegmentForecast
 
 #: A forecast's CSV columns: a row per measure and day ahead.
 CSV_COLUMNS = ("measure", "day", "mean", "lo80", "hi80", "lo95", "hi95", "origin", "history_days", "model")
+#: The segments' forecasts' CSV columns: a row per segment, measure and day ahead.
+SEGMENT_CSV_COLUMNS = ("key", "label", *CSV_COLUMNS)
+NOT_FITTED = "not fitted yet: the next refresh after the daily rollup fits it"
 
 
 def stored(ip_id: int, now: float) -> list[Forecast]:
@@ -31,11 +35,61 @@ def stored(ip_id: int, now: float) -> list[Forecast]:
                                 first.fitted_at, tuple(DayForecast(r.day, r.mean, r.lo80, r.hi80, r.lo95, r.hi95)
                                                        for r in found)))
         else:
-            history = by_measure[measure]
-            out.append(Forecast(ip_id, measure, history.origin, len(history.days), None, None,
-                                why=enough(history) or "not fitted yet: the next refresh after the daily rollup "
-                                                        "fits it"))
+            out.append(_missing(by_measure[measure]))
     return out
+
+
+def _missing(history: History) -> Forecast:
+    """No stored forecast of this history: why."""
+    return Forecast(history.ip_id, history.measure, history.origin, len(history.days), None, None,
+                    why=enough(history) or NOT_FITTED, segment=history.segment)
+
+
+def segments_stored(ip_id: int, kind: str, now: float) -> dict[Segment, list[Forecast]]:
+    """The forecast of each measure of each of the IP's segments of ``kind`` that has a daily row in its history,
+    as stored, or why there is none (their histories as of ``now``)."""
+    rows: dict[tuple[Segment, str], list[SegmentForecast]] = {}
+    for row in (SegmentForecast.select().where((SegmentForecast.ip_id == ip_id) & (SegmentForecast.kind == kind))
+                .order_by(SegmentForecast.key, SegmentForecast.measure, SegmentForecast.day)):
+        rows.setdefault((Segment(kind, row.key), row.measure), []).append(row)
+    out: dict[Segment, list[Forecast]] = {}
+    for (_, segment), by_measure in segment_histories([ip_id], day_of(naive_utc(now)), kind=kind).items():
+        forecasts = []
+        for measure in MEASURES:
+            found = rows.get((segment, measure))
+            if found:
+                first = found[0]
+                forecasts.append(Forecast(ip_id, measure, first.origin, first.history_days, first.model,
+                                          first.fitted_at, tuple(DayForecast(r.day, r.mean, r.lo80, r.hi80, r.lo95,
+                                                                             r.hi95) for r in found),
+                                          segment=segment))
+            else:
+                forecasts.append(_missing(by_measure[measure]))
+        out[segment] = forecasts
+    return out
+
+
+def segment_forecasts(ip_id: int, kind: str, now: float,
+                      labels: Mapping[str, str]) -> dict[str, Any]:  # JSON, as the API and the command line give it
+    """The forecasts of the IP's segments of ``kind`` (``segments_stored``), each with its label (``labels`` by key,
+    else the key) and its sales and new listings expected over the next ``HORIZON`` days (the sums of the days'
+    point forecasts; None without a forecast), the most sales expected first; ``UnknownIp`` for an IP not in the
+    catalogue."""
+    ip = IpMetadata.get_or_none(IpMetadata.id == ip_id)
+    if ip is None:
+        raise UnknownIp(ip_id)
+
+    def expected(forecasts: list[Forecast], measure: str) -> float | None:
+        days = next(f.days for f in forecasts if f.measure == measure)
+        return round(sum(d.mean for d in days), 1) if days else None
+
+    found = [(segment, forecasts, expected(forecasts, OUTFLOW), expected(forecasts, INFLOW))
+             for segment, forecasts in segments_stored(ip_id, kind, now).items()]
+    found.sort(key=lambda s: (-1.0 if s[2] is None else -s[2], s[0].key))
+    segments = [{"key": segment.key, "label": labels.get(segment.key, segment.key),
+                 "next_days": {"days": HORIZON, "outflow": outflow, "inflow": inflow},
+                 "forecasts": [f.to_json() for f in forecasts]} for segment, forecasts, outflow, inflow in found]
+    return {"ip_id": ip.id, "keyword": ip.keyword, "name": ip.display_name, "by": kind, "segments": segments}
 
 
 def ip_forecast(ip_id: int, now: float) -> dict[str, Any]:  # JSON, as the API and the command line give it
@@ -53,3 +107,10 @@ def csv_rows(answer: dict[str, Any]) -> list[dict[str, Any]]:  # ip_forecast's J
              "hi80": d["interval_80"][1], "lo95": d["interval_95"][0], "hi95": d["interval_95"][1],
              "origin": f["origin"], "history_days": f["history_days"], "model": f["model"]}
             for f in answer["forecasts"] for d in f["days"]]
+
+
+def segment_csv_rows(answer: dict[str, Any]) -> list[dict[str, Any]]:  # segment_forecasts' JSON → CSV rows
+    """``segment_forecasts``' answer as flat rows (``SEGMENT_CSV_COLUMNS``), a segment's measures without a forecast
+    left out."""
+    return [{"key": s["key"], "label": s["label"], **row}
+            for s in answer["segments"] for row in csv_rows({"forecasts": s["forecasts"]})]

@@ -33,14 +33,25 @@ class DayForecast:
                 "interval_95": [round(self.lo95, 3), round(self.hi95, 3)]}
 
 
+@dataclass(frozen=True, slots=True, order=True)
+class Segment:
+    """A segment of an IP's listings (docs/concepts/measures.md "Segments"): a goods type (``kind`` goods, ``key``
+    its id) or a character (``kind`` character, ``key`` the name)."""
+
+    kind: str
+    key: str
+
+
 @dataclass(frozen=True, slots=True)
 class History:
-    """The days one measure of one IP is forecast from, oldest first (``lib.forecast.series``)."""
+    """The days one measure of one IP, or of one segment of its listings, is forecast from, oldest first
+    (``lib.forecast.series``)."""
 
     ip_id: int
     measure: str
     days: tuple[datetime, ...]
     values: tuple[float, ...]
+    segment: Segment | None = None
 
     @property
     def origin(self) -> datetime | None:
@@ -57,8 +68,8 @@ class History:
 
 @dataclass(frozen=True, slots=True)
 class Forecast:
-    """One measure of one IP, ``HORIZON`` days ahead of ``origin``; ``days`` empty with ``why`` set where the
-    history is too short."""
+    """One measure of one IP (or of one ``segment`` of its listings), ``HORIZON`` days ahead of ``origin``;
+    ``days`` empty with ``why`` set where the history is too short."""
 
     ip_id: int
     measure: str
@@ -69,6 +80,7 @@ class Forecast:
     days: tuple[DayForecast, ...] = ()
     why: str | None = None
     fingerprint: str = field(default="", compare=False)
+    segment: Segment | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"measure": self.measure, "origin": None if self.origin is None else f"{self.origin:%Y-%m-%d}",

@@ -32,6 +32,7 @@ from models import (
     ItemSnapshot,
     ListingEvent,
     ListingSegment,
+    SegmentDailyFlow,
     SegmentStatsDaily,
     StorageMark,
 )
@@ -45,6 +46,9 @@ ONE_DAY = timedelta(days=1)
 #: The storage mark set once every IP's days before it were rolled up (the first pass after an upgrade rolls up
 #: the days of hourly rows written before days were marked pending).
 BACKFILLED = "daily_backfilled_to"
+#: The storage mark set once every IP's daily rows had their segments' rows (``segment_daily_flows``): the first
+#: pass after an upgrade writes those of the days rolled up before, from what the storage still holds of them.
+SEGMENTS_BACKFILLED = "segment_days_backfilled_to"
 _VALUES = ("hours", "inflow", "outflow", "sample_count", "avg_price", "min_price", "max_price", "median_price",
            "p25_price", "p75_price")
 
@@ -112,11 +116,89 @@ def roll_up(ip_id: int, before: datetime, *, missing: bool = True) -> int:
         on_conflict_update(IpStatsDaily.insert_many(stored[start:start + 200]),
                            [IpStatsDaily.ip_id, IpStatsDaily.day],
                            preserve=[getattr(IpStatsDaily, name) for name in _VALUES]).execute()
+    if rows:
+        _write_segment_days(ip_id, set(rows))
     if pending:
         IpDayPending.delete().where((IpDayPending.ip_id == ip_id) & IpDayPending.day.in_(sorted(pending))).execute()
     if rows:
         mark_daily_changed(ip_id)
     return len(rows)
+
+
+def compute_segment_days(ip_id: int, days: set[datetime]) -> dict[tuple[str, str, datetime], dict[str, Any]]:
+    """Each segment's daily row (``segment_daily_flows``: values by kind, key and day) of the IP's ``days``: the
+    segment's listings created and sold on the day and its sold-price median, the stored events' and those a
+    pruning pass summarized (``segment_stats_daily``) together, as the segments windows count them
+    (docs/concepts/measures.md "Segments"). A segment without a listing created or sold on a day has no row."""
+    if not days:
+        return {}
+    counts: dict[tuple[str, str, datetime], tuple[list[int], list[int]]] = defaultdict(lambda: ([0, 0], []))
+    in_segment = ((ListingSegment.ip_id == ListingEvent.ip_id) & (ListingSegment.source_id == ListingEvent.source_id))
+    for kind, key, event, at, price in tuples(
+            ListingEvent.select(ListingSegment.kind, ListingSegment.key, ListingEvent.kind, ListingEvent.event_at,
+                                ListingEvent.price)
+            .join(ListingSegment, on=in_segment)
+            .where((ListingEvent.ip_id == ip_id) & (ListingEvent.event_at >= hour_start(min(days)))
+                   & (ListingEvent.event_at < hour_start(max(days) + ONE_DAY)))):
+        day = day_of(naive_utc(at))
+        if day in days:
+            flows, prices = counts[kind, key, day]
+            flows[0 if event == "created" else 1] += 1
+            if event != "created" and price is not None:
+                prices.append(price)
+    pruned: dict[tuple[str, str, datetime], tuple[int, int, str | None]] = {
+        (kind, key, day): (created or 0, sales or 0, sketch) for kind, key, day, created, sales, sketch in tuples(
+            SegmentStatsDaily.select(SegmentStatsDaily.kind, SegmentStatsDaily.key, SegmentStatsDaily.day,
+                                     SegmentStatsDaily.pruned_created, SegmentStatsDaily.pruned_sales,
+                                     SegmentStatsDaily.pruned_prices)
+            .where((SegmentStatsDaily.ip_id == ip_id) & SegmentStatsDaily.day.in_(sorted(days))))}
+    rows = {}
+    for segment in sorted(set(counts) | set(pruned)):
+        (created, sold), prices = counts[segment] if segment in counts else ([0, 0], [])
+        pruned_created, pruned_sales, sketch = pruned.get(segment, (0, 0, None))
+        median: float | None
+        if sketch:  # prices summarized: the median of the sketch with the stored ones added (its accuracy)
+            merged = Sketch.decode(summaries.PRICE_ACCURACY, sketch).update(prices)
+            samples, median = merged.count, merged.quantile(0.5)
+        else:
+            samples = len(prices)
+            median = None if not prices else float(hour_values(0, 0, prices)["median_price"])
+        if created + sold + pruned_created + pruned_sales:
+            rows[segment] = {"inflow": created + pruned_created, "outflow": sold + pruned_sales,
+                             "sample_count": samples, "median_price": median}
+    return rows
+
+
+def _backfill_segment_days(today: datetime) -> None:
+    """Once (``SEGMENTS_BACKFILLED``): the segments' daily rows of every day already rolled up, one transaction per
+    IP, each IP marked changed for its forecasts. A day whose listings are gone from the storage (past the segments'
+    summaries) gets none: the segments' histories start at an IP's first day with a segment row
+    (``lib.forecast.series``)."""
+    if StorageMark.get_or_none(StorageMark.name == SEGMENTS_BACKFILLED) is not None:
+        return
+    ips = [i for (i,) in tuples(IpStatsDaily.select(IpStatsDaily.ip_id).where(IpStatsDaily.day < today)
+                                .distinct().order_by(IpStatsDaily.ip_id))]
+    for ip_id in ips:
+        with write_transaction():
+            days = {d for (d,) in tuples(IpStatsDaily.select(IpStatsDaily.day).where(
+                (IpStatsDaily.ip_id == ip_id) & (IpStatsDaily.day < today)))}
+            _write_segment_days(ip_id, days)
+            mark_daily_changed(ip_id)
+    with write_transaction():
+        on_conflict_update(StorageMark.insert(name=SEGMENTS_BACKFILLED, value=to_timestamp(today)),
+                           [StorageMark.name], preserve=[StorageMark.value]).execute()
+    if ips:
+        logger.info("daily rollup: the segments' daily rows of %d IP(s) written", len(ips))
+
+
+def _write_segment_days(ip_id: int, days: set[datetime]) -> None:
+    """Replace the IP's segments' daily rows of ``days`` (``compute_segment_days``)."""
+    rows = [{"ip_id": ip_id, "kind": kind, "key": key, "day": day, **values}
+            for (kind, key, day), values in compute_segment_days(ip_id, days).items()]
+    SegmentDailyFlow.delete().where((SegmentDailyFlow.ip_id == ip_id)
+                                    & SegmentDailyFlow.day.in_(sorted(days))).execute()
+    for start in range(0, len(rows), 200):
+        SegmentDailyFlow.insert_many(rows[start:start + 200]).execute()
 
 
 def mark_daily_changed(ip_id: int) -> None:
@@ -132,6 +214,7 @@ def roll_up_pending(now: float) -> int:
     transaction per IP; the first pass after an upgrade also rolls up the days missing a daily row. Idempotent,
     and two passes at once are safe (``_pending``). Returns the number of days rolled up."""
     today = day_of(naive_utc(now))
+    _backfill_segment_days(today)
     backfilled = StorageMark.get_or_none(StorageMark.name == BACKFILLED)
     if backfilled is None:
         ips = [i for (i,) in tuples(IpMetadata.select(IpMetadata.id).order_by(IpMetadata.id))]

@@ -58,6 +58,7 @@ from models import (
     ListingRelist,
     ListingSegment,
     ListingSighting,
+    SegmentDailyFlow,
     SegmentStatsDaily,
     StorageMark,
 )
@@ -192,6 +193,7 @@ class PruneReport:
     search_totals: int = 0
     daily_rows: int = 0
     segment_daily_rows: int = 0
+    segment_flow_rows: int = 0
     breakouts: int = 0
 
     def as_dict(self) -> dict[str, Any]:  # the report as printed (JSON) and logged
@@ -243,6 +245,7 @@ def prune(settings: Settings, now: float, *, dry_run: bool = False) -> PruneRepo
         report.daily_rows = IpStatsDaily.select().where(IpStatsDaily.day < oldest).count()
         report.segment_daily_rows = SegmentStatsDaily.select().where(
             SegmentStatsDaily.day < naive_utc(oldest_segment)).count()
+        report.segment_flow_rows = SegmentDailyFlow.select().where(SegmentDailyFlow.day < oldest).count()
         report.breakouts = IpBreakout.select().where(IpBreakout.day < oldest).count()
     else:
         with write_transaction():
@@ -250,7 +253,8 @@ def prune(settings: Settings, now: float, *, dry_run: bool = False) -> PruneRepo
         report.daily_rows = IpStatsDaily.delete().where(IpStatsDaily.day < oldest).execute()
         report.segment_daily_rows = SegmentStatsDaily.delete().where(
             SegmentStatsDaily.day < naive_utc(oldest_segment)).execute()
-        # the breakouts found on the days (lib.forecast.breakouts) go with the days' rows
+        # the segments' daily rows and the breakouts found on the days (lib.forecast.breakouts) go with the days' rows
+        report.segment_flow_rows = SegmentDailyFlow.delete().where(SegmentDailyFlow.day < oldest).execute()
         report.breakouts = IpBreakout.delete().where(IpBreakout.day < oldest).execute()
     logger.info("storage pruned to %s UTC%s: %s", f"{naive_utc(limit):%Y-%m-%d}", " (dry run)" if dry_run else "",
                 report.as_dict())

@@ -29,6 +29,7 @@ from lib.market.read_side import COMMON_WINDOWS, SEGMENT_COLUMNS, ReadSide, segm
 from lib.market.retention import max_segment_hours, max_window_hours
 from lib.market.windows import HEAT_NEEDS, NEEDS
 from lib.messaging.dead_letters import DeadLetters, NotRequeueable
+from lib.segments.stored import configured_taxonomy
 from lib.web import schemas
 from lib.web.auth import CSRF_HEADER, SESSION_COOKIE, SESSION_SECONDS, OperatorAuth, operator_session, operator_token
 from lib.web.openapi import bounded_by
@@ -202,6 +203,21 @@ def ip_forecast(ip_id: IpId, ctx: WebContext = Depends(context), format: Literal
     result = forecasts.ip_forecast(ip_id, ctx.read_side.clock.now())
     if format == "csv":
         return _csv(forecasts.csv_rows(result), list(forecasts.CSV_COLUMNS), f"animetop-ip-{ip_id}-forecast.csv")
+    return result
+
+
+@router.get("/ips/{ip_id}/segments/forecast", response_model=schemas.IpSegmentForecasts,
+            responses={**CSV, **problems(404)})
+def ip_segment_forecasts(ip_id: IpId, ctx: WebContext = Depends(context),
+                         by: Literal["goods", "character"] = Query("goods", description="goods types or characters"),
+                         format: Literal["json", "csv"] = "json") -> Any:
+    """The next 7 days of each of the IP's goods types (or characters): new listings, sales and sold-price median,
+    each with 80 % and 95 % intervals, forecast from the segment's daily rows (docs/concepts/forecasts.md)."""
+    labels = {t.id: t.ja for t in configured_taxonomy(ctx.settings).types} if by == "goods" else {}
+    result = forecasts.segment_forecasts(ip_id, by, ctx.read_side.clock.now(), labels)
+    if format == "csv":
+        return _csv(forecasts.segment_csv_rows(result), list(forecasts.SEGMENT_CSV_COLUMNS),
+                    f"animetop-ip-{ip_id}-{by}-forecast.csv")
     return result
 
 

@@ -172,6 +172,30 @@ class IpForecast(BaseModel):
                                                          "(docs: concepts/forecasts)")
 
 
+class NextDays(BaseModel):
+    days: int = Field(description="how many days ahead (7)")
+    outflow: float | None = Field(description="sales expected over those days: the sum of each day's point "
+                                               "forecast (null: no forecast)")
+    inflow: float | None = Field(description="new listings expected likewise")
+
+
+class SegmentForecast(BaseModel):
+    key: str = Field(description="the goods type's id or the character's name")
+    label: str = Field(description="the goods type's display name (a character: its name)")
+    next_days: NextDays
+    forecasts: list[MeasureForecast] = Field(description="inflow, outflow and the sold-price median of the segment's "
+                                                         "listings")
+
+
+class IpSegmentForecasts(BaseModel):
+    ip_id: int
+    keyword: str
+    name: str
+    by: Literal["goods", "character"]
+    segments: list[SegmentForecast] = Field(description="each segment with a daily row in the history, the most "
+                                                        "sales expected first (docs: concepts/forecasts)")
+
+
 class RisingRow(BaseModel):
     rank: int
     ip_id: int

@@ -66,3 +66,35 @@ def test_the_ip_page_draws_the_forecast_inside_its_bands(db, settings, broker, c
     assert note.startswith("AutoETS fitted on 28 days up to ") and "80 %" in note and "95 %" in note
     assert label.startswith("Sold per day, and the next 7 days forecast (UTC)")
     assert why == "No forecast yet: needs 14 tracked days in a row (at least 12 h each); has 4."
+
+
+@pytest.mark.slow  # Chromium
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_the_ip_page_gives_each_segments_sales_expected_next_week(db, settings, broker, chromium):
+    from lib.forecast.read import segment_forecasts
+
+    from .test_segments import wall_clock_market
+
+    now, _ = wall_clock_market(7)
+    expected = {s["key"]: s["next_days"]["outflow"] for s in segment_forecasts(7, "goods", now, {})["segments"]}
+    server, _ = start_dashboard(settings, broker, None, FrozenClock(now))
+
+    async def go():
+        browser = await launch(chromium)
+        try:
+            page = await new_page(browser)
+            await page.open(f"{server.url}/ip/7")
+            await page.wait("() => document.body.dataset.ready === '1'")
+            cells = await page.js("() => Object.fromEntries([...document.querySelectorAll('#segments tr[data-key]')]"
+                                  ".map(r => [r.dataset.key, r.querySelector('td.next-week').textContent]))")
+            return cells, page.errors
+        finally:
+            await browser.close()
+
+    try:
+        cells, errors = asyncio.run(go())
+    finally:
+        server.stop()
+    assert errors == []
+    assert set(cells) == {"plush", "can_badge"}
+    assert cells == {key: f"{outflow:,.2f}" for key, outflow in expected.items()}

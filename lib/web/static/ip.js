@@ -132,13 +132,26 @@
     }));
   }
 
+  // A segment's sales expected over the next 7 days (docs/concepts/forecasts.md, "Segments"), or why there is no
+  // forecast of them.
+  function expectedSales(segment) {
+    if (!segment) return el("span", {class: "insufficient", title: "no daily row of this segment yet"}, "no forecast");
+    if (segment.next_days.outflow === null) {
+      const outflow = segment.forecasts.find(f => f.measure === "outflow");
+      return el("span", {class: "insufficient", title: outflow.why || ""}, "no forecast");
+    }
+    return value(segment.next_days.outflow, "");
+  }
+
   // The IP's segments (goods types or characters): a row each, the median sold price's 95 % interval drawn as a
   // small multiple on one price scale for every row, so the segments' prices compare at a glance.
   async function loadSegments(hours, by) {
     const h = Math.min(Number(hours), siteInfo.max_segment_hours);
     const note = document.getElementById("segments-note");
     document.getElementById("segments-csv").href = `/api/v1/ips/${ipId}/segments?hours=${h}&by=${by}&format=csv`;
-    const d = await api(`/api/v1/ips/${ipId}/segments?hours=${h}&by=${by}`);
+    const [d, ahead] = await Promise.all([api(`/api/v1/ips/${ipId}/segments?hours=${h}&by=${by}`),
+                                          api(`/api/v1/ips/${ipId}/segments/forecast?by=${by}`)]);
+    const next = new Map(ahead.segments.map(s => [s.key, s]));
     note.textContent = `Listings of the last ${windowLabel(h)} by ${by === "goods" ? "goods type" : "character"} ` +
       "(a listing in several counts in each)" + (h < Number(hours) ? `; segments reach back ${windowLabel(h)} at most.` : ".");
     const prices = d.segments.map(s => s.measures.median_price);
@@ -150,8 +163,9 @@
         el("td", {class: "num"}, value(m.outflow.value, "")), el("td", {class: "num"}, value(m.inflow.value, "")),
         el("td", {class: "num"}, measure(m.median_price, "¥")), el("td", {}, Charts.whisker(m.median_price, "¥", x)),
         el("td", {class: "num"}, measure(m.sell_through, "%")),
-        el("td", {class: "num"}, measure(m.time_to_sell_hours.median, "hours")));
-    }) : [el("tr", {}, el("td", {colspan: 7, class: "muted"}, by === "goods"
+        el("td", {class: "num"}, measure(m.time_to_sell_hours.median, "hours")),
+        el("td", {class: "num next-week"}, expectedSales(next.get(s.key))));
+    }) : [el("tr", {}, el("td", {colspan: 8, class: "muted"}, by === "goods"
       ? "No listing was created or sold in this window."
       : "No listing names a character of this IP in this window (characters are matched from its list: animetop ip characters)."))]));
   }
