@@ -5,7 +5,15 @@ from .character import IpCharacter
 from .collect import CollectedRow, CollectionTask
 from .crawl import CrawlSearchTotal
 from .execution_state import JobExecutionState
-from .forecast import IpBreakout, IpDailyChanged, IpForecast, IpForecastCheck, SegmentForecast
+from .forecast import (
+    IpBreakout,
+    IpDailyChanged,
+    IpForecast,
+    IpForecastCheck,
+    SegmentBreakout,
+    SegmentForecast,
+    SegmentForecastCheck,
+)
 from .ip import IpMetadata
 from .market import (
                      AlertDelivery,
@@ -28,10 +36,12 @@ ALL_MODELS: list[type[BaseModel]] = [
     CollectionTask, CollectedRow, AlertDelivery, CrawlSearchTotal, ListingSighting, ListingEvent, ListingRelist,
     IpStatsDaily, IpDayPending, StorageMark, IpWindowMeasures, IpWindowPending, IpCharacter, ListingSegment,
     SegmentStatsDaily, IpForecast, IpDailyChanged, IpForecastCheck, IpBreakout, SegmentDailyFlow, SegmentForecast,
+    SegmentForecastCheck, SegmentBreakout,
 ]
 
 __all__ = ["ALL_MODELS", "AlertDelivery", "AppliedResult", "BaseModel", "CollectedRow", "CollectionTask", "Content",
            "CrawlSearchTotal", "IpAlert", "IpBreakout", "IpCharacter", "IpDailyChanged", "IpDayPending",
            "IpForecast", "IpForecastCheck", "IpMetadata", "IpStatsDaily", "IpStatsHourly", "IpWindowMeasures",
            "IpWindowPending", "ItemSnapshot", "JobExecutionState", "ListingEvent", "ListingRelist", "ListingSegment",
-           "ListingSighting", "SegmentDailyFlow", "SegmentForecast", "SegmentStatsDaily", "StorageMark", "Title"]
+           "ListingSighting", "SegmentBreakout", "SegmentDailyFlow", "SegmentForecast", "SegmentForecastCheck",
+           "SegmentStatsDaily", "StorageMark", "Title"]

@@ -66,11 +66,11 @@ class IpDailyChanged(BaseModel):
         table_name = "ip_daily_changed"
 
 
-class IpForecastCheck(BaseModel):
-    """The last closed day of one IP's measure held against the forecast made for it the day before
-    (``lib.forecast.breakouts``): the rising board ranks these."""
+class ForecastCheck(BaseModel):
+    """The last closed day of one series' flow held against the forecast made for it the day before
+    (``lib.forecast.breakouts``): the rising board ranks these. The columns ``ip_forecast_checks`` and
+    ``segment_forecast_checks`` share; a base of models, no table of its own."""
 
-    ip_id = peewee.IntegerField()
     measure = peewee.CharField(max_length=16)
     day = peewee.DateTimeField()  # naive UTC midnight
     value = peewee.DoubleField()  # the day's flow, scaled to the whole day (lib.forecast.series)
@@ -79,19 +79,38 @@ class IpForecastCheck(BaseModel):
     hi95 = peewee.DoubleField()
     score = peewee.DoubleField()  # how far above the forecast: (value - mean) / (hi95 - mean); above 1 breaks out
 
+
+class IpForecastCheck(ForecastCheck):
+    """An IP's flow's last closed day against its forecast (``ForecastCheck``)."""
+
+    ip_id = peewee.IntegerField()
+
     class Meta:
         table_name = "ip_forecast_checks"
         primary_key = peewee.CompositeKey("ip_id", "measure")
         indexes = ((("measure", "day", "score"), False),)
 
 
-class IpBreakout(BaseModel):
-    """A closed day whose flow left the 95 % interval of the forecast made for it the day before
-    (``lib.forecast.breakouts``)."""
-
-    id = peewee.AutoField()  # peewee's implicit key, declared for the type checker
+class SegmentForecastCheck(ForecastCheck):
+    """A segment's flow's last closed day against its forecast (``ForecastCheck``)."""
 
     ip_id = peewee.IntegerField()
+    kind = CodeField(("goods", "character"))
+    key = ExactCharField(max_length=SEGMENT_KEY_MAX_LENGTH)
+
+    class Meta:
+        table_name = "segment_forecast_checks"
+        model_metadata_class = NaturalKeyMetadata
+        primary_key = peewee.CompositeKey("ip_id", "kind", "key", "measure")
+        without_rowid = True
+        indexes = ((("kind", "measure", "day", "score"), False),)
+
+
+class Breakout(BaseModel):
+    """A closed day whose flow left the 95 % interval of the forecast made for it the day before
+    (``lib.forecast.breakouts``). The columns ``ip_breakouts`` and ``segment_breakouts`` share; a base of models, no
+    table of its own."""
+
     measure = peewee.CharField(max_length=16)
     day = peewee.DateTimeField()  # naive UTC midnight
     direction = peewee.CharField(max_length=4)  # up or down
@@ -101,6 +120,29 @@ class IpBreakout(BaseModel):
     hi95 = peewee.DoubleField()
     found_at = peewee.DoubleField()  # Unix seconds
 
+
+class IpBreakout(Breakout):
+    """An IP's breakout (``Breakout``)."""
+
+    id = peewee.AutoField()  # peewee's implicit key, declared for the type checker
+
+    ip_id = peewee.IntegerField()
+
     class Meta:
         table_name = "ip_breakouts"
         indexes = ((("ip_id", "measure", "day"), True), (("day",), False))
+
+
+class SegmentBreakout(Breakout):
+    """A segment's breakout (``Breakout``)."""
+
+    ip_id = peewee.IntegerField()
+    kind = CodeField(("goods", "character"))
+    key = ExactCharField(max_length=SEGMENT_KEY_MAX_LENGTH)
+
+    class Meta:
+        table_name = "segment_breakouts"
+        model_metadata_class = NaturalKeyMetadata
+        primary_key = peewee.CompositeKey("ip_id", "kind", "key", "measure", "day")
+        without_rowid = True
+        indexes = ((("day",), False),)

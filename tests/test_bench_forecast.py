@@ -49,7 +49,7 @@ def test_bench_forecast_prints_its_tables():
 
 
 def test_bench_forecast_refresh_refits_what_changed_only():
-    done = subprocess.run([sys.executable, "-m", "bench", "forecast_refresh", "--ips", "10"], cwd=ROOT,
+    done = subprocess.run([sys.executable, "-m", "bench", "forecast_refresh", "--ips", "10", "--goods", "3"], cwd=ROOT,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     closes, floor, late = [line for line in done.stdout.splitlines() if line.startswith("  a") or
@@ -59,3 +59,5 @@ def test_bench_forecast_refresh_refits_what_changed_only():
     assert f"0 series refit, {refit} unchanged" in floor
     assert late.split(": ")[1].startswith("1 IPs marked, 1 series refit")
     assert done.stdout.count("rows not finite: 0)") == 1
+    segments = int(done.stdout.split("segment series fitted: ")[1].split(" of 90")[0])
+    assert 20 <= segments <= 90 and refit >= 20 + segments

@@ -138,26 +138,30 @@ def _rising(args) -> int:
         return 2
     app_database()
     measure = "inflow" if args.by == "inflow" else "outflow"
-    rows = rising(measure, args.limit)
+    rows = rising(measure, args.limit, args.of)
     if args.format == "json":
-        print(json.dumps({"measure": measure, "rows": rows}, ensure_ascii=False, indent=2))
+        print(json.dumps({"measure": measure, "of": args.of, "rows": rows}, ensure_ascii=False, indent=2))
         return 0
     if args.format == "csv":
         import csv
 
         writer = csv.writer(sys.stdout)
-        writer.writerow(["rank", "ip_id", "keyword", "day", "value", "expected", "lo95", "hi95", "score", "breakout"])
-        writer.writerows([r["rank"], r["ip_id"], r["keyword"], r["day"], r["value"], r["expected"], *r["interval_95"],
-                          r["score"], r["breakout"]] for r in rows)
+        writer.writerow(["rank", "ip_id", "keyword", "kind", "key", "day", "value", "expected", "lo95", "hi95", "score",
+                         "breakout"])
+        writer.writerows([r["rank"], r["ip_id"], r["keyword"], *(r["segment"] or {"kind": "", "key": ""}).values(),
+                          r["day"], r["value"], r["expected"], *r["interval_95"], r["score"], r["breakout"]]
+                         for r in rows)
         return 0
     what = "sales" if measure == "outflow" else "new listings"
+    ranked = {"ips": "IP", "goods": "goods type", "character": "character"}[args.of]
     if not rows:
-        print(f"no IP has a closed day checked against its forecast yet (or none with {MIN_SAMPLE}+ {what})")
+        print(f"no {ranked} has a closed day checked against its forecast yet (or none with {MIN_SAMPLE}+ {what})")
         return 0
     print(f"Rising: {what} of the last closed day ({rows[0]['day']}, UTC) against the forecast made the day before; "
           f"score: how far above it, in units of the 95 % interval's upper half (above 1: a breakout)")
     for r in rows:
         lo, hi = r["interval_95"]
-        print(f"  {r['rank']:>3}. {r['name']:<24} {r['value']:>9.0f}  expected {r['expected']:>8.1f} "
+        name = r["name"] if r["segment"] is None else f"{r['name']} / {r['segment']['key']}"
+        print(f"  {r['rank']:>3}. {name:<24} {r['value']:>9.0f}  expected {r['expected']:>8.1f} "
               f"({lo:.0f}-{hi:.0f})  score {r['score']:>6.2f}{'  BREAKOUT' if r['breakout'] else ''}")
     return 0

@@ -180,7 +180,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--by", choices=["outflow", "inflow", "goods", "character"],
                    help="show: the IP's goods types' or characters' forecasts instead of its own; rising: sales "
                         "(outflow, the default) or new listings (inflow)")
-    p.add_argument("--limit", type=int, default=20, help="rising: how many IPs")
+    p.add_argument("--of", choices=["ips", "goods", "character"], default="ips",
+                   help="rising: rank the IPs (default), or their goods types or characters")
+    p.add_argument("--limit", type=int, default=20, help="rising: how many rows")
     p.add_argument("--format", choices=["table", "json", "csv"], default="table",
                    help="the output (backtest: table or json)")
 

@@ -1,12 +1,15 @@
 """Breakouts and the rising board (docs/concepts/forecasts.md, "Breakouts").
 
-When a day closes, each IP's flows of that day are held against the forecast made for it the day before (the
-stored forecast, before the refit replaces it). A day whose flow leaves that forecast's 95 % interval, upward or
-downward, is a breakout, when the day's flow (upward) or its forecast (downward) is at least ``MIN_SAMPLE``: below
-that, a day's count is too small to tell a burst from chance. A breakout is kept (``ip_breakouts``) and raises an
-alert (rule ``outflow_breakout`` or ``inflow_breakout``), at most one per IP, rule and day, delivered as the other
-alerts are. The last closed day's check of each IP and flow is kept (``ip_forecast_checks``): the rising board
-ranks IPs by how far above their forecast they ran, in units of the interval's upper half: above 1, out of it.
+When a day closes, each IP's flows of that day, and each of its segments', are held against the forecast made for
+it the day before (the stored forecast, before the refit replaces it). A day whose flow leaves that forecast's 95 %
+interval, upward or downward, is a breakout, when the day's flow (upward) or its forecast (downward) is at least
+``MIN_SAMPLE``: below that, a day's count is too small to tell a burst from chance. A breakout is kept
+(``ip_breakouts``, ``segment_breakouts``) and raises an alert: rule ``outflow_breakout`` or ``inflow_breakout`` for
+the IP's own flows, ``segment_breakout`` for its segments' (one alert naming every segment of the IP that broke out
+that day), at most one per IP, rule and day, delivered as the other alerts are. The last closed day's check of each
+series' flow is kept (``ip_forecast_checks``, ``segment_forecast_checks``): the rising board ranks IPs, or the IPs'
+goods types or characters, by how far above their forecast they ran, in units of the interval's upper half: above
+1, out of it.
 """
 
 from __future__ import annotations
@@ -18,9 +21,9 @@ from typing import Any
 
 from lib.core.clock import naive_utc
 from lib.core.db import insert_rows, on_conflict_update
-from lib.forecast.values import INFLOW, OUTFLOW, DayForecast, History
+from lib.forecast.values import INFLOW, OUTFLOW, DayForecast, History, Segment
 from lib.market.statistics import AlertFinding, record_alerts, tuples
-from models import IpBreakout, IpForecastCheck, IpMetadata
+from models import IpBreakout, IpForecastCheck, IpMetadata, SegmentBreakout, SegmentForecastCheck
 
 #: A day's flow (upward) or its forecast (downward) a breakout needs.
 MIN_SAMPLE = 10
@@ -28,17 +31,22 @@ UP, DOWN = "up", "down"
 #: The flows checked.
 CHECKED = (OUTFLOW, INFLOW)
 RULES = {OUTFLOW: "outflow_breakout", INFLOW: "inflow_breakout"}
+SEGMENT_RULE = "segment_breakout"
+#: What the rising board ranks: the IPs, or their segments of a kind.
+IPS = "ips"
 
 
 @dataclass(frozen=True, slots=True)
 class Check:
-    """One closed day of one IP's flow against the forecast made for it the day before."""
+    """One closed day of one IP's flow (or one ``segment``'s of its listings) against the forecast made for it the
+    day before."""
 
     ip_id: int
     measure: str
     day: datetime
     value: float
     forecast: DayForecast
+    segment: Segment | None = None
 
     @property
     def score(self) -> float:
@@ -61,61 +69,111 @@ class Check:
 def checks(history: History, made: Sequence[DayForecast]) -> list[Check]:
     """The days of ``history`` that the forecast ``made`` (stored before this refit) covered, each held against it."""
     by_day = {d.day: d for d in made}
-    return [Check(history.ip_id, history.measure, day, value, by_day[day])
+    return [Check(history.ip_id, history.measure, day, value, by_day[day], history.segment)
             for day, value in zip(history.days, history.values, strict=True) if day in by_day]
 
 
 def record(found: Sequence[Check], now: float) -> list[int]:
-    """Keep each IP and flow's last check, the breakouts among them and their alerts (in the caller's transaction);
+    """Keep each series' last check, the breakouts among them and their alerts (in the caller's transaction);
     returns the new alerts' ids."""
-    latest: dict[tuple[int, str], Check] = {}
+    latest: dict[tuple[int, Segment | None, str], Check] = {}
     for c in found:
-        if (c.ip_id, c.measure) not in latest or c.day > latest[(c.ip_id, c.measure)].day:
-            latest[(c.ip_id, c.measure)] = c
+        key = (c.ip_id, c.segment, c.measure)
+        if key not in latest or c.day > latest[key].day:
+            latest[key] = c
     for c in latest.values():
-        on_conflict_update(IpForecastCheck.insert(
-            ip_id=c.ip_id, measure=c.measure, day=c.day, value=c.value, mean=c.forecast.mean, lo95=c.forecast.lo95,
-            hi95=c.forecast.hi95, score=_finite(c.score)), [IpForecastCheck.ip_id, IpForecastCheck.measure],
-            preserve=[IpForecastCheck.day, IpForecastCheck.value, IpForecastCheck.mean, IpForecastCheck.lo95,
-                      IpForecastCheck.hi95, IpForecastCheck.score]).execute()
+        _keep_check(c)
     broke = [c for c in found if c.direction is not None]
-    insert_rows(IpBreakout, [{"ip_id": c.ip_id, "measure": c.measure, "day": c.day, "direction": c.direction,
-                              "value": c.value, "mean": c.forecast.mean, "lo95": c.forecast.lo95,
-                              "hi95": c.forecast.hi95, "found_at": now} for c in broke], conflict="ignore")
+    insert_rows(IpBreakout, [_breakout(c, now) for c in broke if c.segment is None], conflict="ignore")
+    insert_rows(SegmentBreakout, [{**_breakout(c, now), "kind": c.segment.kind, "key": c.segment.key}
+                                  for c in broke if c.segment is not None], conflict="ignore")
     alerts: list[int] = []
     for c in broke:
-        what = "sales" if c.measure == OUTFLOW else "new listings"
+        if c.segment is None:
+            finding = AlertFinding(RULES[c.measure], c.value, _threshold(c), _said(c), _details(c))
+            alerts += [a.id for a in record_alerts(c.ip_id, c.day, [finding], naive_utc(now))]
+    by_ip_day: dict[tuple[int, datetime], list[Check]] = {}
+    for c in broke:
+        if c.segment is not None:
+            by_ip_day.setdefault((c.ip_id, c.day), []).append(c)
+    for (ip_id, day), checks_ in sorted(by_ip_day.items()):
+        checks_.sort(key=lambda c: (-_finite(c.score), c.segment, c.measure))
+        first = checks_[0]
+        assert first.segment is not None
         finding = AlertFinding(
-            RULES[c.measure], c.value, c.forecast.hi95 if c.direction == UP else c.forecast.lo95,
-            f"{what} on {c.day:%Y-%m-%d}: {c.value:.0f}, {'above' if c.direction == UP else 'below'} the forecast's "
-            f"95 % interval {c.forecast.lo95:.0f}-{c.forecast.hi95:.0f} (expected {c.forecast.mean:.0f})",
-            {"direction": c.direction, "day": f"{c.day:%Y-%m-%d}", "expected": round(c.forecast.mean, 3),
-             "interval_95": [round(c.forecast.lo95, 3), round(c.forecast.hi95, 3)]})
-        alerts += [a.id for a in record_alerts(c.ip_id, c.day, [finding], naive_utc(now))]
+            SEGMENT_RULE, first.value, _threshold(first),
+            "; ".join(f"{c.segment.kind} {c.segment.key}: {_said(c)}" for c in checks_ if c.segment is not None),
+            {"day": f"{day:%Y-%m-%d}", "segments": [{"kind": c.segment.kind, "key": c.segment.key,
+                                                     "measure": c.measure, "value": round(c.value, 3),
+                                                     **_details(c)} for c in checks_ if c.segment is not None]})
+        alerts += [a.id for a in record_alerts(ip_id, day, [finding], naive_utc(now))]
     return alerts
+
+
+def _keep_check(c: Check) -> None:
+    values = {"day": c.day, "value": c.value, "mean": c.forecast.mean, "lo95": c.forecast.lo95,
+              "hi95": c.forecast.hi95, "score": _finite(c.score)}
+    if c.segment is None:
+        on_conflict_update(IpForecastCheck.insert(ip_id=c.ip_id, measure=c.measure, **values),
+                           [IpForecastCheck.ip_id, IpForecastCheck.measure],
+                           preserve=[getattr(IpForecastCheck, name) for name in values]).execute()
+    else:
+        on_conflict_update(SegmentForecastCheck.insert(ip_id=c.ip_id, kind=c.segment.kind, key=c.segment.key,
+                                                       measure=c.measure, **values),
+                           [SegmentForecastCheck.ip_id, SegmentForecastCheck.kind, SegmentForecastCheck.key,
+                            SegmentForecastCheck.measure],
+                           preserve=[getattr(SegmentForecastCheck, name) for name in values]).execute()
+
+
+def _breakout(c: Check, now: float) -> dict[str, Any]:  # a breakout's row: column → value
+    return {"ip_id": c.ip_id, "measure": c.measure, "day": c.day, "direction": c.direction, "value": c.value,
+            "mean": c.forecast.mean, "lo95": c.forecast.lo95, "hi95": c.forecast.hi95, "found_at": now}
+
+
+def _threshold(c: Check) -> float:
+    return c.forecast.hi95 if c.direction == UP else c.forecast.lo95
+
+
+def _said(c: Check) -> str:
+    what = "sales" if c.measure == OUTFLOW else "new listings"
+    return (f"{what} on {c.day:%Y-%m-%d}: {c.value:.0f}, {'above' if c.direction == UP else 'below'} the forecast's "
+            f"95 % interval {c.forecast.lo95:.0f}-{c.forecast.hi95:.0f} (expected {c.forecast.mean:.0f})")
+
+
+def _details(c: Check) -> dict[str, Any]:  # the alert's details (JSON)
+    return {"direction": c.direction, "day": f"{c.day:%Y-%m-%d}", "expected": round(c.forecast.mean, 3),
+            "interval_95": [round(c.forecast.lo95, 3), round(c.forecast.hi95, 3)]}
 
 
 def _finite(score: float) -> float:
     return max(-1e9, min(1e9, score))
 
 
-def rising(measure: str = OUTFLOW, limit: int | None = 20) -> list[dict[str, Any]]:  # rows as JSON
-    """The IPs whose last closed day of ``measure`` ran furthest above its forecast, on the latest day any IP was
-    checked, with at least ``MIN_SAMPLE`` that day or expected; most above first."""
-    latest = IpForecastCheck.select(IpForecastCheck.day).where(IpForecastCheck.measure == measure) \
-        .order_by(IpForecastCheck.day.desc()).limit(1).scalar()
+def rising(measure: str = OUTFLOW, limit: int | None = 20, of: str = IPS) -> list[dict[str, Any]]:  # rows as JSON
+    """The IPs (``of`` ``IPS``), or the IPs' segments of a kind (``of`` goods or character), whose last closed day of
+    ``measure`` ran furthest above its forecast, on the latest day any of them was checked, with at least
+    ``MIN_SAMPLE`` that day or expected; most above first."""
+    table: Any = IpForecastCheck if of == IPS else SegmentForecastCheck
+    scope = table.measure == measure if of == IPS else (table.measure == measure) & (table.kind == of)
+    latest = table.select(table.day).where(scope).order_by(table.day.desc()).limit(1).scalar()
     if latest is None:
         return []
-    query = (IpForecastCheck.select(IpForecastCheck.ip_id, IpMetadata.keyword, IpMetadata.display_name,
-                                    IpForecastCheck.day, IpForecastCheck.value, IpForecastCheck.mean,
-                                    IpForecastCheck.lo95, IpForecastCheck.hi95, IpForecastCheck.score)
-             .join(IpMetadata, on=(IpMetadata.id == IpForecastCheck.ip_id))
-             .where((IpForecastCheck.measure == measure) & (IpForecastCheck.day == latest)
-                    & ((IpForecastCheck.value >= MIN_SAMPLE) | (IpForecastCheck.mean >= MIN_SAMPLE)))
-             .order_by(IpForecastCheck.score.desc(), IpForecastCheck.ip_id))
+    segment = [table.kind, table.key] if of != IPS else []
+    query = (table.select(table.ip_id, IpMetadata.keyword, IpMetadata.display_name, *segment, table.day, table.value,
+                          table.mean, table.lo95, table.hi95, table.score)
+             .join(IpMetadata, on=(IpMetadata.id == table.ip_id))
+             .where(scope & (table.day == latest) & ((table.value >= MIN_SAMPLE) | (table.mean >= MIN_SAMPLE)))
+             .order_by(table.score.desc(), table.ip_id, *segment))
     if limit is not None:
         query = query.limit(limit)
-    return [{"rank": rank, "ip_id": ip_id, "keyword": keyword, "name": name, "day": f"{day:%Y-%m-%d}",
-             "value": round(value, 3), "expected": round(mean, 3), "interval_95": [round(lo, 3), round(hi, 3)],
-             "score": round(score, 3), "breakout": value > hi and value >= MIN_SAMPLE}
-            for rank, (ip_id, keyword, name, day, value, mean, lo, hi, score) in enumerate(tuples(query), start=1)]
+    rows = []
+    for rank, row in enumerate(tuples(query), start=1):
+        ip_id, keyword, name = row[:3]
+        kind, key = row[3:5] if of != IPS else (None, None)
+        day, value, mean, lo, hi, score = row[-6:]
+        rows.append({"rank": rank, "ip_id": ip_id, "keyword": keyword, "name": name,
+                     "segment": None if kind is None else {"kind": kind, "key": key},
+                     "day": f"{day:%Y-%m-%d}", "value": round(value, 3), "expected": round(mean, 3),
+                     "interval_95": [round(lo, 3), round(hi, 3)], "score": round(score, 3),
+                     "breakout": value > hi and value >= MIN_SAMPLE})
+    return rows

@@ -3,8 +3,8 @@
 The daily rollup marks each IP whose daily rows it wrote (``IpDailyChanged``, in its own transaction); a refresh
 takes the marked IPs a batch at a time, reads their histories and their segments' (``series``), refits each series
 whose history changed since its stored forecast (``History.fingerprint``) and replaces that series' rows, then drops
-the marks it read. Before an IP's flow forecast is replaced, the days it covered that have closed are held against
-it (``breakouts``). So its cost follows the IPs whose days changed, not the IPs there are, and a history that did
+the marks it read. Before a flow's forecast is replaced, the days it covered that have closed are held against it
+(``breakouts``). So its cost follows the IPs whose days changed, not the IPs there are, and a history that did
 not change is not refit.
 """
 
@@ -74,8 +74,8 @@ def refresh(now: float, max_batches: int | None = None) -> Refreshed:
         present = {(h.ip_id, h.segment, h.measure) for h in series}
         dropped += [key for key in stored if key[1] is not None and key not in present]
         made = fit.forecast(wanted, now)
-        found = [c for h in wanted if h.segment is None and (h.ip_id, h.measure) in made_before
-                 for c in breakouts.checks(h, made_before[(h.ip_id, h.measure)])]
+        found = [c for h in wanted if (h.ip_id, h.segment, h.measure) in made_before
+                 for c in breakouts.checks(h, made_before[h.ip_id, h.segment, h.measure])]
         with write_transaction():
             alerts += breakouts.record(found, now)
             for key in dropped + [(f.ip_id, f.segment, f.measure) for f in made]:
@@ -109,11 +109,11 @@ def _delete(key: SeriesKey) -> None:
                                        & (SegmentForecast.measure == measure)).execute()
 
 
-def _stored(ip_ids: Sequence[int]) -> tuple[dict[SeriesKey, str], dict[tuple[int, str], list[DayForecast]]]:
+def _stored(ip_ids: Sequence[int]) -> tuple[dict[SeriesKey, str], dict[SeriesKey, list[DayForecast]]]:
     """In one read of each table of stored forecasts: the history each series was fitted on (its fingerprint), and
-    by (IP, measure) the days ahead of the IPs' checked flows (``breakouts.CHECKED``)."""
+    the days ahead of the checked flows (``breakouts.CHECKED``)."""
     fingerprints: dict[SeriesKey, str] = {}
-    flows: dict[tuple[int, str], list[DayForecast]] = {}
+    flows: dict[SeriesKey, list[DayForecast]] = {}
     for start in range(0, len(ip_ids), BATCH):
         chunk = ParameterList(list(ip_ids[start:start + BATCH]))
         for ip_id, measure, fingerprint, day, mean, lo80, hi80, lo95, hi95 in tuples(
@@ -122,10 +122,16 @@ def _stored(ip_ids: Sequence[int]) -> tuple[dict[SeriesKey, str], dict[tuple[int
                 .where(IpForecast.ip_id.in_(chunk))):
             fingerprints[(ip_id, None, measure)] = fingerprint
             if measure in breakouts.CHECKED:
-                flows.setdefault((ip_id, measure), []).append(DayForecast(day, mean, lo80, hi80, lo95, hi95))
-        for ip_id, kind, key, measure, fingerprint in tuples(
+                flows.setdefault((ip_id, None, measure), []).append(DayForecast(day, mean, lo80, hi80, lo95, hi95))
+        for ip_id, kind, key, measure, fingerprint, day, mean, lo80, hi80, lo95, hi95 in tuples(
                 SegmentForecast.select(SegmentForecast.ip_id, SegmentForecast.kind, SegmentForecast.key,
-                                       SegmentForecast.measure, SegmentForecast.fingerprint)
-                .where(SegmentForecast.ip_id.in_(chunk)).distinct()):
-            fingerprints[(ip_id, Segment(kind, key), measure)] = fingerprint
+                                       SegmentForecast.measure, SegmentForecast.fingerprint, SegmentForecast.day,
+                                       SegmentForecast.mean, SegmentForecast.lo80, SegmentForecast.hi80,
+                                       SegmentForecast.lo95, SegmentForecast.hi95)
+                .where(SegmentForecast.ip_id.in_(chunk))):
+            segment = Segment(kind, key)
+            fingerprints[(ip_id, segment, measure)] = fingerprint
+            if measure in breakouts.CHECKED:
+                flows.setdefault((ip_id, segment, measure), []).append(
+                    DayForecast(day, mean, lo80, hi80, lo95, hi95))
     return fingerprints, flows

@@ -58,6 +58,7 @@ from models import (
     ListingRelist,
     ListingSegment,
     ListingSighting,
+    SegmentBreakout,
     SegmentDailyFlow,
     SegmentStatsDaily,
     StorageMark,
@@ -246,7 +247,8 @@ def prune(settings: Settings, now: float, *, dry_run: bool = False) -> PruneRepo
         report.segment_daily_rows = SegmentStatsDaily.select().where(
             SegmentStatsDaily.day < naive_utc(oldest_segment)).count()
         report.segment_flow_rows = SegmentDailyFlow.select().where(SegmentDailyFlow.day < oldest).count()
-        report.breakouts = IpBreakout.select().where(IpBreakout.day < oldest).count()
+        report.breakouts = (IpBreakout.select().where(IpBreakout.day < oldest).count()
+                            + SegmentBreakout.select().where(SegmentBreakout.day < oldest).count())
     else:
         with write_transaction():
             _set_mark(oldest_segment, SEGMENTS_PRUNED_BEFORE)
@@ -255,7 +257,8 @@ def prune(settings: Settings, now: float, *, dry_run: bool = False) -> PruneRepo
             SegmentStatsDaily.day < naive_utc(oldest_segment)).execute()
         # the segments' daily rows and the breakouts found on the days (lib.forecast.breakouts) go with the days' rows
         report.segment_flow_rows = SegmentDailyFlow.delete().where(SegmentDailyFlow.day < oldest).execute()
-        report.breakouts = IpBreakout.delete().where(IpBreakout.day < oldest).execute()
+        report.breakouts = (IpBreakout.delete().where(IpBreakout.day < oldest).execute()
+                            + SegmentBreakout.delete().where(SegmentBreakout.day < oldest).execute())
     logger.info("storage pruned to %s UTC%s: %s", f"{naive_utc(limit):%Y-%m-%d}", " (dry run)" if dry_run else "",
                 report.as_dict())
     return report

@@ -223,10 +223,12 @@ def ip_segment_forecasts(ip_id: IpId, ctx: WebContext = Depends(context),
 
 @router.get("/rising", response_model=schemas.Rising)
 def rising(ctx: WebContext = Depends(context), measure: Literal["outflow", "inflow"] = "outflow",
-           limit: int = Query(20, ge=1, le=1000, description="how many IPs")) -> Any:
-    """The IPs whose last closed day of sales (or new listings) ran furthest above the forecast made for it the day
-    before (docs/concepts/forecasts.md, "Breakouts")."""
-    return {"measure": measure, "rows": breakouts.rising(measure, limit)}
+           limit: int = Query(20, ge=1, le=1000, description="how many rows"),
+           of: Literal["ips", "goods", "character"] = Query("ips", description="rank IPs, or their goods types or "
+                                                                             "characters")) -> Any:
+    """The IPs (or the IPs' goods types or characters) whose last closed day of sales (or new listings) ran furthest
+    above the forecast made for it the day before (docs/concepts/forecasts.md, "Breakouts")."""
+    return {"measure": measure, "of": of, "rows": breakouts.rising(measure, limit, of)}
 
 
 @router.get("/ips/{ip_id}/segments", response_model=schemas.IpSegments,

@@ -196,11 +196,17 @@ class IpSegmentForecasts(BaseModel):
                                                         "sales expected first (docs: concepts/forecasts)")
 
 
+class SegmentKey(BaseModel):
+    kind: Literal["goods", "character"]
+    key: str = Field(description="the goods type's id or the character's name")
+
+
 class RisingRow(BaseModel):
     rank: int
     ip_id: int
     keyword: str
     name: str
+    segment: SegmentKey | None = Field(description="the IP's goods type or character ranked (null: the IP itself)")
     day: str = Field(description="the last closed UTC day, YYYY-MM-DD")
     value: float = Field(description="the day's flow, scaled to the whole day")
     expected: float = Field(description="the forecast made for the day the day before")
@@ -211,6 +217,8 @@ class RisingRow(BaseModel):
 
 class Rising(BaseModel):
     measure: Literal["outflow", "inflow"]
+    of: Literal["ips", "goods", "character"] = Field(description="what is ranked: IPs, or their goods types or "
+                                                                 "characters")
     rows: list[RisingRow] = Field(description="most above their forecast first (docs: concepts/forecasts, "
                                               "Breakouts)")
 

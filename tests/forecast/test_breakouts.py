@@ -10,12 +10,21 @@ import time
 from datetime import datetime, timedelta
 
 from lib.core.clock import FrozenClock, naive_utc
-from lib.forecast.breakouts import DOWN, MIN_SAMPLE, UP, Check, record
+from lib.core.db import insert_rows, write_transaction
+from lib.forecast.breakouts import DOWN, MIN_SAMPLE, UP, Check, record, rising
 from lib.forecast.refresh import refresh
 from lib.forecast.values import OUTFLOW, DayForecast
 from lib.market.daily import roll_up_pending
 from lib.market.statistics import day_of
-from models import IpAlert, IpBreakout, IpForecast
+from models import (
+    IpAlert,
+    IpBreakout,
+    IpForecast,
+    SegmentBreakout,
+    SegmentDailyFlow,
+    SegmentForecast,
+    SegmentForecastCheck,
+)
 
 from ..helpers import run_cli
 from ..web.conftest import call, start_dashboard
@@ -96,6 +105,71 @@ def test_a_day_above_its_forecast_is_a_breakout_alerted_once_and_tops_the_rising
     assert table.returncode == 0 and "BREAKOUT" in table.stdout.splitlines()[1]
 
 
+def segment_days(ip_id: int, days: dict[datetime, dict[str, int]]) -> None:
+    """The segments' daily rows of these days, as the rollup would write them: sales (and as many new listings) by
+    goods type."""
+    with write_transaction():
+        insert_rows(SegmentDailyFlow, [{"ip_id": ip_id, "kind": "goods", "key": key, "day": day, "inflow": n,
+                                        "outflow": n, "sample_count": 0, "median_price": None}
+                                       for day, by_key in days.items() for key, n in by_key.items()])
+
+
+def test_a_segment_above_its_forecast_is_a_breakout_alerted_once_per_ip_and_day(db, settings, broker, env):
+    now = time.time()
+    today = day_of(naive_utc(now))
+    first = today - timedelta(days=29)
+    steady(4, first, 28, 60)
+    then = now - 86400
+    roll_up_pending(then)
+    segment_days(4, {first + timedelta(days=i): {"plush": 20 + (i * 7) % 5, "can_badge": 20 + (i * 3) % 5,
+                                                 "figure": 12 + i % 3} for i in range(28)})
+    refresh(then)
+    yesterday = today - timedelta(days=1)
+
+    def made(key: str) -> SegmentForecast:
+        return SegmentForecast.get((SegmentForecast.ip_id == 4) & (SegmentForecast.key == key)
+                                   & (SegmentForecast.measure == OUTFLOW) & (SegmentForecast.day == yesterday))
+
+    before = {key: made(key) for key in ("plush", "can_badge", "figure")}
+    write_days(4, {yesterday: (24, 60, 60)})
+    roll_up_pending(now)
+    segment_days(4, {yesterday: {"plush": 80, "can_badge": 21, "figure": 60}})  # plush and figures break out
+    done = refresh(now)
+
+    broke = {(b.key, b.measure): b for b in SegmentBreakout.select()}
+    assert {k for k, m in broke if m == OUTFLOW} == {"plush", "figure"}
+    assert (broke["plush", OUTFLOW].day, broke["plush", OUTFLOW].direction, broke["plush", OUTFLOW].value,
+            broke["plush", OUTFLOW].hi95) == (yesterday, UP, 80, before["plush"].hi95)
+    check = SegmentForecastCheck.get((SegmentForecastCheck.key == "can_badge")
+                                     & (SegmentForecastCheck.measure == OUTFLOW))
+    assert (check.day, check.value, check.mean) == (yesterday, 21, before["can_badge"].mean)
+    (alert,) = IpAlert.select().where(IpAlert.rule == "segment_breakout")
+    assert alert.id in done.alerts and (alert.ip_id, alert.hour_bucket) == (4, yesterday)
+    details = json.loads(alert.details)
+    assert {(s["key"], s["measure"]) for s in details["segments"]} == set(broke)
+    assert "goods plush: sales on" in alert.message and "goods figure: sales on" in alert.message
+
+    def score(key: str, value: float) -> float:
+        return (value - before[key].mean) / (before[key].hi95 - before[key].mean)
+
+    rows = rising(OUTFLOW, 10, "goods")
+    by_score = sorted([("plush", 80), ("can_badge", 21), ("figure", 60)], key=lambda kv: -score(*kv))
+    assert [(r["segment"]["key"], r["score"]) for r in rows] == [(k, round(score(k, v), 3)) for k, v in by_score]
+    assert [r["breakout"] for r in rows] == [k != "can_badge" for k, _ in by_score]
+    assert rising(OUTFLOW, 10, "character") == [] and all(r["segment"] is None for r in rising(OUTFLOW, 10))
+    server, _ = start_dashboard(settings, broker, None, FrozenClock(now))
+    try:
+        reply = call(f"{server.url}/api/v1/rising?of=goods")
+        check_against_openapi(call(f"{server.url}/api/v1/openapi.json").json(), "/api/v1/rising", "get", reply)
+        assert reply.json() == {"measure": OUTFLOW, "of": "goods", "rows": rows}
+    finally:
+        server.stop()
+    shown = run_cli(env, "forecast", "rising", "--of", "goods", "--format", "json")
+    assert json.loads(shown.stdout)["rows"] == rows
+    table = run_cli(env, "forecast", "rising", "--of", "goods")
+    assert table.returncode == 0 and table.stdout.splitlines()[1].split()[1:3] == ["forecast", "4"]
+
+
 def test_breakouts_are_pruned_with_the_daily_rows(db, settings):
     from lib.market.retention import prune
 
@@ -105,6 +179,8 @@ def test_breakouts_are_pruned_with_the_daily_rows(db, settings):
     for day in (old, recent):
         IpBreakout.create(ip_id=1, measure=OUTFLOW, day=day, direction=UP, value=90, mean=30, lo95=20, hi95=45,
                           found_at=now)
-    assert prune(settings, now, dry_run=True).breakouts == 1 and IpBreakout.select().count() == 2
-    assert prune(settings, now).breakouts == 1
-    assert [b.day for b in IpBreakout.select()] == [recent]
+        SegmentBreakout.create(ip_id=1, kind="goods", key="plush", measure=OUTFLOW, day=day, direction=UP, value=90,
+                               mean=30, lo95=20, hi95=45, found_at=now)
+    assert prune(settings, now, dry_run=True).breakouts == 2 and IpBreakout.select().count() == 2
+    assert prune(settings, now).breakouts == 2
+    assert [b.day for b in IpBreakout.select()] == [recent] and [b.day for b in SegmentBreakout.select()] == [recent]
