@@ -53,6 +53,7 @@ class SegmentForecast(ForecastDays):
         model_metadata_class = NaturalKeyMetadata
         primary_key = peewee.CompositeKey("ip_id", "kind", "key", "measure", "day")
         without_rowid = True
+        indexes = ((("kind", "measure", "key"), False),)  # the What sells page: a kind's segments across IPs
 
 
 class IpDailyChanged(BaseModel):

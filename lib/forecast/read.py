@@ -6,10 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from peewee import fn
+
 from lib.core.clock import naive_utc
 from lib.forecast.series import enough, histories, segment_histories
 from lib.forecast.values import HORIZON, INFLOW, MEASURES, OUTFLOW, DayForecast, Forecast, History, Segment
-from lib.market.statistics import day_of
+from lib.market.statistics import day_of, tuples
 from lib.segments.character_store import UnknownIp
 from models import IpForecast, IpMetadata, SegmentForecast
 
@@ -107,6 +109,31 @@ def csv_rows(answer: dict[str, Any]) -> list[dict[str, Any]]:  # ip_forecast's J
              "hi80": d["interval_80"][1], "lo95": d["interval_95"][0], "hi95": d["interval_95"][1],
              "origin": f["origin"], "history_days": f["history_days"], "model": f["model"]}
             for f in answer["forecasts"] for d in f["days"]]
+
+
+def board_next_days(kind: str, labels: Mapping[str, str]) -> dict[str, Any]:  # JSON, as the API gives it
+    """Each segment of ``kind`` across the IPs (the What sells page): the sales and new listings expected over the
+    ``HORIZON`` days of each IP's stored forecast of it, added up over the IPs that have one, and how many do; the
+    most sales expected first. An IP whose segment is too thin to forecast adds nothing: the sums are of the forecast
+    ones."""
+    sums: dict[str, dict[str, float]] = {}
+    ips: dict[str, int] = {}
+    for key, measure, total, count in tuples(
+            SegmentForecast.select(SegmentForecast.key, SegmentForecast.measure, fn.SUM(SegmentForecast.mean),
+                                   fn.COUNT(SegmentForecast.ip_id.distinct()))
+            .where((SegmentForecast.kind == kind) & SegmentForecast.measure.in_([OUTFLOW, INFLOW]))
+            .group_by(SegmentForecast.key, SegmentForecast.measure)):
+        sums.setdefault(key, {})[measure] = float(total)
+        if measure == OUTFLOW:
+            ips[key] = count
+    ordered = sorted(sums, key=lambda key: (-sums[key].get(OUTFLOW, -1.0), key))
+    return {"by": kind, "days": HORIZON, "segments": [
+        {"key": key, "label": labels.get(key, key), "ips": ips.get(key, 0),
+         "outflow": _rounded(sums[key].get(OUTFLOW)), "inflow": _rounded(sums[key].get(INFLOW))} for key in ordered]}
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
 
 
 def segment_csv_rows(answer: dict[str, Any]) -> list[dict[str, Any]]:  # segment_forecasts' JSON → CSV rows

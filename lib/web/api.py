@@ -221,6 +221,16 @@ def ip_segment_forecasts(ip_id: IpId, ctx: WebContext = Depends(context),
     return result
 
 
+@router.get("/segments/forecast", response_model=schemas.BoardNextDays)
+def segments_forecast(ctx: WebContext = Depends(context),
+                      by: Literal["goods", "character"] = Query("goods", description="goods types or characters"),
+                      ) -> Any:
+    """What will sell next week across franchises: each goods type's (or character's) sales and new listings expected
+    over the next 7 days, the IPs' forecasts of it added up (docs/concepts/forecasts.md, "Segments")."""
+    labels = {t.id: t.ja for t in configured_taxonomy(ctx.settings).types} if by == "goods" else {}
+    return forecasts.board_next_days(by, labels)
+
+
 @router.get("/rising", response_model=schemas.Rising)
 def rising(ctx: WebContext = Depends(context), measure: Literal["outflow", "inflow"] = "outflow",
            limit: int = Query(20, ge=1, le=1000, description="how many rows"),

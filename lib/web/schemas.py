@@ -196,6 +196,21 @@ class IpSegmentForecasts(BaseModel):
                                                         "sales expected first (docs: concepts/forecasts)")
 
 
+class BoardNextDaysRow(BaseModel):
+    key: str = Field(description="the goods type's id or the character's name")
+    label: str
+    ips: int = Field(description="the IPs whose forecast of this segment's sales is added up")
+    outflow: float | None = Field(description="sales expected over the next days, added up over those IPs")
+    inflow: float | None = Field(description="new listings expected likewise")
+
+
+class BoardNextDays(BaseModel):
+    by: Literal["goods", "character"]
+    days: int = Field(description="how many days ahead (7)")
+    segments: list[BoardNextDaysRow] = Field(description="the most sales expected first (docs: concepts/forecasts, "
+                                                         "Segments)")
+
+
 class SegmentKey(BaseModel):
     kind: Literal["goods", "character"]
     key: str = Field(description="the goods type's id or the character's name")

@@ -98,3 +98,51 @@ def test_the_ip_page_gives_each_segments_sales_expected_next_week(db, settings, 
     assert errors == []
     assert set(cells) == {"plush", "can_badge"}
     assert cells == {key: f"{outflow:,.2f}" for key, outflow in expected.items()}
+
+
+@pytest.mark.slow  # Chromium
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_the_what_sells_page_adds_up_the_ips_forecasts_of_each_goods_type(db, settings, broker, chromium):
+    from models import SegmentForecast
+
+    from ..web.conftest import call
+    from ..web.test_api import check_against_openapi
+    from .test_segments import wall_clock_market
+
+    now, _ = wall_clock_market(7)
+    wall_clock_market(8)
+    # the definition: each IP's stored 7 days of the goods type's sales, added up over the IPs
+    want: dict[str, float] = {}
+    for row in SegmentForecast.select().where((SegmentForecast.kind == "goods")
+                                              & (SegmentForecast.measure == "outflow")):
+        want[row.key] = want.get(row.key, 0.0) + row.mean
+    assert set(want) == {"plush", "can_badge"}
+    server, _ = start_dashboard(settings, broker, None, FrozenClock(now))
+
+    async def go():
+        browser = await launch(chromium)
+        try:
+            page = await new_page(browser)
+            await page.open(f"{server.url}/segments?by=goods&hours=168")
+            await page.wait("() => document.body.dataset.ready === '1'")
+            cells = await page.js("() => Object.fromEntries([...document.querySelectorAll("
+                                  "'#segments-board tr[data-key]')].map(r => [r.dataset.key, "
+                                  "[r.querySelector('td.next-week').dataset.value, "
+                                  "r.querySelector('td.next-week .n').textContent]]))")
+            return cells, page.errors
+        finally:
+            await browser.close()
+
+    try:
+        reply = call(f"{server.url}/api/v1/segments/forecast?by=goods")
+        check_against_openapi(call(f"{server.url}/api/v1/openapi.json").json(), "/api/v1/segments/forecast", "get",
+                              reply)
+        answer = reply.json()
+        cells, errors = asyncio.run(go())
+    finally:
+        server.stop()
+    assert [(s["key"], s["outflow"], s["ips"]) for s in answer["segments"]] == \
+        [(k, round(v, 1), 2) for k, v in sorted(want.items(), key=lambda kv: -kv[1])]
+    assert answer["segments"][0]["label"] == "ぬいぐるみ"
+    assert errors == []
+    assert {k: (float(v), n) for k, (v, n) in cells.items()} == {k: (round(v, 1), "2 IPs") for k, v in want.items()}

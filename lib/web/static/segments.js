@@ -46,12 +46,25 @@
       shown.value === null && shown.why ? el("div", {class: "why"}, shown.why) : null);
   }
 
-  function table(d) {
+  // The sales expected over the next 7 days: each IP's forecast of the segment added up (docs/concepts/forecasts.md,
+  // "Segments"), with how many IPs have one.
+  function expected(row) {
+    const none = !row || row.outflow === null;
+    return el("td", {class: "num next-week", "data-key": "next_week", "data-value": none ? "" : row.outflow},
+      el("div", {class: "value"}, none ? el("span", {class: "insufficient",
+        title: "no IP has a forecast of this segment's sales yet"}, "no forecast") : value(row.outflow, "")),
+      el("div", {class: "n muted"}, `${row ? row.ips : 0} IP${row && row.ips === 1 ? "" : "s"}`));
+  }
+
+  function table(d, ahead) {
+    const next = new Map(ahead.segments.map(s => [s.key, s]));
     document.getElementById("board-head").replaceChildren(el("th", {scope: "col"}, d.by === "goods" ? "Goods type" : "Character"),
-      ...MEASURES.map(spec => el("th", {scope: "col", class: "num"}, spec.label)));
+      ...MEASURES.map(spec => el("th", {scope: "col", class: "num"}, spec.label)),
+      el("th", {scope: "col", class: "num", title: "the IPs' forecasts of its sales over the next 7 days (UTC), added up"},
+         "Sales expected, next 7 days"));
     document.querySelector("#segments-board tbody").replaceChildren(...d.segments.map(s =>
       el("tr", {"data-key": s.key}, el("td", {class: "name"}, s.label === s.key ? s.key : `${s.label} (${s.key})`),
-         ...MEASURES.map(spec => cell(spec, s.measures)))));
+         ...MEASURES.map(spec => cell(spec, s.measures)), expected(next.get(s.key)))));
     const empty = document.getElementById("board-empty");
     empty.hidden = d.segments.length > 0;
     empty.textContent = d.by === "goods" ? "No listing was created or sold in this window."
@@ -96,12 +109,12 @@
     document.getElementById("csv").href = `/api/v1/segments?${query}&format=csv`;
     document.getElementById("json").href = `/api/v1/segments?${query}`;
     const mine = ++generation;
-    const d = await api(`/api/v1/segments?${query}`);
+    const [d, ahead] = await Promise.all([api(`/api/v1/segments?${query}`), api(`/api/v1/segments/forecast?by=${s.by}`)]);
     if (mine !== generation) return;  // a newer request replaced this one
     document.getElementById("board-note").textContent = `Listings of the last ${windowLabel(d.hours)} of every IP, by ` +
       `${d.by === "goods" ? "goods type" : "character"} (a listing in several counts in each), most sold first; ` +
       `segments reach back ${windowLabel(info.max_segment_hours)} at most.`;
-    table(d);
+    table(d, ahead);
     multiples(d);
   }
 
