@@ -2,11 +2,12 @@
 (docs/concepts/forecasts.md) backtested on the realistic market's truth (docs/concepts/simulator.md): trends,
 the daily and weekly cycle, scheduled bursts, IPs of sizes drawn from its heavy-tailed distribution.
 
-Each IP's true daily new listings (new goods, not relists) and sales, and each goods type's true daily sales
-across the IPs, over ``--days`` UTC days, are cut at ``--cuts`` weekly origins ending a week before the last day;
-each cut leaves at least 28 days of history. Every cut is forecast 7 days ahead by the stored forecasts' models and
-by the weekly seasonal naive method, and scored (``lib.forecast.backtest``): MASE and its ratio to the naive
-method's, the 80 % and 95 % intervals' coverage, the scaled pinball loss. Printed per series kind and per IP size.
+Each IP's true daily new listings (new goods, not relists) and sales, and each goods type's true daily sales across
+the IPs (fitted as segments are), over ``--days`` UTC days, are cut at ``--cuts`` weekly origins ending a week
+before the last day; each cut leaves at least 28 days of history. Every cut is forecast 7 days ahead by the stored
+forecasts' models and by the weekly seasonal naive method, and scored (``lib.forecast.backtest``): MASE and its
+ratio to the naive method's, the 80 % and 95 % intervals' coverage, the scaled pinball loss. Printed per series kind
+and per IP size.
 Then breakouts (``lib.forecast.breakouts``): each of the last cuts' days held against the forecast of it made the
 day before, flagged as the stored forecasts flag, scored against the market's scheduled bursts: recall (bursts
 flagged on their first day or the next) and precision (flagged days from a burst's first day to the day after its
@@ -113,10 +114,11 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     fitted = time.perf_counter()
     results: dict[str, list[Scored]] = {}
-    for name, series, measure in (("IPs' sales", sold, OUTFLOW), ("IPs' new listings", listed, INFLOW),
-                                  ("goods types' sales", goods, OUTFLOW)):
+    for name, series, measure, kind in (("IPs' sales", sold, OUTFLOW, None),
+                                        ("IPs' new listings", listed, INFLOW, None),
+                                        ("goods types' sales", goods, OUTFLOW, "goods")):
         keyed: dict[Hashable, list[float]] = dict(series)
-        summary, scored = backtest(keyed, origins, MIN_HISTORY, measure)
+        summary, scored = backtest(keyed, origins, MIN_HISTORY, measure, kind)
         results[name] = scored
         print(row(name, summary))
     for _bound, label in CLASSES:

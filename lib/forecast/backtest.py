@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from lib.forecast import fit
-from lib.forecast.values import HORIZON, OUTFLOW, DayForecast, History
+from lib.forecast.values import HORIZON, OUTFLOW, DayForecast, History, Segment
 
 #: The quantiles the interval ends and the point forecast stand for, in the pinball loss.
 QUANTILES = (0.025, 0.1, 0.5, 0.9, 0.975)
@@ -95,9 +95,12 @@ def pinball(actual: float, predicted: float, q: float) -> float:
     return (actual - predicted) * q if actual >= predicted else (predicted - actual) * (1 - q)
 
 
-def forecasts(selected: Sequence[Cut], measure: str = OUTFLOW) -> list[tuple[DayForecast, ...]]:
-    """The models' forecast of each cut (``lib.forecast.fit``, all cuts fitted in one call)."""
-    histories = [History(i, measure, tuple(EPOCH + timedelta(days=t) for t in range(len(c.history))), c.history)
+def forecasts(selected: Sequence[Cut], measure: str = OUTFLOW,
+              kind: str | None = None) -> list[tuple[DayForecast, ...]]:
+    """The models' forecast of each cut (``lib.forecast.fit``, all cuts fitted in one call), as the segments of
+    ``kind`` are fitted (None: as IPs are)."""
+    histories = [History(i, measure, tuple(EPOCH + timedelta(days=t) for t in range(len(c.history))), c.history,
+                         None if kind is None else Segment(kind, str(c.key)))
                  for i, c in enumerate(selected)]
     made = {f.ip_id: f.days for f in fit.forecast(histories, 0.0)}
     return [made[i] for i in range(len(selected))]
@@ -120,10 +123,11 @@ def score(cut: Cut, days: Sequence[DayForecast]) -> Scored | None:
 
 
 def backtest(series: Mapping[Hashable, Sequence[float]], origins: Sequence[int], min_history: int = MIN_HISTORY,
-             measure: str = OUTFLOW) -> tuple[Summary | None, list[Scored]]:
-    """Every cut of these series scored (module docstring); the summary is None without a cut to score."""
+             measure: str = OUTFLOW, kind: str | None = None) -> tuple[Summary | None, list[Scored]]:
+    """Every cut of these series scored (module docstring), fitted as the segments of ``kind`` are (None: as IPs
+    are); the summary is None without a cut to score."""
     selected = cuts(series, origins, min_history)
-    scored = [s for c, days in zip(selected, forecasts(selected, measure), strict=True)
+    scored = [s for c, days in zip(selected, forecasts(selected, measure, kind), strict=True)
               if (s := score(c, days)) is not None]
     return summarize(scored), scored
 

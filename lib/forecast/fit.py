@@ -2,8 +2,12 @@
 module that imports it (with pandas, which it takes its series in, and scipy), so nothing else pays for their import.
 
 Each measure's histories are fitted at once (statsforecast fits many series in one call): the flows with AutoETS
-over a weekly season, the price median with AutoETS without one. A series the model cannot fit (statsforecast's
-``fallback_model``) is forecast by the naive method: its last value, with intervals from its day-to-day changes.
+over a weekly season, the price median with AutoETS without one. AutoETS weighs every error, trend and season form
+for an IP's series (``IP_FORMS``) and only the forms without a trend for a segment's (``SEGMENT_FORMS``): a
+segment's series are most of the series there are, weighing the trended forms costs about eight times as much a
+series, and without them the backtests held as well (``python -m bench forecast``, docs/benchmarks.md "Forecasts").
+A series the model cannot fit (statsforecast's ``fallback_model``) is forecast by the naive method: its last value,
+with intervals from its day-to-day changes.
 
 A burst is not a cycle: fitted as it is, a seasonal model takes a one-day burst (an announcement) for a weekday
 that sells more and forecasts it again a week later, and a level model carries it into the days ahead. So before
@@ -25,6 +29,9 @@ from lib.forecast.values import HORIZON, LEVELS, MEDIAN_PRICE, DayForecast, Fore
 #: The weekly cycle of the flows, in days.
 WEEK = 7
 MODEL = "AutoETS"
+#: The forms AutoETS weighs (its ``model`` argument: error, trend, season; Z: each it has), for an IP's series and for
+#: a segment's (module docstring).
+IP_FORMS, SEGMENT_FORMS = "ZZZ", "ZNZ"
 #: The naive method's name, as statsforecast names its column.
 NAIVE = "Naive"
 #: A day above its expected value by this share of it and this many Poisson standard deviations is a burst
@@ -37,18 +44,21 @@ def forecast(histories: Sequence[History], fitted_at: float) -> list[Forecast]:
     """A forecast ``HORIZON`` days ahead of each history (each long enough: ``series.enough``)."""
     out: list[Forecast] = []
     for price in (False, True):
-        group = [h for h in histories if (h.measure == MEDIAN_PRICE) is price and h.days]
-        if group:
-            out.extend(_fit(group, 1 if price else WEEK, fitted_at, counts=not price))
+        for forms, segments in ((IP_FORMS, False), (SEGMENT_FORMS, True)):
+            group = [h for h in histories
+                     if (h.measure == MEDIAN_PRICE) is price and (h.segment is not None) is segments and h.days]
+            if group:
+                out.extend(_fit(group, 1 if price else WEEK, fitted_at, counts=not price, forms=forms))
     return out
 
 
-def _fit(histories: Sequence[History], season: int, fitted_at: float, counts: bool) -> list[Forecast]:
+def _fit(histories: Sequence[History], season: int, fitted_at: float, counts: bool,
+         forms: str = IP_FORMS) -> list[Forecast]:
     """Each history forecast by AutoETS; should one's forecast come out not finite, by the naive method instead
     (statsforecast warns of divisions by zero while it weighs models on a short history: the database and the JSON
     answers take no infinity)."""
     series = [list(h.values if season == 1 else without_bursts(h.values)) for h in histories]
-    made = _library_forecast(series, season, MODEL)
+    made = _library_forecast(series, season, MODEL, forms)
     out = []
     for i, history in enumerate(histories):
         rows, model = made[i], MODEL
@@ -65,8 +75,10 @@ def _columns(model: str) -> tuple[str, ...]:
     return (model, f"{model}-lo-80", f"{model}-hi-80", f"{model}-lo-95", f"{model}-hi-95")
 
 
-def _library_forecast(series: Sequence[Sequence[float]], season: int, model: str) -> list[list[dict[str, Any]]]:
-    """statsforecast's forecast of each series (the library's rows, in order of the days ahead) by ``model``."""
+def _library_forecast(series: Sequence[Sequence[float]], season: int, model: str,
+                      forms: str = IP_FORMS) -> list[list[dict[str, Any]]]:
+    """statsforecast's forecast of each series (the library's rows, in order of the days ahead) by ``model`` (AutoETS
+    weighing ``forms``)."""
     import warnings
 
     import pandas as pd
@@ -77,7 +89,7 @@ def _library_forecast(series: Sequence[Sequence[float]], season: int, model: str
     frame = pd.DataFrame({"unique_id": [str(i) for i, values in enumerate(series) for _ in values],
                           "ds": [t for values in series for t in range(len(values))],
                           "y": [v for values in series for v in values]})
-    fitted = AutoETS(season_length=season) if model == MODEL else Naive()
+    fitted = AutoETS(season_length=season, model=forms) if model == MODEL else Naive()
     engine = StatsForecast(models=[fitted], freq=1, n_jobs=1, fallback_model=Naive())
     with warnings.catch_warnings():  # a series too short for its model's variance: not finite, handled by _fit
         warnings.simplefilter("ignore", RuntimeWarning)

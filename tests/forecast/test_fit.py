@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 import numpy as np
 
 from lib.forecast.fit import forecast
-from lib.forecast.values import HORIZON, OUTFLOW, History
+from lib.forecast.values import HORIZON, OUTFLOW, History, Segment
 
 START = datetime(2026, 3, 2)  # a Monday
 
@@ -34,6 +34,18 @@ def test_a_trend_is_carried_on():
     values = [20 + 2 * t for t in range(42)]  # two more a day, no noise
     (f,) = forecast([history(values)], 0.0)
     assert [round(d.mean) for d in f.days] == [20 + 2 * t for t in range(42, 42 + HORIZON)]
+
+
+def test_a_segment_is_fitted_without_the_trended_forms():
+    """A segment's series weighs the forms without a trend only (lib/forecast/fit.py): the same trend is not
+    carried on, its level is followed instead; the IP's is carried on, both in one call."""
+    values = [20 + 2 * t for t in range(42)]
+    segment = History(1, OUTFLOW, history(values).days, history(values).values, Segment("goods", "plush"))
+    own, of_segment = sorted(forecast([history(values), segment], 0.0), key=lambda f: f.segment is not None)
+    assert own.segment is None and of_segment.segment == Segment("goods", "plush")
+    assert [round(d.mean) for d in own.days] == [20 + 2 * t for t in range(42, 42 + HORIZON)]
+    means = [d.mean for d in of_segment.days]
+    assert max(means) - min(means) < 2 and 95 <= means[0] <= 104  # no climb: near its last values' level
 
 
 def test_an_intermittent_series_is_forecast_at_its_rate_and_never_below_zero():
