@@ -173,11 +173,13 @@ def _backfill_segment_days(today: datetime) -> None:
     """Once (``SEGMENTS_BACKFILLED``): the segments' daily rows of every day already rolled up, one transaction per
     IP, each IP marked changed for its forecasts. A day whose listings are gone from the storage (past the segments'
     summaries) gets none: the segments' histories start at an IP's first day with a segment row
-    (``lib.forecast.series``)."""
+    (``lib.forecast.series``). A pass stopped midway (its time limit, a kill) is taken up by the next: an IP that
+    has segment rows already is passed over."""
     if StorageMark.get_or_none(StorageMark.name == SEGMENTS_BACKFILLED) is not None:
         return
+    done = {i for (i,) in tuples(SegmentDailyFlow.select(SegmentDailyFlow.ip_id).distinct())}
     ips = [i for (i,) in tuples(IpStatsDaily.select(IpStatsDaily.ip_id).where(IpStatsDaily.day < today)
-                                .distinct().order_by(IpStatsDaily.ip_id))]
+                                .distinct().order_by(IpStatsDaily.ip_id)) if i not in done]
     for ip_id in ips:
         with write_transaction():
             days = {d for (d,) in tuples(IpStatsDaily.select(IpStatsDaily.day).where(

@@ -298,3 +298,23 @@ def test_an_upgrade_writes_the_segments_rows_of_the_days_rolled_up_before(db):
     SegmentDailyFlow.delete().execute()
     roll_up_pending(now + 120)
     assert SegmentDailyFlow.select().count() == 0
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_an_upgrades_backfill_stopped_midway_is_taken_up_by_the_next_pass(db):
+    rng = random.Random(15)
+    for ip_id in (9, 10):
+        write_days(ip_id, {FIRST + timedelta(days=i): (24, 10, 5) for i in range(5)})
+        write_listings(ip_id, [li for li in drawn(rng, ip_id, FIRST, 5, {PLUSH: 4})
+                               if li.sold is None or li.sold < at(FIRST + timedelta(days=5))])
+    now = at(FIRST + timedelta(days=5, hours=1))
+    roll_up_pending(now)
+    written = {ip: stored_days(ip) for ip in (9, 10)}
+    assert all(written.values())
+    # the backfill after an upgrade stopped after IP 9: its rows are there, IP 10's are not, no mark
+    SegmentDailyFlow.delete().where(SegmentDailyFlow.ip_id == 10).execute()
+    StorageMark.delete().where(StorageMark.name == SEGMENTS_BACKFILLED).execute()
+    SegmentDailyFlow.update(inflow=SegmentDailyFlow.inflow + 100).where(SegmentDailyFlow.ip_id == 9).execute()
+    roll_up_pending(now + 60)
+    assert stored_days(10) == written[10]
+    assert all(v[0] >= 100 for v in stored_days(9).values())  # passed over, not written again
