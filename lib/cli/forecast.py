@@ -59,6 +59,7 @@ def _segments(args) -> int:
     from lib.core.clock import get_clock
     from lib.core.settings import get_settings
     from lib.forecast.read import SEGMENT_CSV_COLUMNS, segment_csv_rows, segment_forecasts
+    from lib.market.read_side import display_ljust, display_width
     from lib.scheduling.catalogue import CatalogueError
     from lib.segments.stored import configured_taxonomy
 
@@ -88,15 +89,17 @@ def _segments(args) -> int:
           f"days (UTC; the sums of each day's forecast), most sales first")
     if not answer["segments"]:
         print(f"  none of its {what} has daily rows yet")
+    width = max([24] + [display_width(s["label"]) for s in answer["segments"]])
     for s in answer["segments"]:
         sold, listed = s["next_days"]["outflow"], s["next_days"]["inflow"]
         if sold is None:
             why = next(f["why"] for f in s["forecasts"] if f["measure"] == "outflow")
-            print(f"  {s['label']:<24} no forecast of its sales ({why})")
+            print(f"  {display_ljust(s['label'], width)} no forecast of its sales ({why})")
             continue
         price = next(f for f in s["forecasts"] if f["measure"] == "median_price")
         median = f"   median price ¥{price['days'][0]['mean']:,.0f} (day 1)" if price["days"] else ""
-        print(f"  {s['label']:<24} {sold:>9.1f} sold  {'' if listed is None else f'{listed:>9.1f} listed'}{median}")
+        listed_text = "" if listed is None else f"{listed:>9.1f} listed"
+        print(f"  {display_ljust(s['label'], width)} {sold:>9.1f} sold  {listed_text}{median}")
     return 0
 
 
