@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
+from typing import Any
 
 from lib.cli.common import app_database, command, parse_ip_id
 
@@ -31,15 +33,7 @@ def cmd_forecast(args) -> int:
     except (CatalogueError, LookupError) as e:
         print(f"animetop forecast show: {e}", file=sys.stderr)
         return 1
-    if args.format == "json":
-        print(json.dumps(answer, ensure_ascii=False, indent=2))
-        return 0
-    if args.format == "csv":
-        import csv
-
-        writer = csv.DictWriter(sys.stdout, fieldnames=CSV_COLUMNS)
-        writer.writeheader()
-        writer.writerows(csv_rows(answer))
+    if _exported(args.format, answer, CSV_COLUMNS, csv_rows):
         return 0
     print(f"IP {answer['ip_id']}: {answer['keyword']}, the next days (UTC) with 80 % and 95 % intervals")
     for f in answer["forecasts"]:
@@ -55,13 +49,29 @@ def cmd_forecast(args) -> int:
     return 0
 
 
+def _exported(fmt: str, answer: dict[str, Any], columns: Sequence[str],
+              rows: Callable[[dict[str, Any]], list[dict[str, Any]]]) -> bool:
+    """Print a shown forecast's answer as JSON, or as CSV rows (``rows`` of it, by ``columns``); False for a table."""
+    if fmt == "json":
+        print(json.dumps(answer, ensure_ascii=False, indent=2))
+        return True
+    if fmt == "csv":
+        import csv
+
+        writer = csv.DictWriter(sys.stdout, fieldnames=list(columns))
+        writer.writeheader()
+        writer.writerows(rows(answer))
+        return True
+    return False
+
+
 def _segments(args) -> int:
     from lib.core.clock import get_clock
     from lib.core.settings import get_settings
     from lib.forecast.read import SEGMENT_CSV_COLUMNS, segment_csv_rows, segment_forecasts
     from lib.market.read_side import display_ljust, display_width
     from lib.scheduling.catalogue import CatalogueError
-    from lib.segments.stored import configured_taxonomy
+    from lib.segments.stored import segment_labels
 
     if args.action != "show":
         print(f"animetop forecast {args.action}: --by goods or character is show's", file=sys.stderr)
@@ -69,20 +79,11 @@ def _segments(args) -> int:
     try:
         ip_id = parse_ip_id(args.value)
         app_database()
-        labels = {t.id: t.ja for t in configured_taxonomy(get_settings()).types} if args.by == "goods" else {}
-        answer = segment_forecasts(ip_id, args.by, get_clock().now(), labels)
+        answer = segment_forecasts(ip_id, args.by, get_clock().now(), segment_labels(get_settings(), args.by))
     except (CatalogueError, LookupError) as e:
         print(f"animetop forecast show: {e}", file=sys.stderr)
         return 1
-    if args.format == "json":
-        print(json.dumps(answer, ensure_ascii=False, indent=2))
-        return 0
-    if args.format == "csv":
-        import csv
-
-        writer = csv.DictWriter(sys.stdout, fieldnames=SEGMENT_CSV_COLUMNS)
-        writer.writeheader()
-        writer.writerows(segment_csv_rows(answer))
+    if _exported(args.format, answer, SEGMENT_CSV_COLUMNS, segment_csv_rows):
         return 0
     what = "goods types" if args.by == "goods" else "characters"
     print(f"IP {answer['ip_id']}: {answer['keyword']}, its {what}: sales and new listings expected over the next 7 "

@@ -34,7 +34,7 @@ from lib.market.statistics import day_of, hour_bucket
 from lib.market.values import IpRow, JsonObject, RowMeasures, SegmentMeasures, SegmentRow, WindowMeasures
 from lib.market.windows import HEAT_NEEDS, NEEDS, kind_measures, segment_measures, window_measures
 from lib.segments.character_store import UnknownIp
-from lib.segments.stored import GOODS, KINDS, configured_taxonomy
+from lib.segments.stored import KINDS, segment_labels
 from models import IpAlert, IpMetadata, IpStatsHourly
 
 logger = logging.getLogger(__name__)
@@ -491,7 +491,7 @@ class ReadSide:
 
     def _segment_rows(self, measures: dict[str, SegmentMeasures], by: str) -> list[SegmentRow]:
         """Segments most sold first (then most listed, then by key), each with its label."""
-        labels = {t.id: t.ja for t in configured_taxonomy(self.settings).types} if by == GOODS else {}
+        labels = segment_labels(self.settings, by)
         ordered = sorted(measures, key=lambda key: (-(measures[key].outflow.value or 0),
                                                     -(measures[key].inflow.value or 0), key))
         return [SegmentRow(key, labels.get(key, key), measures[key]) for key in ordered]

@@ -55,6 +55,12 @@ def configured_taxonomy(settings: Settings) -> Taxonomy:
     return default_taxonomy() if settings.segments_taxonomy is None else _taxonomy_at(settings.segments_taxonomy)
 
 
+def segment_labels(settings: Settings, kind: str) -> dict[str, str]:
+    """The display names of a kind's segment keys: a goods type's Japanese name by its id (none for characters, whose
+    key is their name)."""
+    return {t.id: t.ja for t in configured_taxonomy(settings).types} if kind == GOODS else {}
+
+
 @lru_cache(maxsize=4)
 def _taxonomy_at(path: str) -> Taxonomy:
     return load_taxonomy(Path(path))

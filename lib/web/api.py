@@ -29,7 +29,7 @@ from lib.market.read_side import COMMON_WINDOWS, SEGMENT_COLUMNS, ReadSide, segm
 from lib.market.retention import max_segment_hours, max_window_hours
 from lib.market.windows import HEAT_NEEDS, NEEDS
 from lib.messaging.dead_letters import DeadLetters, NotRequeueable
-from lib.segments.stored import configured_taxonomy
+from lib.segments.stored import segment_labels
 from lib.web import schemas
 from lib.web.auth import CSRF_HEADER, SESSION_COOKIE, SESSION_SECONDS, OperatorAuth, operator_session, operator_token
 from lib.web.openapi import bounded_by
@@ -213,8 +213,7 @@ def ip_segment_forecasts(ip_id: IpId, ctx: WebContext = Depends(context),
                          format: Literal["json", "csv"] = "json") -> Any:
     """The next 7 days of each of the IP's goods types (or characters): new listings, sales and sold-price median,
     each with 80 % and 95 % intervals, forecast from the segment's daily rows (docs/concepts/forecasts.md)."""
-    labels = {t.id: t.ja for t in configured_taxonomy(ctx.settings).types} if by == "goods" else {}
-    result = forecasts.segment_forecasts(ip_id, by, ctx.read_side.clock.now(), labels)
+    result = forecasts.segment_forecasts(ip_id, by, ctx.read_side.clock.now(), segment_labels(ctx.settings, by))
     if format == "csv":
         return _csv(forecasts.segment_csv_rows(result), list(forecasts.SEGMENT_CSV_COLUMNS),
                     f"animetop-ip-{ip_id}-{by}-forecast.csv")
@@ -227,8 +226,7 @@ def segments_forecast(ctx: WebContext = Depends(context),
                       ) -> Any:
     """What will sell next week across franchises: each goods type's (or character's) sales and new listings expected
     over the next 7 days, the IPs' forecasts of it added up (docs/concepts/forecasts.md, "Segments")."""
-    labels = {t.id: t.ja for t in configured_taxonomy(ctx.settings).types} if by == "goods" else {}
-    return forecasts.board_next_days(by, labels)
+    return forecasts.board_next_days(by, segment_labels(ctx.settings, by))
 
 
 @router.get("/rising", response_model=schemas.Rising)
