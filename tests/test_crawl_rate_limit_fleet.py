@@ -1,9 +1,8 @@
 """CRAWL_RATE_LIMIT across a fleet: two crawler process types at once (as on two machines), each with two
-threads and crawl tasks enough to load pages far faster, against the simulator, which writes down when it
-served each search page. No minute holds more page loads than the limit, the window reopens after a minute,
+threads and crawl tasks enough to load pages far faster, against the simulator, which writes down when each
+search page was asked of it. No minute holds more page loads than the limit, the window reopens after a minute,
 and a waiting crawler says so in status and in its metrics."""
 
-import json
 import os
 import re
 import signal
@@ -31,9 +30,12 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).parent.parent
 LIMIT = 12
-#: A page load begins when it gets its turn; the simulator writes the time it answers the page's search API
-#: call, a moment later (navigation, scripts). Windows this much shorter than a minute absorb that delay.
-SERVE_DELAY_ALLOWANCE = 3.0
+#: A page load begins when it gets its turn; the simulator writes the time the browser asks it for the page's
+#: document, a moment later (the navigation's start in a loaded browser). Windows this much shorter than a minute
+#: absorb that delay. (The time the page's search API call is answered is no measure: the renderer's start and
+#: the page's scripts add seconds, more to a cold browser's first loads than to later ones, and a fresh clone on
+#: a loaded machine saw 15 answers fall within 57 s of 12 turns a minute.)
+START_DELAY_ALLOWANCE = 3.0
 
 
 def metric(port: int, name: str) -> float:
@@ -61,8 +63,7 @@ def test_two_crawler_pools_stay_under_the_fleet_wide_limit(env, settings, broker
     bind_database(settings.database_url_resolved)
     create_tables()  # for `animetop status`
     database.close()
-    served = tmp_path / "served.jsonl"
-    sim = MarketSimulator(clock=Clock(), record=str(served)).start()  # real time: the record's t is wall time
+    sim = MarketSimulator(clock=Clock()).start()
     metrics_bases = [free_port(), free_port()]
     procs = []
     try:
@@ -108,8 +109,8 @@ def test_two_crawler_pools_stay_under_the_fleet_wide_limit(env, settings, broker
             proc.wait(timeout=30)
         sim.stop()
 
-    times = sorted(json.loads(line)["t"] for line in served.read_text().splitlines())
-    window = 60.0 - SERVE_DELAY_ALLOWANCE
+    times = sorted(t for t, _mode in sim.page_log)  # monotonic seconds
+    window = 60.0 - START_DELAY_ALLOWANCE
     busiest = max(sum(1 for t in times if start <= t < start + window) for start in times)
     assert busiest <= LIMIT, (busiest, times)
     assert len(times) > LIMIT  # the window reopened after its minute: a limit, not a stall
