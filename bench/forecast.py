@@ -11,7 +11,8 @@ and per IP size.
 Then breakouts (``lib.forecast.breakouts``): each of the last cuts' days held against the forecast of it made the
 day before, flagged as the stored forecasts flag, scored against the market's scheduled bursts: recall (bursts
 flagged on their first day or the next) and precision (flagged days from a burst's first day to the day after its
-last), for sales, new listings and either.
+last), for sales, new listings and either; and the ordinary days (outside every burst) above and below the 95 %
+interval, which upward breakouts rest on (each tail should hold 2.5 % of them).
 
 What it costs: drawing the market grows with the listings (IPs × size × days); the fits grow with the cuts (IPs,
 goods types and cuts), the breakouts' with IPs × the days checked. ``--max-size`` truncates the drawn sizes (new
@@ -132,7 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     print("| flow | bursts | found within a day of their start | recall | flagged days | in a burst | precision |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     started_b = time.perf_counter()
-    flags = {measure: flagged_days(series, measure, o.days, o.cuts * 7)
+    checked = {measure: day_checks(series, measure, o.days, o.cuts * 7)
+               for series, measure in ((sold, OUTFLOW), (listed, INFLOW))}
+    flags = {measure: flagged_days(series, measure, o.days, o.cuts * 7, checked[measure])
              for series, measure in ((sold, OUTFLOW), (listed, INFLOW))}
     either = {k: flags[OUTFLOW][k] | flags[INFLOW][k] for k in keywords}
     for name, series, flagged in (("sales", sold, flags[OUTFLOW]), ("new listings", listed, flags[INFLOW]),
@@ -141,6 +144,16 @@ def main(argv: list[str] | None = None) -> int:
             b = breakout_scores(model, series, flagged, o.days, o.cuts * 7, only)
             print(f"| {name}, {label} | {b.bursts} | {b.found} | {b.recall:.2f} | {b.flagged} | {b.in_burst} | "
                   f"{b.precision:.2f} |")
+    print()
+    print("Ordinary days (outside every burst, as above) against the 95 % interval of the forecast made the day "
+          "before: each tail should hold 2.5 %")
+    print("| flow | days | above the interval | below it |")
+    print("|---|---:|---:|---:|")
+    for name, series, measure in (("sales", sold, OUTFLOW), ("new listings", listed, INFLOW)):
+        for label, only in (("all IPs", None), (f"IPs of {MIN_SAMPLE}+ a day", MIN_SAMPLE)):
+            t = tails(model, series, checked[measure], o.days, o.cuts * 7, only)
+            print(f"| {name}, {label} | {t.days} | {100 * t.above / max(1, t.days):.1f} % | "
+                  f"{100 * t.below / max(1, t.days):.1f} % |")
     print(f"  (market drawn in {drawn_in:.0f} s, backtests fitted and scored in {scored_in:.0f} s, breakouts in "
           f"{time.perf_counter() - started_b:.0f} s)")
     return 0
@@ -165,20 +178,60 @@ class BreakoutScores:
         return self.in_burst / self.flagged if self.flagged else float("nan")
 
 
-def flagged_days(series: dict[str, list[float]], measure: str, days: int, span: int) -> dict[str, set[int]]:
-    """Each IP's days of the last ``span`` flagged upward (``lib.forecast.breakouts``), each held against the forecast
-    of it made the day before (the refit a closed day gets)."""
+def day_checks(series: dict[str, list[float]], measure: str, days: int, span: int) -> dict[str, dict[int, Check]]:
+    """Each IP's days of the last ``span``, each held against the forecast of it made the day before (the refit a
+    closed day gets)."""
     keywords = list(series)
     first = days - span
     cells = [(k, d) for k in keywords for d in range(first, days)]
     histories = [History(i, measure, tuple(EPOCH + timedelta(days=t) for t in range(d)), tuple(series[k][:d]))
                  for i, (k, d) in enumerate(cells)]
     made = {f.ip_id: f.days[0] for f in fit.forecast(histories, 0.0)}
-    flagged: dict[str, set[int]] = {k: set() for k in keywords}
+    checked: dict[str, dict[int, Check]] = {k: {} for k in keywords}
     for i, (k, d) in enumerate(cells):
-        if Check(0, measure, EPOCH, series[k][d], made[i]).direction == UP:
-            flagged[k].add(d)
-    return flagged
+        checked[k][d] = Check(0, measure, EPOCH, series[k][d], made[i])
+    return checked
+
+
+def flagged_days(series: dict[str, list[float]], measure: str, days: int, span: int,
+                 checked: dict[str, dict[int, Check]] | None = None) -> dict[str, set[int]]:
+    """Each IP's days of the last ``span`` flagged upward (``lib.forecast.breakouts``) against the forecast made the
+    day before (``day_checks``, made here unless given)."""
+    checked = day_checks(series, measure, days, span) if checked is None else checked
+    return {k: {d for d, c in by_day.items() if c.direction == UP} for k, by_day in checked.items()}
+
+
+def burst_days(model: MarketModel, keyword: str, first: int, days: int) -> list[tuple[int, int]]:
+    """The IP's scheduled bursts that touch days ``first`` to ``days``: each from its first day to the day after its
+    last."""
+    return [(int((b.start - T0) // DAY), int((b.end - T0) // DAY) + 1)
+            for b in model.bursts(keyword, T0 + (first - 7) * DAY, T0 + days * DAY)]
+
+
+@dataclass(frozen=True)
+class Tails:
+    """Ordinary days (outside every burst, as ``breakout_scores`` spans them) and those above and below the 95 %
+    interval of the forecast made the day before: each tail should hold 2.5 % of them."""
+
+    days: int
+    above: int
+    below: int
+
+
+def tails(model: MarketModel, series: dict[str, list[float]], checked: dict[str, dict[int, Check]], days: int,
+          span: int, at_least: float | None) -> Tails:
+    first = days - span
+    n = above = below = 0
+    for k, by_day in checked.items():
+        if at_least is not None and sum(series[k]) / len(series[k]) < at_least:
+            continue
+        spans = burst_days(model, k, first, days)
+        for d, c in by_day.items():
+            if not any(s <= d <= e for s, e in spans):
+                n += 1
+                above += c.value > c.forecast.hi95
+                below += c.value < c.forecast.lo95
+    return Tails(n, above, below)
 
 
 def breakout_scores(model: MarketModel, series: dict[str, list[float]], flagged: dict[str, set[int]], days: int,
@@ -189,8 +242,7 @@ def breakout_scores(model: MarketModel, series: dict[str, list[float]], flagged:
     first = days - span
     bursts = found = in_burst = 0
     for k in keywords:
-        spans = [(int((b.start - T0) // DAY), int((b.end - T0) // DAY) + 1)
-                 for b in model.bursts(k, T0 + (first - 7) * DAY, T0 + days * DAY)]
+        spans = burst_days(model, k, first, days)
         for start, _ in spans:
             if first <= start < days:
                 bursts += 1

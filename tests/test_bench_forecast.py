@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.forecast import DAY, T0, Options, breakout_scores, flagged_days, options
+from bench.forecast import DAY, T0, Options, breakout_scores, day_checks, flagged_days, options, tails
 from lib.forecast.values import OUTFLOW
 from lib.standins.simulator.model import MarketModel
 from lib.standins.simulator.stories import Burst
@@ -26,15 +26,21 @@ def test_options_and_their_bounds():
 
 def test_a_tripled_day_is_found_and_counted_as_in_its_burst():
     """Two IPs selling 40 a day: one triples on day 40 (a burst placed there), the other's day 45 triples without
-    one. Recall: the burst found; precision: of the two days flagged, one in a burst."""
+    one. Recall: the burst found; precision: of the two days flagged, one in a burst; b's day 45 the one ordinary
+    day above its interval."""
     flat = [40.0 + (d * 7) % 5 for d in range(50)]
     series = {"a": list(flat), "b": list(flat)}
     series["a"][40] = 120.0
     series["b"][45] = 120.0
     model = MarketModel(seed=1, bursts={"a": (Burst("announcement", T0 + 40 * DAY + 3600, T0 + 41 * DAY, 3.0),),
                                         "b": ()})
-    got = breakout_scores(model, series, flagged_days(series, OUTFLOW, 50, 14), 50, 14, None)
+    checked = day_checks(series, OUTFLOW, 50, 14)
+    got = breakout_scores(model, series, flagged_days(series, OUTFLOW, 50, 14, checked), 50, 14, None)
     assert (got.bursts, got.found, got.flagged, got.in_burst) == (1, 1, 2, 1)
+    # the ordinary days: 14 of each IP's but a's burst, days 40 to 42 (it ends as day 41 begins, and the day after its
+    # end counts with it); above its interval, b's day 45
+    ordinary = tails(model, series, checked, 50, 14, None)
+    assert (ordinary.days, ordinary.above) == (25, 1)
 
 
 @pytest.mark.slow  # draws a month of four IPs and fits a few hundred series

@@ -1,5 +1,5 @@
 """The models fitted on series of known structure (docs/concepts/forecasts.md, "The models"): a weekly cycle, a trend,
-an intermittent series, a burst, and the intervals' coverage of simulated futures."""
+an intermittent series, a burst, and the intervals' coverage of simulated futures, each tail apart."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
-from lib.forecast.fit import forecast
+from lib.forecast.fit import count_quantiles, forecast
 from lib.forecast.values import HORIZON, OUTFLOW, History, Segment
 
 START = datetime(2026, 3, 2)  # a Monday
@@ -100,3 +100,45 @@ def test_bursts_are_fitted_at_their_expected_value_but_the_last_day_and_a_new_le
     assert without_bursts(shifted)[-10:] == [30.0] * 10
     noisy = [10.0 + (t * 7) % 5 for t in range(35)]
     assert without_bursts(noisy) == noisy  # ordinary days are left alone
+
+
+def test_a_days_count_has_the_quantiles_of_its_definition():
+    """At most a Poisson count's spread, a Poisson count's quantiles; more, a gamma-Poisson mixture's of that mean and
+    variance (a negative binomial), drawn here: each quantile q the least count with P(X <= q) >= its level."""
+    rng = np.random.default_rng(3)
+    levels = (0.025, 0.1, 0.9, 0.975)
+
+    def drawn_quantiles(draws):
+        return [float(np.sort(draws)[int(np.ceil(level * len(draws))) - 1]) for level in levels]
+
+    assert count_quantiles(20.0, 3.0, levels) == drawn_quantiles(rng.poisson(20.0, 400_000))  # sd below √20
+    assert count_quantiles(0.0, 0.0, levels) == [0.0] * 4
+    mean, sd = 20.0, 9.0
+    shape = mean * mean / (sd * sd - mean)
+    mixture = rng.poisson(rng.gamma(shape, mean / shape, 400_000))
+    lo95, lo80, hi80, hi95 = count_quantiles(mean, sd, levels)
+    want = drawn_quantiles(mixture)
+    assert all(abs(got - w) <= 1 for got, w in zip((lo95, lo80, hi80, hi95), want, strict=True)), want
+    assert hi95 - mean > mean - lo95  # skewed upward, as counts are
+
+
+def test_each_tail_of_an_overdispersed_count_holds_its_share():
+    """200 IPs whose daily sales vary more than a Poisson count (a gamma-Poisson mixture around a weekly cycle): each
+    tail of the 95 % interval holds about 2.5 % of the next week's days, above as below."""
+    rng = np.random.default_rng(13)
+    week = np.array([1.0, 0.9, 0.85, 0.9, 1.0, 1.3, 1.4])
+    histories, futures = [], []
+    for i in range(200):
+        rate = rng.uniform(15, 80) * np.tile(week, 9)
+        counts = rng.poisson(rng.gamma(30.0, rate / 30.0))  # a day's rate varies by a fifth around the cycle
+        histories.append(history(counts[:56], ip_id=i))
+        futures.append(counts[56:])
+    above = below = 0
+    for f, future in zip(forecast(histories, 0.0), futures, strict=True):
+        for d, truth in zip(f.days, future, strict=True):
+            above += truth > d.hi95
+            below += truth < d.lo95
+    n = 200 * HORIZON
+    # (the models' own intervals, symmetric about the mean and widened to a Poisson count's, left 4.6 % above and
+    # 2.7 % below)
+    assert 0.01 <= above / n <= 0.042 and 0.01 <= below / n <= 0.042, (above / n, below / n)
