@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 
 from peewee import fn
@@ -111,23 +112,34 @@ def csv_rows(answer: dict[str, Any]) -> list[dict[str, Any]]:  # ip_forecast's J
             for f in answer["forecasts"] for d in f["days"]]
 
 
-def board_next_days(kind: str, labels: Mapping[str, str]) -> dict[str, Any]:  # JSON, as the API gives it
+#: A forecast counts on the What sells board while its origin is one of this many last closed days: the day's close
+#: reaches the forecasts within hours, and an IP that is no longer refit (paused, or no longer tracked) keeps its
+#: last forecast, of days that have passed.
+CURRENT_DAYS = 2
+
+
+def board_next_days(kind: str, labels: Mapping[str, str], now: float) -> dict[str, Any]:  # JSON, as the API gives it
     """Each segment of ``kind`` across the IPs (the What sells page): the sales and new listings expected over the
-    ``HORIZON`` days of each IP's stored forecast of it, added up over the IPs that have one, and how many do; the
-    most sales expected first. An IP whose segment is too thin to forecast adds nothing: the sums are of the forecast
-    ones."""
+    ``HORIZON`` days of each IP's current forecast of it (its origin one of the last ``CURRENT_DAYS`` closed days as
+    of ``now``), added up over the IPs that have one, and how many do; the most sales expected first. An IP whose
+    segment is too thin to forecast adds nothing: the sums are of the forecast ones. ``stale_ips``: the IPs left out
+    because their forecasts of ``kind`` are older."""
+    since = day_of(naive_utc(now)) - timedelta(days=CURRENT_DAYS)
+    flows = (SegmentForecast.kind == kind) & SegmentForecast.measure.in_([OUTFLOW, INFLOW])
     sums: dict[str, dict[str, float]] = {}
     ips: dict[str, int] = {}
     for key, measure, total, count in tuples(
             SegmentForecast.select(SegmentForecast.key, SegmentForecast.measure, fn.SUM(SegmentForecast.mean),
                                    fn.COUNT(SegmentForecast.ip_id.distinct()))
-            .where((SegmentForecast.kind == kind) & SegmentForecast.measure.in_([OUTFLOW, INFLOW]))
+            .where(flows & (SegmentForecast.origin >= since))
             .group_by(SegmentForecast.key, SegmentForecast.measure)):
         sums.setdefault(key, {})[measure] = float(total)
         if measure == OUTFLOW:
             ips[key] = count
+    stale = (SegmentForecast.select(fn.COUNT(SegmentForecast.ip_id.distinct()))
+             .where(flows & (SegmentForecast.origin < since)).scalar())
     ordered = sorted(sums, key=lambda key: (-sums[key].get(OUTFLOW, -1.0), key))
-    return {"by": kind, "days": HORIZON, "segments": [
+    return {"by": kind, "days": HORIZON, "stale_ips": int(stale or 0), "segments": [
         {"key": key, "label": labels.get(key, key), "ips": ips.get(key, 0),
          "outflow": _rounded(sums[key].get(OUTFLOW)), "inflow": _rounded(sums[key].get(INFLOW))} for key in ordered]}
 

@@ -225,8 +225,8 @@ def segments_forecast(ctx: WebContext = Depends(context),
                       by: Literal["goods", "character"] = Query("goods", description="goods types or characters"),
                       ) -> Any:
     """What will sell next week across franchises: each goods type's (or character's) sales and new listings expected
-    over the next 7 days, the IPs' forecasts of it added up (docs/concepts/forecasts.md, "Segments")."""
-    return forecasts.board_next_days(by, segment_labels(ctx.settings, by))
+    over the next 7 days, the IPs' current forecasts of it added up (docs/concepts/forecasts.md, "Segments")."""
+    return forecasts.board_next_days(by, segment_labels(ctx.settings, by), ctx.read_side.clock.now())
 
 
 @router.get("/rising", response_model=schemas.Rising)

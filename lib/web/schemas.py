@@ -207,6 +207,8 @@ class BoardNextDaysRow(BaseModel):
 class BoardNextDays(BaseModel):
     by: Literal["goods", "character"]
     days: int = Field(description="how many days ahead (7)")
+    stale_ips: int = Field(description="IPs left out: their forecasts are older than the last 2 closed days (paused or "
+                                       "no longer tracked)")
     segments: list[BoardNextDaysRow] = Field(description="the most sales expected first (docs: concepts/forecasts, "
                                                          "Segments)")
 

@@ -318,3 +318,30 @@ def test_an_upgrades_backfill_stopped_midway_is_taken_up_by_the_next_pass(db):
     roll_up_pending(now + 60)
     assert stored_days(10) == written[10]
     assert all(v[0] >= 100 for v in stored_days(9).values())  # passed over, not written again
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_the_boards_next_week_leaves_out_forecasts_that_are_not_current(db):
+    """Two IPs forecast at yesterday's close; one of them is then no longer refit (paused) for three days: its
+    forecast, of days that have passed, leaves the sums and is counted as stale. The sums are the current IPs'
+    stored days, added up."""
+    from lib.forecast.read import CURRENT_DAYS, board_next_days
+    from models import SegmentForecast
+
+    now, _ = wall_clock_market(7)
+    wall_clock_market(8)
+    assert board_next_days("goods", {}, now)["stale_ips"] == 0
+    later = now + (CURRENT_DAYS + 1) * 86_400.0  # IP 8 refit every day meanwhile, IP 7 not
+    refit = [{**row, "origin": row["origin"] + timedelta(days=CURRENT_DAYS + 1),
+              "day": row["day"] + timedelta(days=CURRENT_DAYS + 1)}
+             for row in SegmentForecast.select().where(SegmentForecast.ip_id == 8).dicts()]
+    SegmentForecast.delete().where(SegmentForecast.ip_id == 8).execute()
+    SegmentForecast.insert_many(refit).execute()
+    want: dict[str, float] = {}
+    for row in SegmentForecast.select().where((SegmentForecast.ip_id == 8) & (SegmentForecast.kind == "goods")
+                                              & (SegmentForecast.measure == OUTFLOW)):
+        want[row.key] = want.get(row.key, 0.0) + row.mean
+    board = board_next_days("goods", {}, later)
+    assert board["stale_ips"] == 1
+    assert [(s["key"], s["outflow"], s["ips"]) for s in board["segments"]] == \
+        [(k, round(v, 1), 1) for k, v in sorted(want.items(), key=lambda kv: -kv[1])]

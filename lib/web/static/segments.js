@@ -113,7 +113,9 @@
     if (mine !== generation) return;  // a newer request replaced this one
     document.getElementById("board-note").textContent = `Listings of the last ${windowLabel(d.hours)} of every IP, by ` +
       `${d.by === "goods" ? "goods type" : "character"} (a listing in several counts in each), most sold first; ` +
-      `segments reach back ${windowLabel(info.max_segment_hours)} at most.`;
+      `segments reach back ${windowLabel(info.max_segment_hours)} at most.` + (ahead.stale_ips ? ` Next week's ` +
+      `sales leave out ${ahead.stale_ips} IP${ahead.stale_ips === 1 ? "" : "s"} whose forecasts are not current ` +
+      `(paused, or no longer tracked).` : "");
     table(d, ahead);
     multiples(d);
   }
