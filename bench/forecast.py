@@ -7,7 +7,9 @@ the IPs (fitted as segments are), over ``--days`` UTC days, are cut at ``--cuts`
 before the last day; each cut leaves at least 28 days of history. Every cut is forecast 7 days ahead by the stored
 forecasts' models and by the weekly seasonal naive method, and scored (``lib.forecast.backtest``): MASE and its
 ratio to the naive method's, the 80 % and 95 % intervals' coverage, the scaled pinball loss. Printed per series kind
-and per IP size.
+and per IP size. The goods types also as the product forecasts them: each IP's sales of each goods type whose
+history has the flow a segment needs, fitted as its segments are (the IP page's segments table), and those forecasts
+added up over the IPs per goods type (the What sells board's next week), against the same IPs' true sales of it.
 Then breakouts (``lib.forecast.breakouts``): each of the last cuts' days held against the forecast of it made the
 day before, flagged as the stored forecasts flag, scored against the market's scheduled bursts: recall (bursts
 flagged on their first day or the next) and precision (flagged days from a burst's first day to the day after its
@@ -21,6 +23,7 @@ listings an hour) to keep the draw short: the market's own tail reaches 2,000.
 
 from __future__ import annotations
 
+import statistics
 import sys
 import time
 from collections import defaultdict
@@ -29,9 +32,21 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from lib.forecast import fit
-from lib.forecast.backtest import EPOCH, Scored, Summary, backtest, summarize
+from lib.forecast.backtest import (
+    EPOCH,
+    Scored,
+    Summary,
+    backtest,
+    cuts,
+    forecasts,
+    score,
+    seasonal_naive,
+    seasonal_scale,
+    summarize,
+)
 from lib.forecast.breakouts import MIN_SAMPLE, UP, Check
-from lib.forecast.values import INFLOW, OUTFLOW, History
+from lib.forecast.series import MIN_SEGMENT_FLOW
+from lib.forecast.values import HORIZON, INFLOW, OUTFLOW, History
 from lib.standins.simulator.model import DAY, HOUR, MarketModel
 
 #: A UTC midnight.
@@ -74,15 +89,25 @@ def options(argv: list[str]) -> Options:
     return o
 
 
-def daily_truth(model: MarketModel, keywords: list[str], days: int) -> tuple[dict[str, list[float]],
-                                                                            dict[str, list[float]],
-                                                                            dict[str, list[float]]]:
-    """Each IP's true new goods listed and sales a day, and each goods type's sales a day across the IPs."""
+@dataclass(frozen=True)
+class Truth:
+    """The market's true daily flows: each IP's new goods listed and sales, each goods type's sales across the IPs,
+    and each IP's sales of each goods type (keyed by keyword and goods type)."""
+
+    listed: dict[str, list[float]]
+    sold: dict[str, list[float]]
+    goods: dict[str, list[float]]
+    ip_goods: dict[tuple[str, str], list[float]]
+
+
+def daily_truth(model: MarketModel, keywords: list[str], days: int) -> Truth:
+    """The IPs' true daily flows over ``days`` UTC days from ``T0`` (new goods: relists are not new listings)."""
     end = T0 + days * DAY
     life = model.traits.selling.life_hours * HOUR
     listed = {k: [0.0] * days for k in keywords}
     sold = {k: [0.0] * days for k in keywords}
     goods: dict[str, list[float]] = defaultdict(lambda: [0.0] * days)
+    ip_goods: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0] * days)
     for keyword in keywords:
         for story in model.listings(keyword, T0 - life, end):
             if story.relist_of is None and T0 <= story.created < end:
@@ -91,7 +116,39 @@ def daily_truth(model: MarketModel, keywords: list[str], days: int) -> tuple[dic
                 day = int((story.sold_at - T0) // DAY)
                 sold[keyword][day] += 1
                 goods[story.goods][day] += 1
-    return listed, sold, dict(goods)
+                ip_goods[(keyword, story.goods)][day] += 1
+    return Truth(listed, sold, dict(goods), dict(ip_goods))
+
+
+def board_backtest(ip_goods: dict[tuple[str, str], list[float]], origins: list[int]) -> tuple[list[Scored],
+                                                                                             list[Scored]]:
+    """Each IP's sales of each goods type cut and forecast as the stored segments' forecasts are (each cut whose
+    history has the flow a segment needs: ``lib.forecast.series.enough``), scored; and, per goods type and cut,
+    those forecasts' point forecasts added up over the IPs, as the What sells board adds them, scored against the
+    same IPs' true sales of it (MASE only: the board gives no interval)."""
+    selected = [c for c in cuts(ip_goods, origins, MIN_HISTORY) if sum(c.history) >= MIN_SEGMENT_FLOW]
+    made = forecasts(selected, OUTFLOW, "goods")
+    per_ip = [s for c, days in zip(selected, made, strict=True) if (s := score(c, days)) is not None]
+    added: dict[tuple[str, int], tuple[list[float], list[float], list[float]]] = {}
+    for c, days in zip(selected, made, strict=True):
+        assert isinstance(c.key, tuple)
+        history, actual, mean = added.setdefault((c.key[1], c.origin), ([0.0] * len(c.history), [0.0] * HORIZON,
+                                                                         [0.0] * HORIZON))
+        for t, v in enumerate(c.history):
+            history[t] += v
+        for h in range(HORIZON):
+            actual[h] += c.actual[h]
+            mean[h] += days[h].mean
+    board = []
+    for (goods, origin), (history, actual, mean) in sorted(added.items()):
+        scale = seasonal_scale(history)
+        if scale > 0:
+            naive = seasonal_naive(history)
+            board.append(Scored(goods, origin, scale,
+                                statistics.fmean(abs(a - m) for a, m in zip(actual, mean, strict=True)) / scale,
+                                statistics.fmean(abs(a - n) for a, n in zip(actual, naive, strict=True)) / scale,
+                                0, 0, HORIZON, float("nan")))
+    return per_ip, board
 
 
 def size_class(size: float) -> str:
@@ -108,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"forecast: {o.ips} IPs of the realistic market (seed {o.seed}, sizes {min(sizes.values()):.2g}-"
           f"{max(sizes.values()):.3g} new listings an hour), {o.days} days, {o.cuts} weekly cuts of 7 days ahead, "
           f"at least {MIN_HISTORY} days of history each")
-    listed, sold, goods = daily_truth(model, keywords, o.days)
+    truth = daily_truth(model, keywords, o.days)
+    listed, sold, goods = truth.listed, truth.sold, truth.goods
     drawn_in = time.perf_counter() - started
     origins = [o.days - 7 - 7 * k for k in range(o.cuts)]
     print("| series | cuts | MASE | seasonal naive | ratio | 80 % held | 95 % held | scaled pinball |")
@@ -122,6 +180,9 @@ def main(argv: list[str] | None = None) -> int:
         summary, scored = backtest(keyed, origins, MIN_HISTORY, measure, kind)
         results[name] = scored
         print(row(name, summary))
+    per_ip, board = board_backtest(truth.ip_goods, origins)
+    print(row("each IP's goods types' sales", summarize(per_ip)))
+    print(row("goods types' sales, IPs' forecasts added up", summarize(board), intervals=False))
     for _bound, label in CLASSES:
         of_class = [s for s in results["IPs' sales"] if size_class(sizes[str(s.key)]) == label]
         if of_class:
@@ -251,11 +312,14 @@ def breakout_scores(model: MarketModel, series: dict[str, list[float]], flagged:
     return BreakoutScores(bursts, found, sum(len(flagged[k]) for k in keywords), in_burst)
 
 
-def row(name: str, summary: Summary | None) -> str:
+def row(name: str, summary: Summary | None, intervals: bool = True) -> str:
+    """A table row; without ``intervals``, the point forecasts' scores only."""
     if summary is None:
         return f"| {name} | 0 | | | | | | |"
+    held = (f"{100 * summary.coverage80:.1f} % | {100 * summary.coverage95:.1f} % | {summary.pinball:.3f} |"
+            if intervals else "| | |")
     return (f"| {name} | {summary.cuts} | {summary.mase:.3f} | {summary.naive_mase:.3f} | {summary.mase_ratio:.2f} | "
-            f"{100 * summary.coverage80:.1f} % | {100 * summary.coverage95:.1f} % | {summary.pinball:.3f} |")
+            + held)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from bench.forecast import DAY, T0, Options, breakout_scores, day_checks, flagged_days, options, tails
+from bench.forecast import (
+    DAY,
+    T0,
+    Options,
+    board_backtest,
+    breakout_scores,
+    day_checks,
+    flagged_days,
+    options,
+    tails,
+)
+from lib.forecast.backtest import cuts, forecasts
 from lib.forecast.values import OUTFLOW
 from lib.standins.simulator.model import MarketModel
 from lib.standins.simulator.stories import Burst
@@ -43,6 +54,28 @@ def test_a_tripled_day_is_found_and_counted_as_in_its_burst():
     assert (ordinary.days, ordinary.above) == (25, 1)
 
 
+def test_the_boards_goods_type_adds_up_the_ips_forecasts_of_it_and_scores_the_sum():
+    """Three IPs' sales of plush over 35 days: two with a weekly cycle, one too thin to forecast (a sale a week). The
+    board's cut of plush is the two forecast IPs' point forecasts added up, scored against their true sales added up
+    on the scale of their history added up (MASE: the mean absolute error over the in-sample weekly naive's)."""
+    cycle = [4.0, 3, 3, 4, 6, 9, 8]
+    a = [c + (d % 3) for d, c in enumerate(cycle * 5)]
+    b = [2 * c + (d % 2) for d, c in enumerate(cycle * 5)]
+    thin = [1.0 if d % 7 == 0 else 0.0 for d in range(35)]
+    per_ip, board = board_backtest({("a", "plush"): a, ("b", "plush"): b, ("c", "plush"): thin}, [28])
+    assert sorted(s.key for s in per_ip) == [("a", "plush"), ("b", "plush")]
+    selected = cuts({("a", "plush"): a, ("b", "plush"): b}, [28], 28)
+    made = forecasts(selected, OUTFLOW, "goods")
+    mean = [made[0][h].mean + made[1][h].mean for h in range(7)]
+    actual = [a[28 + h] + b[28 + h] for h in range(7)]
+    history = [a[t] + b[t] for t in range(28)]
+    scale = sum(abs(history[t] - history[t - 7]) for t in range(7, 28)) / 21
+    (plush,) = board
+    assert plush.key == "plush" and plush.origin == 28
+    assert plush.mase == pytest.approx(sum(abs(x - m) for x, m in zip(actual, mean, strict=True)) / 7 / scale)
+    assert plush.naive_mase == pytest.approx(sum(abs(x - history[21 + h]) for h, x in enumerate(actual)) / 7 / scale)
+
+
 @pytest.mark.slow  # draws a month of four IPs and fits a few hundred series
 @pytest.mark.timeout(600)
 def test_bench_forecast_prints_its_tables():
@@ -52,6 +85,9 @@ def test_bench_forecast_prints_its_tables():
     assert done.returncode == 0, done.stdout + done.stderr
     lines = [line for line in done.stdout.splitlines() if line.startswith("|")]
     assert lines[2].startswith("| IPs' sales | 8 |") and any(line.startswith("| sales, all IPs |") for line in lines)
+    assert any(line.startswith("| each IP's goods types' sales |") for line in lines)
+    assert any(line.startswith("| goods types' sales, IPs' forecasts added up |") and line.endswith("| | | |")
+               for line in lines)
 
 
 def test_bench_forecast_refresh_refits_what_changed_only():
