@@ -203,6 +203,23 @@ def _write_segment_days(ip_id: int, days: set[datetime]) -> None:
         SegmentDailyFlow.insert_many(rows[start:start + 200]).execute()
 
 
+def mark_resegmented(ip_ids: Iterable[int], since: datetime) -> int:
+    """Mark pending the IPs' rolled-up days from ``since`` (a UTC midnight) on: their listings' segments were derived
+    again (``lib.segments.stored.reapply``), so the next rollup recomputes those days' segment rows from the listings
+    kept, and the forecasts refit what changed. Days before ``since`` keep the segments they had: their listings
+    are no longer kept (``RETENTION_DETAIL``). Returns the days marked."""
+    ids = sorted(set(ip_ids))
+    if not ids:
+        return 0
+    with write_transaction():
+        days = tuples(IpStatsDaily.select(IpStatsDaily.ip_id, IpStatsDaily.day)
+                      .where(IpStatsDaily.ip_id.in_(ids) & (IpStatsDaily.day >= since)))
+        for start in range(0, len(days), 500):
+            IpDayPending.insert_many([{"ip_id": i, "day": d} for i, d in days[start:start + 500]]
+                                     ).on_conflict_ignore().execute()
+    return len(days)
+
+
 def mark_daily_changed(ip_id: int) -> None:
     """Mark the IP's daily rows changed (in the caller's transaction): the forecasts' refit follows these marks
     (docs/concepts/forecasts.md). Marked again, its version goes up, so a refit that read the mark before drops it

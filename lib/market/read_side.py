@@ -18,7 +18,7 @@ from lib.core import fast_json, keys
 from lib.core.clock import Clock, get_clock, naive_utc
 from lib.core.settings import Settings
 from lib.market import values, window_rows
-from lib.market.daily import day_series
+from lib.market.daily import day_series, mark_resegmented
 from lib.market.insufficient import left_out_why
 from lib.market.rankings import ASCENDING, LEADERBOARD_KINDS
 from lib.market.retention import (
@@ -496,8 +496,13 @@ class ReadSide:
                                                     -(measures[key].inflow.value or 0), key))
         return [SegmentRow(key, labels.get(key, key), measures[key]) for key in ordered]
 
-    def drop_ip_caches(self, ip_ids: list[int]) -> None:
-        """Drop these IPs' cached answers (their segments were derived again)."""
+    def segments_changed(self, ip_ids: list[int]) -> None:
+        """These IPs' segments were derived again: their cached answers are dropped, and their days whose listings
+        are kept (``RETENTION_DETAIL``) are marked for the rollup, which recomputes their segments' daily rows."""
+        since = day_of(naive_utc(self.clock.now() - self.settings.retention_detail))
+        marked = mark_resegmented(ip_ids, since)
+        if marked:
+            logger.info("%d day(s) of %d IP(s) marked for the rollup: their segments changed", marked, len(ip_ids))
         if self.client is not None:
             for ip_id in ip_ids:
                 invalidate_caches(self.client, ip_id)

@@ -205,17 +205,18 @@ def reapply(settings: Settings, ip_id: int | None = None, *, batch: int = BATCH)
     return report
 
 
-class CacheDropper(Protocol):
-    """What drops an IP's cached answers (``lib.market.read_side.ReadSide``)."""
+class SegmentsChanged(Protocol):
+    """What follows the IPs whose segments were derived again (``lib.market.read_side.ReadSide``): their cached
+    answers and their segments' daily rows."""
 
-    def drop_ip_caches(self, ip_ids: list[int]) -> None: ...
+    def segments_changed(self, ip_ids: list[int]) -> None: ...
 
 
-def resegment(settings: Settings, side: CacheDropper, ip_id: int | None = None) -> ReapplyReport:
-    """``reapply`` (of ``ip_id``, or of every IP), then drop the cached answers of the IPs whose segments changed
-    (``side``: the read side): after the taxonomy or an IP's character list changed."""
+def resegment(settings: Settings, side: SegmentsChanged, ip_id: int | None = None) -> ReapplyReport:
+    """``reapply`` (of ``ip_id``, or of every IP), then tell ``side`` (the read side) the IPs whose segments changed:
+    after the taxonomy or an IP's character list changed."""
     report = reapply(settings, ip_id)
-    side.drop_ip_caches(report.changed_ips or [])
+    side.segments_changed(report.changed_ips or [])
     return report
 
 

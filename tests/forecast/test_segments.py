@@ -345,3 +345,28 @@ def test_the_boards_next_week_leaves_out_forecasts_that_are_not_current(db):
     assert board["stale_ips"] == 1
     assert [(s["key"], s["outflow"], s["ips"]) for s in board["segments"]] == \
         [(k, round(v, 1), 1) for k, v in sorted(want.items(), key=lambda kv: -kv[1])]
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_segments_derived_again_are_rolled_up_again_over_the_days_whose_listings_are_kept(db, settings):
+    """The badges become another goods type (as ``segments reapply`` does after a taxonomy change): the read side
+    marks the IP's rolled-up days of the detail horizon, and the next rollup rewrites their segments' rows from
+    the listings as they are now; the days before keep theirs. The IP's forecasts are marked for the refit."""
+    from lib.market.read_side import ReadSide
+    from models import IpDailyChanged, SegmentDailyFlow
+
+    now, listings = wall_clock_market(7)
+    before = {(r.key, r.day): (r.inflow, r.outflow) for r in SegmentDailyFlow.select().where(
+        (SegmentDailyFlow.ip_id == 7) & (SegmentDailyFlow.kind == "goods"))}
+    ListingSegment.update(key="badge").where((ListingSegment.ip_id == 7)
+                                             & (ListingSegment.key == BADGE.key)).execute()
+    IpDailyChanged.delete().execute()
+    ReadSide(settings, None, FrozenClock(now)).segments_changed([7])
+    since = day_of(naive_utc(now - settings.retention_detail))
+    assert roll_up_pending(now) == (day_of(naive_utc(now)) - since).days
+    after = {(r.key, r.day): (r.inflow, r.outflow) for r in SegmentDailyFlow.select().where(
+        (SegmentDailyFlow.ip_id == 7) & (SegmentDailyFlow.kind == "goods"))}
+    want = {("badge" if key == BADGE.key and day >= since else key, day): flows
+            for (key, day), flows in before.items()}
+    assert after == want and any(key == "badge" for key, _ in after)
+    assert IpDailyChanged.get_or_none(IpDailyChanged.ip_id == 7) is not None
