@@ -103,7 +103,7 @@ def _library_forecast(series: Sequence[Sequence[float]], season: int, model: str
 def _day(day: datetime, row: dict[str, Any], model: str, *, counts: bool) -> DayForecast:
     """One day ahead from the library's row. For counts (the flows) the day is a count: its intervals are the
     quantiles of a negative binomial with the point forecast as its mean (never below 0) and the variance the
-    model's 95 % interval implies, or a Poisson count's where that is less (``count_interval``)."""
+    model's 95 % interval implies, or a Poisson count's where that is less (``count_quantiles``)."""
     mean, lo80, hi80, lo95, hi95 = (float(row[c]) for c in _columns(model))
     if not counts:
         return DayForecast(day, mean, lo80, hi80, lo95, hi95)

@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from lib.forecast.read import CURRENT_DAYS
 from lib.segments.character_rules import MAX_ALIASES, MAX_CHARACTERS, NAME_MAX_LENGTH, NO_CONTROL_CHARACTERS
 
 
@@ -207,8 +208,8 @@ class BoardNextDaysRow(BaseModel):
 class BoardNextDays(BaseModel):
     by: Literal["goods", "character"]
     days: int = Field(description="how many days ahead (7)")
-    stale_ips: int = Field(description="IPs left out: their forecasts are older than the last 2 closed days (paused or "
-                                       "no longer tracked)")
+    stale_ips: int = Field(description=f"IPs left out: their forecasts are older than the last {CURRENT_DAYS} closed "
+                                       "days (paused or no longer tracked)")
     segments: list[BoardNextDaysRow] = Field(description="the most sales expected first (docs: concepts/forecasts, "
                                                          "Segments)")
 
