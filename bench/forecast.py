@@ -13,8 +13,9 @@ added up over the IPs per goods type (the What sells board's next week), against
 Then breakouts (``lib.forecast.breakouts``): each of the last cuts' days held against the forecast of it made the
 day before, flagged as the stored forecasts flag, scored against the market's scheduled bursts: recall (bursts
 flagged on their first day or the next) and precision (flagged days from a burst's first day to the day after its
-last), for sales, new listings and either; and the ordinary days (outside every burst) above and below the 95 %
-interval, which upward breakouts rest on (each tail should hold 2.5 % of them).
+last), for sales, new listings and either, and for each IP's sales of each goods type that sells 10 or more a day
+(fitted as segments are; a burst of the IP counts for each of its goods types); and the ordinary days (outside every
+burst) above and below the 95 % interval, which upward breakouts rest on (each tail should hold 2.5 % of them).
 
 What it costs: drawing the market grows with the listings (IPs × size × days); the fits grow with the cuts (IPs,
 goods types and cuts), the breakouts' with IPs × the days checked. ``--max-size`` truncates the drawn sizes (new
@@ -27,9 +28,10 @@ import statistics
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import TypeVar
 
 from lib.forecast import fit
 from lib.forecast.backtest import (
@@ -46,9 +48,11 @@ from lib.forecast.backtest import (
 )
 from lib.forecast.breakouts import MIN_SAMPLE, UP, Check
 from lib.forecast.series import MIN_SEGMENT_FLOW
-from lib.forecast.values import HORIZON, INFLOW, OUTFLOW, History
+from lib.forecast.values import HORIZON, INFLOW, OUTFLOW, History, Segment
 from lib.standins.simulator.model import DAY, HOUR, MarketModel
 
+#: A series' key: an IP's keyword, or a (keyword, segment key) pair.
+K = TypeVar("K", bound=Hashable)
 #: A UTC midnight.
 T0 = 1_800_000_000.0 - (1_800_000_000.0 % DAY)
 MIN_HISTORY = 28
@@ -205,6 +209,12 @@ def main(argv: list[str] | None = None) -> int:
             b = breakout_scores(model, series, flagged, o.days, o.cuts * 7, only)
             print(f"| {name}, {label} | {b.bursts} | {b.found} | {b.recall:.2f} | {b.flagged} | {b.in_burst} | "
                   f"{b.precision:.2f} |")
+    busy_goods = {k: v for k, v in truth.ip_goods.items() if sum(v) / len(v) >= MIN_SAMPLE}
+    goods_checked = day_checks(busy_goods, OUTFLOW, o.days, o.cuts * 7, kind="goods")
+    b = breakout_scores(model, busy_goods, flagged_days(busy_goods, OUTFLOW, o.days, o.cuts * 7, goods_checked),
+                        o.days, o.cuts * 7, None)
+    print(f"| each IP's goods types' sales, of {MIN_SAMPLE}+ a day ({len(busy_goods)}) | {b.bursts} | {b.found} | "
+          f"{b.recall:.2f} | {b.flagged} | {b.in_burst} | {b.precision:.2f} |")
     print()
     print("Ordinary days (outside every burst, as above) against the 95 % interval of the forecast made the day "
           "before: each tail should hold 2.5 %")
@@ -215,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
             t = tails(model, series, checked[measure], o.days, o.cuts * 7, only)
             print(f"| {name}, {label} | {t.days} | {100 * t.above / max(1, t.days):.1f} % | "
                   f"{100 * t.below / max(1, t.days):.1f} % |")
+    t = tails(model, busy_goods, goods_checked, o.days, o.cuts * 7, None)
+    print(f"| each IP's goods types' sales, of {MIN_SAMPLE}+ a day | {t.days} | {100 * t.above / max(1, t.days):.1f} % "
+          f"| {100 * t.below / max(1, t.days):.1f} % |")
     print(f"  (market drawn in {drawn_in:.0f} s, backtests fitted and scored in {scored_in:.0f} s, breakouts in "
           f"{time.perf_counter() - started_b:.0f} s)")
     return 0
@@ -239,23 +252,36 @@ class BreakoutScores:
         return self.in_burst / self.flagged if self.flagged else float("nan")
 
 
-def day_checks(series: dict[str, list[float]], measure: str, days: int, span: int) -> dict[str, dict[int, Check]]:
-    """Each IP's days of the last ``span``, each held against the forecast of it made the day before (the refit a
-    closed day gets)."""
-    keywords = list(series)
+def day_checks(series: Mapping[K, list[float]], measure: str, days: int, span: int,
+               kind: str | None = None) -> dict[K, dict[int, Check]]:
+    """Each series' days of the last ``span``, each held against the forecast of it made the day before (the refit
+    a closed day gets); fitted as the segments of ``kind`` are (keys: keyword and segment key), or as IPs are."""
+    keys = list(series)
     first = days - span
-    cells = [(k, d) for k in keywords for d in range(first, days)]
-    histories = [History(i, measure, tuple(EPOCH + timedelta(days=t) for t in range(d)), tuple(series[k][:d]))
+    cells = [(k, d) for k in keys for d in range(first, days)]
+    histories = [History(i, measure, tuple(EPOCH + timedelta(days=t) for t in range(d)), tuple(series[k][:d]),
+                         None if kind is None else Segment(kind, segment_key(k)))
                  for i, (k, d) in enumerate(cells)]
     made = {f.ip_id: f.days[0] for f in fit.forecast(histories, 0.0)}
-    checked: dict[str, dict[int, Check]] = {k: {} for k in keywords}
+    checked: dict[K, dict[int, Check]] = {k: {} for k in keys}
     for i, (k, d) in enumerate(cells):
         checked[k][d] = Check(0, measure, EPOCH, series[k][d], made[i])
     return checked
 
 
-def flagged_days(series: dict[str, list[float]], measure: str, days: int, span: int,
-                 checked: dict[str, dict[int, Check]] | None = None) -> dict[str, set[int]]:
+def keyword(key: Hashable) -> str:
+    """The IP's keyword of a series key: the keyword itself, or a (keyword, segment key) pair's first."""
+    return str(key[0]) if isinstance(key, tuple) else str(key)
+
+
+def segment_key(key: Hashable) -> str:
+    """The segment key of a (keyword, segment key) pair."""
+    assert isinstance(key, tuple)
+    return str(key[1])
+
+
+def flagged_days(series: Mapping[K, list[float]], measure: str, days: int, span: int,
+                 checked: dict[K, dict[int, Check]] | None = None) -> dict[K, set[int]]:
     """Each IP's days of the last ``span`` flagged upward (``lib.forecast.breakouts``) against the forecast made the
     day before (``day_checks``, made here unless given)."""
     checked = day_checks(series, measure, days, span) if checked is None else checked
@@ -279,14 +305,14 @@ class Tails:
     below: int
 
 
-def tails(model: MarketModel, series: dict[str, list[float]], checked: dict[str, dict[int, Check]], days: int,
+def tails(model: MarketModel, series: Mapping[K, list[float]], checked: dict[K, dict[int, Check]], days: int,
           span: int, at_least: float | None) -> Tails:
     first = days - span
     n = above = below = 0
     for k, by_day in checked.items():
         if at_least is not None and sum(series[k]) / len(series[k]) < at_least:
             continue
-        spans = burst_days(model, k, first, days)
+        spans = burst_days(model, keyword(k), first, days)
         for d, c in by_day.items():
             if not any(s <= d <= e for s, e in spans):
                 n += 1
@@ -295,15 +321,15 @@ def tails(model: MarketModel, series: dict[str, list[float]], checked: dict[str,
     return Tails(n, above, below)
 
 
-def breakout_scores(model: MarketModel, series: dict[str, list[float]], flagged: dict[str, set[int]], days: int,
+def breakout_scores(model: MarketModel, series: Mapping[K, list[float]], flagged: Mapping[K, set[int]], days: int,
                     span: int, at_least: float | None) -> BreakoutScores:
-    """The flagged days (``flagged_days``) against the IPs' scheduled bursts; ``at_least``: only IPs whose mean
-    daily flow is that."""
+    """The flagged days (``flagged_days``) against the scheduled bursts of each series' IP; ``at_least``: only the
+    series whose mean daily flow is that."""
     keywords = [k for k, v in series.items() if at_least is None or sum(v) / len(v) >= at_least]
     first = days - span
     bursts = found = in_burst = 0
     for k in keywords:
-        spans = burst_days(model, k, first, days)
+        spans = burst_days(model, keyword(k), first, days)
         for start, _ in spans:
             if first <= start < days:
                 bursts += 1

@@ -88,6 +88,7 @@ def test_bench_forecast_prints_its_tables():
     assert any(line.startswith("| each IP's goods types' sales |") for line in lines)
     assert any(line.startswith("| goods types' sales, IPs' forecasts added up |") and line.endswith("| | | |")
                for line in lines)
+    assert any(line.startswith("| each IP's goods types' sales, of 10+ a day (") for line in lines)
 
 
 def test_bench_forecast_refresh_refits_what_changed_only():
