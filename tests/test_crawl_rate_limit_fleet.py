@@ -32,9 +32,9 @@ ROOT = Path(__file__).parent.parent
 LIMIT = 12
 #: A page load begins when it gets its turn; the simulator writes the time the browser asks it for the page's
 #: document, a moment later (the navigation's start in a loaded browser). Windows this much shorter than a minute
-#: absorb that delay. (The time the page's search API call is answered is no measure: the renderer's start and
-#: the page's scripts add seconds, more to a cold browser's first loads than to later ones, and a fresh clone on
-#: a loaded machine saw 15 answers fall within 57 s of 12 turns a minute.)
+#: absorb that delay. (The time the page's search API call is answered is no measure: it comes after the renderer's
+#: start and the page's scripts, and a page given up on (timed out, stalled) can still send it after its successor's
+#: turn; a fresh clone on a loaded machine saw 15 answers within 57 s at 12 turns a minute.)
 START_DELAY_ALLOWANCE = 3.0
 
 
