@@ -16,10 +16,11 @@ import logging
 from collections import defaultdict
 from collections.abc import Iterable
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any, cast
 
 from lib.core.clock import naive_utc, to_timestamp
-from lib.core.db import is_mysql, on_conflict_update, write_transaction
+from lib.core.db import is_mysql, on_conflict_update, retrying_deadlocks, write_transaction
 from lib.market import summaries
 from lib.market.statistics import day_of, hour_bucket, hour_start, hour_values, mark_pending, tuples
 from lib.market.summaries import Sketch, decode_counts, encode_counts
@@ -228,6 +229,13 @@ def mark_daily_changed(ip_id: int) -> None:
                        update={IpDailyChanged.version: IpDailyChanged.version + 1}).execute()
 
 
+def _roll_up_one(ip_id: int, today: datetime, missing: bool) -> int:
+    """One IP's pending days rolled up, in a transaction of its own: a result marking the IP's days while this holds
+    their marks can make MySQL/MariaDB roll one of them back as a deadlock's victim, and then it is run again."""
+    with write_transaction():
+        return roll_up(ip_id, today, missing=missing)
+
+
 def roll_up_pending(now: float) -> int:
     """The periodic rollup (``roll_up_days``): every IP's completed days (before today, UTC) that are pending, one
     transaction per IP; the first pass after an upgrade also rolls up the days missing a daily row. Idempotent,
@@ -242,8 +250,7 @@ def roll_up_pending(now: float) -> int:
                                     .distinct().order_by(IpDayPending.ip_id))]
     done = 0
     for ip_id in ips:
-        with write_transaction():
-            done += roll_up(ip_id, today, missing=backfilled is None)
+        done += retrying_deadlocks(partial(_roll_up_one, ip_id, today, backfilled is None))
     if backfilled is None:
         with write_transaction():
             on_conflict_update(StorageMark.insert(name=BACKFILLED, value=to_timestamp(today)), [StorageMark.name],

@@ -22,13 +22,14 @@ import json
 import logging
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 import peewee
 
 from lib.core import fast_json
 from lib.core.clock import naive_utc, to_timestamp
-from lib.core.db import is_mysql, on_conflict_update, write_transaction
+from lib.core.db import is_mysql, on_conflict_update, retrying_deadlocks, write_transaction
 from lib.core.settings import get_settings
 from lib.market.retention import detail_horizon, window_reach
 from lib.market.series import outflow_sparklines, shift_sparkline
@@ -235,19 +236,27 @@ def update(windows: Sequence[int], now: float) -> dict[int, int]:
     rows recomputed by window."""
     done = {}
     for hours in windows:
-        _roll(hours, now)
+        # a result marking an IP while a chunk holds the marks can make MySQL/MariaDB roll one of them back as a
+        # deadlock's victim: the chunk is then run again (it was rolled back whole)
+        retrying_deadlocks(partial(_roll, hours, now))
         done[hours] = 0
-        while True:
-            with write_transaction():
-                chunk = _pending_chunk(hours)
-                if not chunk:
-                    break
-                done[hours] += _recompute(chunk, hours, now)
-                IpWindowPending.delete().where((IpWindowPending.hours == hours)
-                                               & IpWindowPending.ip_id.in_(chunk)).execute()
+        while (recomputed := retrying_deadlocks(partial(_update_chunk, hours, now))) is not None:
+            done[hours] += recomputed
     if any(done.values()):
         logger.info("window rows: recomputed %s", ", ".join(f"{n} of {h} h" for h, n in done.items() if n))
     return done
+
+
+def _update_chunk(hours: int, now: float) -> int | None:
+    """One transaction of ``update``: up to ``CHUNK`` pending IPs' rows of the window recomputed and their marks
+    removed; returns the rows recomputed, or None when none was pending."""
+    with write_transaction():
+        chunk = _pending_chunk(hours)
+        if not chunk:
+            return None
+        recomputed = _recompute(chunk, hours, now)
+        IpWindowPending.delete().where((IpWindowPending.hours == hours) & IpWindowPending.ip_id.in_(chunk)).execute()
+        return recomputed
 
 
 def _name_join(query: Any) -> Any:
