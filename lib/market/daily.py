@@ -212,13 +212,14 @@ def mark_resegmented(ip_ids: Iterable[int], since: datetime) -> int:
     ids = sorted(set(ip_ids))
     if not ids:
         return 0
+    by_ip: dict[int, list[datetime]] = defaultdict(list)
     with write_transaction():
-        days = tuples(IpStatsDaily.select(IpStatsDaily.ip_id, IpStatsDaily.day)
-                      .where(IpStatsDaily.ip_id.in_(ids) & (IpStatsDaily.day >= since)))
-        for start in range(0, len(days), 500):
-            IpDayPending.insert_many([{"ip_id": i, "day": d} for i, d in days[start:start + 500]]
-                                     ).on_conflict_ignore().execute()
-    return len(days)
+        for ip_id, day in tuples(IpStatsDaily.select(IpStatsDaily.ip_id, IpStatsDaily.day)
+                                 .where(IpStatsDaily.ip_id.in_(ids) & (IpStatsDaily.day >= since))):
+            by_ip[ip_id].append(day)
+        for ip_id, days in by_ip.items():
+            mark_pending(ip_id, days)
+    return sum(len(days) for days in by_ip.values())
 
 
 def mark_daily_changed(ip_id: int) -> None:
