@@ -1,12 +1,20 @@
 """The database layer on SQLite and MariaDB: binding, table creation, per-thread connections."""
 
 import threading
+import time
 
 import dramatiq
 import peewee
 import pytest
 
-from lib.core.db import MYSQL_DEADLOCK, database, open_database, retrying_deadlocks
+from lib.core.db import (
+    MYSQL_DEADLOCK,
+    QueuedSqliteDatabase,
+    database,
+    open_database,
+    retrying_deadlocks,
+    write_transaction,
+)
 from models import ALL_MODELS, BaseModel
 
 from .helpers import run_cli, wait_for
@@ -22,6 +30,75 @@ def test_sqlite_runs_in_wal_mode(tmp_path):
     db.connect()
     assert db.execute_sql("PRAGMA journal_mode").fetchone()[0] == "wal"
     db.close()
+
+
+def test_sqlite_writers_of_one_process_take_turns_within_their_busy_timeout(tmp_path):
+    """Four threads writing short transactions in turn, as a worker's threads apply results: SQLite's own wait
+    polls and can leave one of them out past its busy timeout ("database is locked"); queued in the process, each
+    gets the lock when the one before it commits."""
+    db = QueuedSqliteDatabase(str(tmp_path / "turns.sqlite3"), busy_timeout=2.0, pragmas={"journal_mode": "wal"})
+    previous = database.obj
+    database.initialize(db)
+    failures: list[Exception] = []
+
+    def write(thread: int) -> None:
+        try:
+            for k in range(30):
+                with write_transaction():
+                    Note.create(text=f"{thread}-{k}", thread=str(thread))
+                    time.sleep(0.05)  # the work a result's transaction does with the lock held
+        except peewee.OperationalError as e:
+            failures.append(e)
+        finally:
+            database.close()
+
+    try:
+        database.create_tables([Note])
+        threads = [threading.Thread(target=write, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        assert not any(t.is_alive() for t in threads)
+        assert failures == []
+        assert Note.select().count() == 120
+        database.close()
+    finally:
+        database.initialize(previous)
+
+
+def test_a_queued_sqlite_writer_gives_up_after_its_busy_timeout_with_sqlites_error(tmp_path):
+    """A writer queued behind one that does not commit fails as SQLite's own wait would, within its busy timeout,
+    and writes once the lock is free."""
+    db = QueuedSqliteDatabase(str(tmp_path / "held.sqlite3"), busy_timeout=0.2, pragmas={"journal_mode": "wal"})
+    previous = database.obj
+    database.initialize(db)
+    held, done = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with write_transaction():
+            held.set()
+            done.wait(timeout=30)
+        database.close()
+
+    holder = threading.Thread(target=hold)
+    try:
+        database.create_tables([Note])
+        holder.start()
+        assert held.wait(timeout=30)
+        with pytest.raises(peewee.OperationalError):
+            with write_transaction():
+                Note.create(text="late", thread="main")
+        done.set()
+        holder.join(timeout=30)
+        with write_transaction():
+            Note.create(text="after", thread="main")
+        assert [n.text for n in Note.select()] == ["after"]
+    finally:
+        done.set()
+        holder.join(timeout=30)
+        database.close()
+        database.initialize(previous)
 
 
 def test_unicode_round_trips_and_threads_get_their_own_connections(db):

@@ -6,8 +6,8 @@ import logging
 import operator
 import random
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
@@ -15,6 +15,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import peewee
 from playhouse.shortcuts import ReconnectMixin
+
+from lib.core.turns import TurnLock
 
 logger = logging.getLogger(__name__)
 
@@ -25,6 +27,10 @@ InsertQuery = TypeVar("InsertQuery", bound=peewee.Insert)
 #: transaction back, and running it again is the documented answer.
 MYSQL_DEADLOCK = 1213
 
+#: How long a SQLite writer waits for the write lock (its ``busy_timeout``, and the wait in ``write_transaction``'s
+#: queue) before it fails with "database is locked".
+SQLITE_BUSY_TIMEOUT = 15.0
+
 #: Models bind to this; ``bind_database`` points it at the configured database.
 database = peewee.DatabaseProxy()
 
@@ -34,6 +40,32 @@ database = peewee.DatabaseProxy()
 #: window's rows at many IPs); sending. Without the last two a server that stops answering without resetting
 #: the connection (a frozen host, a network partition) held the thread for good.
 MYSQL_TIMEOUTS = {"connect_timeout": 10.0, "read_timeout": 300.0, "write_timeout": 60.0}
+
+
+class QueuedSqliteDatabase(peewee.SqliteDatabase):
+    """SQLite whose writers in this process queue for its write lock (``write_transaction``).
+
+    SQLite does not queue the connections waiting for its write lock: each polls, sleeping up to 100 ms between
+    tries, and the lock goes to whoever tries first after it is freed, often the thread that just committed. With a
+    worker's threads writing in turn, one of them can miss every release until its busy timeout and fail with
+    "database is locked" while the lock was never held for long (four threads each holding it 50 ms at a time: one
+    waited 6.5 s). Here a process's writers wait in line for a ``TurnLock`` and each takes SQLite's lock as the one
+    before it commits; processes still meet on SQLite's own.
+
+    Parameters:
+        database: the file's path.
+        busy_timeout: seconds a writer waits, in the queue and then for SQLite's lock, before "database is locked".
+        pragmas: set on each connection (``busy_timeout`` is set from the argument).
+    """
+
+    def __init__(self, database: str, busy_timeout: float = SQLITE_BUSY_TIMEOUT,
+                 pragmas: Mapping[str, Any] | None = None) -> None:
+        super().__init__(database, pragmas={**(pragmas or {}), "busy_timeout": int(busy_timeout * 1000)},
+                         timeout=busy_timeout)
+        self.busy_timeout = busy_timeout
+        #: Held by a thread from before its ``BEGIN IMMEDIATE`` until its commit or rollback, and then handed to
+        #: the writer that has waited longest; re-entrant, as a write transaction nested in another is a savepoint.
+        self.writers = TurnLock()
 
 
 class ReconnectingMySQLDatabase(ReconnectMixin, peewee.MySQLDatabase):  # type: ignore[misc]  # playhouse: no types
@@ -51,15 +83,13 @@ def open_database(url: str) -> peewee.Database:
             path = path  # sqlite:///abs/path
         if path not in (":memory:", "/:memory:"):
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        return peewee.SqliteDatabase(
+        return QueuedSqliteDatabase(
             path,
             pragmas={
                 "journal_mode": "wal",  # readers do not block the writer
                 "synchronous": "normal",
-                "busy_timeout": 15000,
                 "foreign_keys": 1,
             },
-            timeout=15,
         )
     if parts.scheme == "mysql":
         query = {k: v[0] for k, v in parse_qs(parts.query).items()}
@@ -309,10 +339,25 @@ class Transaction(Protocol):
 def write_transaction() -> AbstractContextManager[Transaction]:
     """A transaction that will write. On SQLite it takes the write lock up front (BEGIN IMMEDIATE): a
     deferred transaction that reads first and then writes gets "database is locked" at once, without
-    waiting, when another writer got there in between."""
+    waiting, when another writer got there in between. The process's writers queue for it
+    (``QueuedSqliteDatabase``)."""
+    if isinstance(database.obj, QueuedSqliteDatabase):
+        return _queued_write(database.obj)
     if isinstance(database.obj, peewee.SqliteDatabase):
         return database.atomic("IMMEDIATE")
     return database.atomic()
+
+
+@contextmanager
+def _queued_write(db: QueuedSqliteDatabase) -> Iterator[Transaction]:
+    if not db.writers.acquire(timeout=db.busy_timeout):
+        # what SQLite raises when its own wait runs out, so callers meet one error either way
+        raise peewee.OperationalError(f"database is locked (this process's writers queued {db.busy_timeout:g} s)")
+    try:
+        with db.atomic("IMMEDIATE") as transaction:
+            yield transaction
+    finally:
+        db.writers.release()
 
 
 def retrying_deadlocks(work: Callable[[], T], attempts: int = 5) -> T:

@@ -82,8 +82,8 @@ def test_db_init_encodes_listing_ids_as_this_version_does(db):
     """The conversion ``db init`` runs on a text column (SQL on MariaDB, the module's function on SQLite) stores
     every shape of id exactly as ``listing_ids.encode`` does."""
     field = ListingSegment.source_id
-    database.execute_sql("CREATE TABLE text_ids (source_id VARCHAR(64) NOT NULL)" if database.obj.__class__.__name__
-                         .startswith("Sqlite") else
+    database.execute_sql("CREATE TABLE text_ids (source_id VARCHAR(64) NOT NULL)"
+                         if isinstance(database.obj, peewee.SqliteDatabase) else
                          "CREATE TABLE text_ids (source_id VARCHAR(64) CHARACTER SET utf8mb4 COLLATE "
                          f"{exact_collation()} NOT NULL)")
     try:
