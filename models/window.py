@@ -36,12 +36,13 @@ class IpWindowMeasures(BaseModel):
 
 class IpWindowPending(BaseModel):
     """An IP's window whose row a result changed since it was computed: written in the result's transaction,
-    removed by the recomputation of the row (``lib.market.window_rows``)."""
+    removed by the recomputation of the row (``lib.market.window_rows``) if not marked again meanwhile."""
 
     id = peewee.AutoField()
 
     ip_id = peewee.IntegerField()
     hours = peewee.IntegerField()
+    generation = peewee.IntegerField(default=0)  # raised by each marking of a row already pending
 
     class Meta:
         table_name = "ip_windows_pending"

@@ -10,7 +10,10 @@ the previous window, their heat baselines, the recent outflow) each gain an hour
 only for an IP with facts in an hour leaving a range (``crossing_hours``); every fact's hour has an hourly row,
 so those IPs are the ones with an hourly row there. The maintenance pass (``update``) rolls each window to the
 current hour by marking those IPs pending (``StorageMark`` ``window_rows_<H>h``: the hour the rows are rolled
-to), then recomputes the pending rows, dropping their marks in the same transaction.
+to), then recomputes the pending rows: it reads the marks and computes the rows in one read transaction (a snapshot:
+results keep landing meanwhile), then stores the rows and drops the marks in a short write transaction, each mark
+only at the generation it read: a result that marked the row again meanwhile raised it, so its mark stays for the
+next pass.
 
 Reads are exact without waiting for the pass: the rows of IPs that are pending, or would be marked by the roll
 not yet done, are computed on the spot (``stale_ips``), like the per-day series' pending days.
@@ -29,7 +32,7 @@ import peewee
 
 from lib.core import fast_json
 from lib.core.clock import naive_utc, to_timestamp
-from lib.core.db import is_mysql, on_conflict_update, retrying_deadlocks, write_transaction
+from lib.core.db import database, on_conflict_update, retrying_deadlocks, write_transaction
 from lib.core.settings import get_settings
 from lib.market.retention import detail_horizon, window_reach
 from lib.market.series import outflow_sparklines, shift_sparkline
@@ -100,7 +103,16 @@ def mark_pending(ip_id: int, changed: Iterable[datetime] | None, crawled_at: flo
             & (CrawlSearchTotal.crawled_at > crawled_at)).exists():
         touched = list(windows)
     if touched:
-        IpWindowPending.insert_many([{"ip_id": ip_id, "hours": h} for h in touched]).on_conflict_ignore().execute()
+        _mark([ip_id], touched)
+
+
+def _mark(ip_ids: Sequence[int], windows: Sequence[int]) -> None:
+    """Mark these IPs' rows of these windows pending; a row already pending gets the next generation of its mark."""
+    rows = [{"ip_id": i, "hours": h} for h in windows for i in ip_ids]
+    for start in range(0, len(rows), 500):
+        on_conflict_update(IpWindowPending.insert_many(rows[start:start + 500]),
+                           [IpWindowPending.hours, IpWindowPending.ip_id],
+                           update={IpWindowPending.generation: IpWindowPending.generation + 1}).execute()
 
 
 _MARK_PREFIX = "window_rows_"
@@ -185,9 +197,9 @@ def _stored_row(ip_id: int, hours: int, now: float, m: WindowMeasures, line: Jso
             **{c: board.sort_value(c) for c in SORT_COLUMNS}}
 
 
-def _recompute(ip_ids: Sequence[int], hours: int, now: float) -> int:
-    """Recompute and store these IPs' rows of the window (delete those without data); inside a write transaction."""
-    computed = compute(ip_ids, hours, now)
+def _store(ip_ids: Sequence[int], hours: int, now: float,
+           computed: dict[int, tuple[WindowMeasures, JsonObject]]) -> None:
+    """Store the computed rows of these IPs' window (delete those without data); inside a write transaction."""
     rows = [_stored_row(i, hours, now, m, line) for i, (m, line) in computed.items()]
     if rows:
         on_conflict_update(IpWindowMeasures.insert_many(rows), [IpWindowMeasures.hours, IpWindowMeasures.ip_id],
@@ -197,7 +209,6 @@ def _recompute(ip_ids: Sequence[int], hours: int, now: float) -> int:
     if gone:
         IpWindowMeasures.delete().where((IpWindowMeasures.hours == hours)
                                         & IpWindowMeasures.ip_id.in_(gone)).execute()
-    return len(ip_ids)
 
 
 def _roll(hours: int, now: float) -> bool:
@@ -212,51 +223,63 @@ def _roll(hours: int, now: float) -> bool:
             ips = [i for (i,) in tuples(IpMetadata.select(IpMetadata.id))]
         else:
             ips = sorted(crossing_ips(hours, rolled, current))
-        for start in range(0, len(ips), 500):
-            IpWindowPending.insert_many([{"ip_id": i, "hours": hours} for i in ips[start:start + 500]]) \
-                .on_conflict_ignore().execute()
+        _mark(ips, [hours])
         _set_rolled_to(hours, current)
         return rolled is None
 
 
-def _pending_chunk(hours: int) -> list[int]:
-    """Up to ``CHUNK`` pending IPs of the window. On MySQL/MariaDB their marks are locked first thing in the
-    transaction (as ``lib.market.daily._pending``): a result marking one of them again waits for it, and one
-    that marked it before has committed its facts before the reads that follow."""
-    query = (IpWindowPending.select(IpWindowPending.ip_id).where(IpWindowPending.hours == hours)
-             .order_by(IpWindowPending.ip_id).limit(CHUNK))
-    if is_mysql():
-        query = query.for_update()
-    return [i for (i,) in tuples(query)]
+def _pending_chunk(hours: int, after: int) -> list[tuple[int, int]]:
+    """Up to ``CHUNK`` pending IPs of the window past ``after``, with their marks' generations."""
+    return [(i, g) for i, g in tuples(
+        IpWindowPending.select(IpWindowPending.ip_id, IpWindowPending.generation)
+        .where((IpWindowPending.hours == hours) & (IpWindowPending.ip_id > after))
+        .order_by(IpWindowPending.ip_id).limit(CHUNK))]
 
 
 def update(windows: Sequence[int], now: float) -> dict[int, int]:
     """The maintenance pass (``refresh_leaderboards``): roll each window's rows to the current hour, then recompute
-    its pending rows, ``CHUNK`` IPs a transaction (a kill mid-pass loses nothing: the marks stay). Returns the
-    rows recomputed by window."""
+    its pending rows, ``CHUNK`` IPs at a time, each IP once (one marked again meanwhile waits for the next pass; a
+    kill mid-pass loses nothing: the marks stay). Returns the rows recomputed by window."""
     done = {}
     for hours in windows:
-        # a result marking an IP while a chunk holds the marks can make MySQL/MariaDB roll one of them back as a
-        # deadlock's victim: the chunk is then run again (it was rolled back whole)
+        # a result marking an IP while the roll or a chunk's write holds the marks can make MySQL/MariaDB roll one
+        # of them back as a deadlock's victim: that transaction is then run again (it was rolled back whole)
         retrying_deadlocks(partial(_roll, hours, now))
         done[hours] = 0
-        while (recomputed := retrying_deadlocks(partial(_update_chunk, hours, now))) is not None:
-            done[hours] += recomputed
+        after = -1
+        while chunk := _update_chunk(hours, now, after):
+            done[hours] += len(chunk)
+            after = chunk[-1]
     if any(done.values()):
         logger.info("window rows: recomputed %s", ", ".join(f"{n} of {h} h" for h, n in done.items() if n))
     return done
 
 
-def _update_chunk(hours: int, now: float) -> int | None:
-    """One transaction of ``update``: up to ``CHUNK`` pending IPs' rows of the window recomputed and their marks
-    removed; returns the rows recomputed, or None when none was pending."""
-    with write_transaction():
-        chunk = _pending_chunk(hours)
-        if not chunk:
-            return None
-        recomputed = _recompute(chunk, hours, now)
-        IpWindowPending.delete().where((IpWindowPending.hours == hours) & IpWindowPending.ip_id.in_(chunk)).execute()
-        return recomputed
+def _update_chunk(hours: int, now: float, after: int) -> list[int]:
+    """Recompute up to ``CHUNK`` pending IPs' rows of the window past ``after``; returns those IPs (none: nothing
+    pending). The marks and the facts are read in one snapshot and the rows computed there, without the write
+    lock (on SQLite the results would wait for it); the rows are stored and the marks still at the generation
+    read removed in a write transaction of their own."""
+    with database.atomic():  # read only: one snapshot for the marks and the facts the rows are computed from
+        marks = _pending_chunk(hours, after)
+        ip_ids = [i for i, _ in marks]
+        computed = compute(ip_ids, hours, now) if marks else {}
+    if not marks:
+        return []
+
+    def write() -> None:
+        with write_transaction():
+            _store(ip_ids, hours, now, computed)
+            by_generation: dict[int, list[int]] = {}
+            for ip_id, generation in marks:
+                by_generation.setdefault(generation, []).append(ip_id)
+            for generation, ips in by_generation.items():
+                IpWindowPending.delete().where((IpWindowPending.hours == hours)
+                                               & (IpWindowPending.generation == generation)
+                                               & IpWindowPending.ip_id.in_(ips)).execute()
+
+    retrying_deadlocks(write)
+    return ip_ids
 
 
 def _name_join(query: Any) -> Any:

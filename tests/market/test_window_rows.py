@@ -3,6 +3,7 @@ computation of the measures (tests/market/scripted.py) after any sequence of res
 hours pass; a refresh recomputes only the rows results or the hour changed (counted, not timed)."""
 
 import json
+import threading
 
 import pytest
 
@@ -187,6 +188,39 @@ def test_a_refresh_recomputes_only_the_ips_that_received_results(db, settings):
     for ip_id in busy:
         market.deliver(ip_id, 7)
     assert window_rows.update(all_windows, clock.now()) == dict.fromkeys(all_windows, len(busy))
+    assert_rows_equal_the_definition(market, all_windows, clock.now())
+
+
+def test_a_result_landing_while_rows_are_computed_is_not_held_off_and_keeps_its_mark(db, settings, monkeypatch):
+    """The pass computes a chunk's rows from one snapshot without the write lock: a result applied meanwhile (in
+    another thread, as another worker thread would) commits at once, the chunk stores its rows from before it, and
+    the result's mark stays, so the next pass brings the rows to the definition."""
+    clock = FrozenClock(T0)
+    market = Market(settings, clock)
+    ip_id = market.add("IP", make_script(21, n_crawls=8))
+    for n in range(7):
+        clock.set(max(clock.now(), market.scripts[ip_id].crawls[n][0] + 30))
+        market.deliver(ip_id, n)
+    all_windows = windows(settings)
+    clock.set(market.scripts[ip_id].crawls[7][0] + 30)
+    compute, landed = window_rows.compute, []
+
+    def compute_while_a_result_lands(ip_ids, hours, now):
+        computed = compute(ip_ids, hours, now)
+        if not landed:
+            result = threading.Thread(target=lambda: landed.append(market.deliver(ip_id, 7) or True))
+            result.start()
+            result.join(timeout=60)
+            assert landed == [True], "the result waited for the pass"
+        return computed
+
+    monkeypatch.setattr(window_rows, "compute", compute_while_a_result_lands)
+    assert window_rows.update(all_windows, clock.now()) == dict.fromkeys(all_windows, 1)
+    first = all_windows[0]  # computed before the result landed: its row is as of crawls 0-6, its mark kept
+    assert IpWindowPending.select().where((IpWindowPending.ip_id == ip_id) & (IpWindowPending.hours == first)).exists()
+    monkeypatch.setattr(window_rows, "compute", compute)
+    window_rows.update(all_windows, clock.now())
+    assert not IpWindowPending.select().where(IpWindowPending.ip_id == ip_id).exists()
     assert_rows_equal_the_definition(market, all_windows, clock.now())
 
 
