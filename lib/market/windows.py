@@ -418,13 +418,15 @@ def _time_to_sell(created: Iterable[tuple[float, float | None, float | None]], s
             until = max(last_seen if last_seen is not None else at, seen_until(at))
             durations.append((max(min(until, end) - at, 0.0), False))
     sales = sum(1 for _, observed in durations if observed)
-    curve = robust.kaplan_meier(durations)
+    steps = robust.kaplan_meier_steps(durations)
+    curve = [(step.time, step.survival) for step in steps]  # robust.kaplan_meier
     # the curve itself, [hours, share still unsold], where it rests on enough sales to be drawn
     drawn = _drawn(curve) if sales >= MIN_SALES_TO_TIME else ()
+    bands = intervals.survival_bands(steps) if sales >= MIN_SALES_TO_TIME else None
     quartiles = []
     for p in TIME_QUANTILES.values():
         v = robust.km_quantile(curve, p)
-        ci = intervals.km_quantile_interval(durations, p) if sales >= MIN_SALES_TO_TIME else None
+        ci = intervals.bands_quantile_interval(bands, p) if bands is not None else None
         quartiles.append(estimate(None if v is None else v / 3600.0, sales, MIN_SALES_TO_TIME, 2,
                                   None if ci is None else _hours(ci)))
     p25, median, p75 = quartiles
@@ -893,11 +895,12 @@ class _LongParts:
         curve = summaries.kaplan_meier(self.sold_times, self.censored)
         sales = self.sold_times.count
         # the interval: Greenwood's over the bucketed durations' risk sets (summaries.km_steps; definition 8)
-        steps = summaries.km_steps(self.sold_times, self.censored) if sales >= MIN_SALES_TO_TIME else []
+        bands = intervals.survival_bands(summaries.km_steps(self.sold_times, self.censored)
+                                         if sales >= MIN_SALES_TO_TIME else [])
         tts_p25, tts_median, tts_p75 = (
             estimate(None if (v := summaries.km_quantile(self.sold_times, self.censored, q).estimate) is None
                      else v / 3600.0, sales, MIN_SALES_TO_TIME, 2,
-                     None if (ci := intervals.km_steps_quantile_interval(steps, q)) is None else _hours(ci))
+                     None if (ci := intervals.bands_quantile_interval(bands, q)) is None else _hours(ci))
             for q in TIME_QUANTILES.values())
         drawn = _drawn(curve) if sales >= MIN_SALES_TO_TIME else ()
         # the order-statistic interval's ranks read from the sketch (each end within its accuracy)

@@ -14,13 +14,14 @@ from lib.market.intervals.order_statistics import median_interval, quantile_inte
 from lib.market.intervals.proportion import wilson_interval
 from lib.market.intervals.survival import (
     SurvivalBand,
+    bands_quantile_interval,
     km_quantile_interval,
     km_steps_quantile_interval,
     survival_bands,
 )
 
 __all__ = [
-    "LEVEL", "RESAMPLES", "SEED", "SurvivalBand", "bootstrap_interval", "km_quantile_interval",
-    "km_steps_quantile_interval", "median_interval", "quantile_interval", "quantile_ranks",
+    "LEVEL", "RESAMPLES", "SEED", "SurvivalBand", "bands_quantile_interval", "bootstrap_interval",
+    "km_quantile_interval", "km_steps_quantile_interval", "median_interval", "quantile_interval", "quantile_ranks",
     "stratified_bootstrap_interval", "survival_bands", "t_of", "wilson_interval", "z_of",
 ]

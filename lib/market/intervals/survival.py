@@ -83,10 +83,15 @@ def km_steps_quantile_interval(steps: Sequence[KmStep], q: float = 0.5,
     steps: (low, high), high None when the band's upper limit never reaches 1 − q (censoring leaves the quantile
     unbounded above). None when even the lower limit never reaches it: no interval (the point estimate is then
     insufficient too, or rests on a last step where every listing left sold, which has no band)."""
+    return bands_quantile_interval(survival_bands(steps, level), q)
+
+
+def bands_quantile_interval(bands: Sequence[SurvivalBand], q: float) -> tuple[float, float | None] | None:
+    """``km_steps_quantile_interval`` read off the curve's bands (``survival_bands``, computed once for several
+    quantiles)."""
     if not 0.0 < q < 1.0:
         raise ValueError(f"quantile {q} is not in (0, 1)")
     target = 1.0 - q + _EPSILON
-    bands = survival_bands(steps, level)
     low = next((b.time for b in bands if b.low is not None and b.low <= target), None)
     if low is None:
         return None
