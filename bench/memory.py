@@ -5,7 +5,10 @@ processes adds up to what the type costs the machine, forks and Chromium include
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -131,3 +134,56 @@ def print_table(rows: Sequence[Growth]) -> None:
         per_result = "" if row.kb_per_1000_results is None else f"{row.kb_per_1000_results:19.1f}"
         print(f"  {row.name:14} {row.start_mb:15.1f} MB {row.end_mb:8.1f} MB {row.mb_per_day:19.2f} "
               f"{per_result:>19} {row.samples:8d}")
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+
+@dataclass(frozen=True)
+class Allocators:
+    """Where this process's memory is held, in MB: glibc's heaps (``arena``: obtained from the system by ``brk`` and
+    the threads' arenas, ``in_use`` of it; ``mapped``: blocks glibc serves by their own mapping), SQLite's own
+    allocations (``sqlite``: in use now, ``sqlite_peak``: the most since the start) and the interpreter's objects
+    (``python_blocks``: how many blocks are allocated, in thousands). Any of them None where this machine's libraries
+    do not tell."""
+
+    arena: float | None
+    in_use: float | None
+    mapped: float | None
+    sqlite: float | None
+    sqlite_peak: float | None
+    python_blocks: float
+
+    def line(self) -> str:
+        def mb(value: float | None) -> str:
+            return "?" if value is None else f"{value:.0f}"
+        return (f"glibc heaps {mb(self.arena)} MB ({mb(self.in_use)} in use), mapped {mb(self.mapped)} MB; "
+                f"SQLite {mb(self.sqlite)} MB (peak {mb(self.sqlite_peak)}); "
+                f"{self.python_blocks:.0f}k Python blocks")
+
+
+def _library(name: str) -> ctypes.CDLL | None:
+    found = ctypes.util.find_library(name)
+    try:
+        return ctypes.CDLL(found) if found else None
+    except OSError:
+        return None
+
+
+def allocators() -> Allocators:
+    """The allocators' state in this process now (glibc's ``mallinfo2``, SQLite's ``sqlite3_memory_used``)."""
+    arena = in_use = mapped = sqlite = sqlite_peak = None
+    libc = _library("c")
+    if libc is not None and hasattr(libc, "mallinfo2"):
+        libc.mallinfo2.restype = _MallInfo2
+        info = libc.mallinfo2()
+        arena, in_use, mapped = info.arena / 2 ** 20, info.uordblks / 2 ** 20, info.hblkhd / 2 ** 20
+    sqlite3 = _library("sqlite3")
+    if sqlite3 is not None:
+        sqlite3.sqlite3_memory_used.restype = ctypes.c_int64
+        sqlite3.sqlite3_memory_highwater.restype = ctypes.c_int64
+        sqlite3.sqlite3_memory_highwater.argtypes = [ctypes.c_int]
+        sqlite, sqlite_peak = sqlite3.sqlite3_memory_used() / 2 ** 20, sqlite3.sqlite3_memory_highwater(0) / 2 ** 20
+    return Allocators(arena, in_use, mapped, sqlite, sqlite_peak, sys.getallocatedblocks() / 1000)

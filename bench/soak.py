@@ -10,9 +10,11 @@ does not.
 
 ``python -m bench soak --in-process`` runs the worker's result path in this process instead: a Dramatiq worker of
 ``--threads`` threads (4, the demo's) applies the simulator's crawls of ``--ips`` IPs (1,000 by default), one crawl
-of each IP per simulated hour for ``--hours`` hours, with the worker's periodic ``refresh_leaderboards`` after each
-hour, and this process's PSS is fitted against the results applied after the first ``--warmup`` hours: the growth
-per result of a market as large as a deployment's.
+of each IP per simulated hour for ``--hours`` hours, with the worker's periodic work after each hour
+(``refresh_leaderboards``, ``roll_up_days``, ``prune_storage``, ``refresh_forecasts``), and this process's PSS is
+fitted against the results applied after the first ``--warmup`` hours: the growth per result of a market as large as
+a deployment's. Each hour's line also says where the memory is held (``bench.memory.allocators``): glibc's heaps and
+what of them is in use, SQLite's own allocations, the interpreter's blocks.
 
 Options: ``--hours N`` (100; in-process 4), ``--ips N`` (12; in-process 1,000), ``--speed N`` (240: simulated
 seconds per second), ``--warmup N`` (simulated hours, 20; in-process 1), ``--every N`` (simulated minutes between
@@ -39,7 +41,7 @@ from lib.core.settings import Settings
 from lib.operations.demo_clock import DemoClock
 
 from .common import bench_settings, load_average
-from .memory import Growth, Sample, growth, print_table, pss_kb, tree_pss_mb
+from .memory import Growth, Sample, allocators, growth, print_table, pss_kb, tree_pss_mb
 
 USAGE = ("usage: python -m bench soak [--in-process] [--hours N] [--ips N] [--speed N] [--warmup N] "
          "[--every N] [--pages N] [--threads N]")
@@ -254,11 +256,11 @@ def _crawl(job: tuple[int, str, str, float]) -> dict:
 
 def soak_in_process(options: Options) -> list[Growth]:
     """Send a crawl of each IP every simulated hour as ``process_result`` messages to a Dramatiq worker of
-    ``options.threads`` threads running in this process, on the benchmark's broker, and a ``refresh_leaderboards``
-    after each hour's crawls (the worker's periodic work that grows with the data), sampling this process's PSS
-    after every tenth of the IPs. The crawls are the simulator's answers (``lib.operations.backfill``), made in a
-    child process (its caches are not the worker's), ``options.pages`` pages of each search as the demo's crawler
-    reads them. At most two messages a thread wait in the queue, as a worker keeping up sees it."""
+    ``options.threads`` threads running in this process, on the benchmark's broker, and the worker's periodic
+    messages after each hour's crawls, sampling this process's PSS after every tenth of the IPs. The crawls are the
+    simulator's answers (``lib.operations.backfill``), made in a child process (its caches are not the worker's),
+    ``options.pages`` pages of each search as the demo's crawler reads them. At most two messages a thread wait in
+    the queue, as a worker keeping up sees it."""
     import multiprocessing
 
     import dramatiq
@@ -270,7 +272,7 @@ def soak_in_process(options: Options) -> list[Growth]:
     with tempfile.TemporaryDirectory(prefix="bench-soak-") as name:
         with market(Path(name), options) as (settings, clock, ips):
             # the actors' start-up (lib.app.setup) runs on the benchmark's settings, then the clock is ours again
-            from actors.maintenance import refresh_leaderboards
+            from actors.maintenance import prune_storage, refresh_forecasts, refresh_leaderboards, roll_up_days
             from actors.pipeline import process_result
 
             set_clock(clock)
@@ -282,7 +284,9 @@ def soak_in_process(options: Options) -> list[Growth]:
             print(f"  {options.ips} IPs, a crawl of each every simulated hour for {int(options.hours)} hours: "
                   f"{len(plan)} results, applied by a worker of {options.threads} thread(s)", flush=True)
             worker = dramatiq.Worker(process_result.broker,
-                                     queues={process_result.queue_name, refresh_leaderboards.queue_name},
+                                     queues={actor.queue_name for actor in (process_result, refresh_leaderboards,
+                                                                            roll_up_days, prune_storage,
+                                                                            refresh_forecasts)},
                                      worker_threads=options.threads, worker_timeout=100)
             worker.start()
             context = multiprocessing.get_context("spawn")
@@ -296,10 +300,12 @@ def soak_in_process(options: Options) -> list[Growth]:
                             samples.append(Sample((clock.now() - start) / 3600, applied,
                                                   (pss_kb(os.getpid()) or 0) / 1024))
                         if sent % len(ips) == 0:
-                            # the windows' rows and boards, as the worker's periodic refresh keeps them
-                            refresh_leaderboards.send()
+                            # the worker's periodic work (periodiq sends it): the windows' rows and boards, the
+                            # daily rows, the pruning past RETENTION_DETAIL, the forecasts' refit
+                            for actor in (refresh_leaderboards, roll_up_days, prune_storage, refresh_forecasts):
+                                actor.send()
                             print(f"    +{sent // len(ips):3d} h: {applied:6d} results applied; PSS "
-                                  f"{(pss_kb(os.getpid()) or 0) / 1024:.0f} MB", flush=True)
+                                  f"{(pss_kb(os.getpid()) or 0) / 1024:.0f} MB; {allocators().line()}", flush=True)
                     print(f"  {_applied_at_least(len(plan))} results applied", flush=True)
             finally:
                 worker.stop()

@@ -42,7 +42,9 @@ def test_soak_in_process_applies_every_result_and_prints_the_worker_slope(redis_
                            "--pages", "1"],
                           cwd=ROOT, env=bench_env(redis_server), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert re.search(r"^    \+  2 h: +\d+ results applied; PSS \d+ MB$", done.stdout, re.M), done.stdout
+    assert re.search(r"^    \+  2 h: +\d+ results applied; PSS \d+ MB; glibc heaps (\d+|\?) MB \((\d+|\?) in use\), "
+                     r"mapped (\d+|\?) MB; SQLite (\d+|\?) MB \(peak (\d+|\?)\); \d+k Python blocks$",
+                     done.stdout, re.M), done.stdout
     assert "\n  6 results applied\n" in done.stdout, done.stdout
     assert re.search(rf"^  worker{ROW}", done.stdout, re.M), done.stdout
 
