@@ -1,5 +1,6 @@
 """lib.core.turns.TurnLock: first come, first served, re-entrant, bounded waits."""
 
+import ctypes
 import threading
 
 import pytest
@@ -86,4 +87,33 @@ def test_only_its_holder_releases_it():
     other.start()
     other.join(timeout=30)
     assert len(errors) == 1
+    lock.release()
+
+
+class Stopped(Exception):
+    """What Dramatiq's time limit raises into a worker thread (``PyThreadState_SetAsyncExc``)."""
+
+
+def test_a_waiter_stopped_by_an_exception_raised_into_its_thread_does_not_keep_the_lock():
+    """Dramatiq stops a message past its time limit by raising an exception into its thread: one raised while
+    the thread waits its turn comes when the turn does, and the lock goes on to the next instead of staying with
+    a thread that left."""
+    lock, outcome = TurnLock(), []
+    assert lock.acquire(timeout=1)
+
+    def wait() -> None:
+        try:
+            lock.acquire(timeout=30)
+            outcome.append("acquired")
+        except Stopped:
+            outcome.append("stopped")
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    wait_for(lambda: lock.waiting() == 1, what="the waiter in line")
+    assert ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(waiter.ident), ctypes.py_object(Stopped)) == 1
+    lock.release()  # hands the lock to the waiter, whose exception comes as it wakes
+    waiter.join(timeout=30)
+    assert outcome == ["stopped"]
+    assert lock.acquire(timeout=5)  # free again, not held by the stopped thread
     lock.release()

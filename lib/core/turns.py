@@ -33,7 +33,19 @@ class TurnLock:
                 return True
             turn = threading.Event()
             self._waiting.append((me, turn))
-        if turn.wait(timeout):
+        try:
+            granted = turn.wait(timeout)
+        except BaseException:
+            # an exception raised into the waiting thread (Dramatiq's time limit and shutdown raise them so): it
+            # leaves the line, or passes the lock on if it was handed it meanwhile, so no one waits on a thread
+            # that is gone
+            with self._guard:
+                if turn.is_set():
+                    self._pass_on()
+                else:
+                    self._waiting.remove((me, turn))
+            raise
+        if granted:
             return True
         with self._guard:
             if turn.is_set():  # handed over between the timeout and this line
@@ -46,14 +58,17 @@ class TurnLock:
             if self._owner != threading.get_ident():
                 raise RuntimeError("release of a TurnLock not held by this thread")
             self._depth -= 1
-            if self._depth:
-                return
-            if self._waiting:
-                self._owner, turn = self._waiting.popleft()
-                self._depth = 1
-                turn.set()
-            else:
-                self._owner = None
+            if not self._depth:
+                self._pass_on()
+
+    def _pass_on(self) -> None:
+        """Hand the lock to the longest waiter, or free it (under the guard)."""
+        if self._waiting:
+            self._owner, turn = self._waiting.popleft()
+            self._depth = 1
+            turn.set()
+        else:
+            self._owner, self._depth = None, 0
 
     def waiting(self) -> int:
         """How many threads wait for it."""
