@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import os
 import sys
 from collections.abc import Iterable, Sequence
@@ -164,7 +165,9 @@ class Allocators:
                 f"{self.python_blocks:.0f}k Python blocks")
 
 
+@functools.lru_cache(maxsize=2)
 def _library(name: str) -> ctypes.CDLL | None:
+    """The shared library, looked up once (``find_library`` runs ``ldconfig``)."""
     found = ctypes.util.find_library(name)
     try:
         return ctypes.CDLL(found) if found else None

@@ -275,6 +275,10 @@ def soak_in_process(options: Options) -> list[Growth]:
             from actors.maintenance import prune_storage, refresh_forecasts, refresh_leaderboards, roll_up_days
             from actors.pipeline import process_result
 
+            # the worker's periodic work (periodiq sends it hourly or more often): the windows' rows and boards, the
+            # daily rows, the pruning past RETENTION_DETAIL, the forecasts' refit
+            periodic = (refresh_leaderboards, roll_up_days, prune_storage, refresh_forecasts)
+
             set_clock(clock)
             configure_logging("WARNING")  # as the demo's process types log (demo_env): no line per result
             start = clock.now()
@@ -284,9 +288,7 @@ def soak_in_process(options: Options) -> list[Growth]:
             print(f"  {options.ips} IPs, a crawl of each every simulated hour for {int(options.hours)} hours: "
                   f"{len(plan)} results, applied by a worker of {options.threads} thread(s)", flush=True)
             worker = dramatiq.Worker(process_result.broker,
-                                     queues={actor.queue_name for actor in (process_result, refresh_leaderboards,
-                                                                            roll_up_days, prune_storage,
-                                                                            refresh_forecasts)},
+                                     queues={actor.queue_name for actor in (process_result, *periodic)},
                                      worker_threads=options.threads, worker_timeout=100)
             worker.start()
             context = multiprocessing.get_context("spawn")
@@ -300,9 +302,7 @@ def soak_in_process(options: Options) -> list[Growth]:
                             samples.append(Sample((clock.now() - start) / 3600, applied,
                                                   (pss_kb(os.getpid()) or 0) / 1024))
                         if sent % len(ips) == 0:
-                            # the worker's periodic work (periodiq sends it): the windows' rows and boards, the
-                            # daily rows, the pruning past RETENTION_DETAIL, the forecasts' refit
-                            for actor in (refresh_leaderboards, roll_up_days, prune_storage, refresh_forecasts):
+                            for actor in periodic:
                                 actor.send()
                             print(f"    +{sent // len(ips):3d} h: {applied:6d} results applied; PSS "
                                   f"{(pss_kb(os.getpid()) or 0) / 1024:.0f} MB; {allocators().line()}", flush=True)

@@ -92,7 +92,12 @@ def kaplan_meier_steps(durations: Sequence[tuple[float, bool]]) -> list[KmStep]:
 def kaplan_meier(durations: Sequence[tuple[float, bool]]) -> list[tuple[float, float]]:
     """The survival curve of (duration, observed) pairs: [(t, S(t))] at each observed duration, S falling by
     the share of those at risk at t that sold at t (``kaplan_meier_steps``)."""
-    return [(step.time, step.survival) for step in kaplan_meier_steps(durations)]
+    return curve_of(kaplan_meier_steps(durations))
+
+
+def curve_of(steps: Sequence[KmStep]) -> list[tuple[float, float]]:
+    """The survival curve [(t, S(t))] of Kaplan–Meier steps (``kaplan_meier`` of their durations)."""
+    return [(step.time, step.survival) for step in steps]
 
 
 def km_quantile(curve: list[tuple[float, float]], q: float) -> float | None:

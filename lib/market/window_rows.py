@@ -262,10 +262,10 @@ def _update_chunk(hours: int, now: float, after: int) -> list[int]:
     read removed in a write transaction of their own."""
     with database.atomic():  # read only: one snapshot for the marks and the facts the rows are computed from
         marks = _pending_chunk(hours, after)
+        if not marks:
+            return []
         ip_ids = [i for i, _ in marks]
-        computed = compute(ip_ids, hours, now) if marks else {}
-    if not marks:
-        return []
+        computed = compute(ip_ids, hours, now)
 
     def write() -> None:
         with write_transaction():

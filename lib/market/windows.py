@@ -419,7 +419,7 @@ def _time_to_sell(created: Iterable[tuple[float, float | None, float | None]], s
             durations.append((max(min(until, end) - at, 0.0), False))
     sales = sum(1 for _, observed in durations if observed)
     steps = robust.kaplan_meier_steps(durations)
-    curve = [(step.time, step.survival) for step in steps]  # robust.kaplan_meier
+    curve = robust.curve_of(steps)
     # the curve itself, [hours, share still unsold], where it rests on enough sales to be drawn
     drawn = _drawn(curve) if sales >= MIN_SALES_TO_TIME else ()
     bands = intervals.survival_bands(steps) if sales >= MIN_SALES_TO_TIME else None

@@ -55,6 +55,14 @@ class Market:
         self.proc.apply(CrawlResult.parse(ip_id, f"{ip_id}-{n}", at, items, search=self.scripts[ip_id].search[n]))
         self.delivered[ip_id].append(n)
 
+    def deliver_in_order(self, ip_id: int, count: int | None = None) -> None:
+        """The IP's first ``count`` crawls (all of them by default), each delivered as it is made: the clock moved
+        to 30 s after it (never back)."""
+        crawls = self.scripts[ip_id].crawls
+        for n in range(len(crawls) if count is None else count):
+            self.clock.set(max(self.clock.now(), crawls[n][0] + 30))
+            self.deliver(ip_id, n)
+
     def seen(self, ip_id: int) -> Script:
         """The script as far as it was delivered (in any order: the rows are order-independent)."""
         script, done = self.scripts[ip_id], sorted(self.delivered[ip_id])
@@ -136,9 +144,7 @@ def test_the_hour_roll_recomputes_exactly_the_rows_whose_facts_leave_a_range(db,
     market = Market(settings, clock)
     ips = [market.add(f"IP {k}", make_script(k, n_crawls=6 + 4 * k)) for k in range(3)]
     for ip_id in ips:
-        for n in range(len(market.scripts[ip_id].crawls)):
-            clock.set(max(clock.now(), market.scripts[ip_id].crawls[n][0] + 30))
-            market.deliver(ip_id, n)
+        market.deliver_in_order(ip_id)
     all_windows = windows(settings)
     window_rows.update(all_windows, clock.now())
     tracked = {ip_id: set(expected_hours(market.seen(ip_id))) for ip_id in ips}  # the hours with a row
@@ -176,9 +182,7 @@ def test_a_refresh_recomputes_only_the_ips_that_received_results(db, settings):
     market = Market(settings, clock)
     ips = [market.add(f"IP {k}", make_script(10 + k, n_crawls=8)) for k in range(5)]
     for ip_id in ips:
-        for n in range(7):
-            clock.set(max(clock.now(), market.scripts[ip_id].crawls[n][0] + 30))
-            market.deliver(ip_id, n)
+        market.deliver_in_order(ip_id, 7)
     all_windows = windows(settings)
     window_rows.update(all_windows, clock.now())
     assert window_rows.update(all_windows, clock.now()) == dict.fromkeys(all_windows, 0)  # nothing changed
@@ -198,9 +202,7 @@ def test_a_result_landing_while_rows_are_computed_is_not_held_off_and_keeps_its_
     clock = FrozenClock(T0)
     market = Market(settings, clock)
     ip_id = market.add("IP", make_script(21, n_crawls=8))
-    for n in range(7):
-        clock.set(max(clock.now(), market.scripts[ip_id].crawls[n][0] + 30))
-        market.deliver(ip_id, n)
+    market.deliver_in_order(ip_id, 7)
     all_windows = windows(settings)
     clock.set(market.scripts[ip_id].crawls[7][0] + 30)
     compute, landed = window_rows.compute, []
@@ -233,9 +235,7 @@ def test_db_init_has_rows_that_predate_a_new_column_built_anew(db, settings):
     clock = FrozenClock(T0)
     market = Market(settings, clock)
     ip_id = market.add("IP", make_script(21, n_crawls=8))
-    for n in range(8):
-        clock.set(max(clock.now(), market.scripts[ip_id].crawls[n][0] + 30))
-        market.deliver(ip_id, n)
+    market.deliver_in_order(ip_id, 8)
     all_windows = windows(settings)
     window_rows.update(all_windows, clock.now())
     assert all(window_rows.rolled_to(h) is not None for h in all_windows)
@@ -261,9 +261,7 @@ def test_db_init_builds_anew_rows_of_an_earlier_version(db, settings):
     clock = FrozenClock(T0)
     market = Market(settings, clock)
     ip_id = market.add("IP", make_script(22, n_crawls=4))
-    for n in range(4):
-        clock.set(max(clock.now(), market.scripts[ip_id].crawls[n][0] + 30))
-        market.deliver(ip_id, n)
+    market.deliver_in_order(ip_id, 4)
     all_windows = windows(settings)
     window_rows.update(all_windows, clock.now())
     create_tables()  # current: nothing to rebuild
