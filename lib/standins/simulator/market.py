@@ -29,9 +29,9 @@ import hashlib
 import math
 import random
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
-from lib.standins.simulator.titles import make_title
+from lib.standins.simulator.titles import Title, make_title
 
 HOUR = 3600.0
 #: How far back listings are generated: older ones are off every page the crawler reads.
@@ -46,11 +46,14 @@ PLACEHOLDER_PRICE = 9_999_999
 
 @dataclass(frozen=True)
 class Listing:
-    """One listing's whole life."""
+    """One listing's whole life: listing ``n`` of ``keyword``. Its title (``name``) and what it truly carries
+    (``goods``, ``characters``) are derived when first asked for: a search's total needs every young listing's
+    status, its pages only 120 titles."""
 
+    keyword: str
+    n: int
     id: str            # "m…" or, for Shops products, a 22-character id
     shops: bool
-    name: str
     created: float
     price0: int | None
     price_change_at: float | None
@@ -59,8 +62,24 @@ class Listing:
     sold_out_at: float | None  # trading until then, then sold out
     relisted_at: float | None  # sold → on sale again
     hidden: bool = False       # filtered out of every search page (counted in numFound)
-    goods: tuple[str, ...] = ()       # the goods types the title truly carries (``titles.make_title``)
-    characters: tuple[str, ...] = ()  # the characters it truly names
+
+    @cached_property
+    def _title(self) -> Title:
+        return make_title(self.keyword, self.n)
+
+    @property
+    def name(self) -> str:
+        return self._title.text
+
+    @property
+    def goods(self) -> tuple[str, ...]:
+        """The goods types the title truly carries (``titles.make_title``)."""
+        return self._title.goods
+
+    @property
+    def characters(self) -> tuple[str, ...]:
+        """The characters it truly names."""
+        return self._title.characters
 
     def status_at(self, t: float) -> str | None:
         if t < self.created:
@@ -109,6 +128,7 @@ def hidden(keyword: str, n: int) -> bool:
 NO_RESULTS_PREFIX = "該当なし"
 
 
+@lru_cache(maxsize=20_000)
 def listings_per_hour(keyword: str) -> float:
     """Each keyword has its own heat: 20 to 220 new listings an hour."""
     if keyword.startswith(NO_RESULTS_PREFIX):
@@ -131,7 +151,8 @@ def fate(keyword: str, n: int) -> str:
 
 @lru_cache(maxsize=200_000)
 def listing(keyword: str, n: int) -> Listing:
-    rng = random.Random(_seed(keyword, n))
+    seed = _seed(keyword, n)
+    rng = random.Random(seed)
     rate = listings_per_hour(keyword)
     created = EPOCH + n / rate * HOUR + rng.uniform(0, HOUR / rate)
     shops = rng.random() < 0.08
@@ -148,13 +169,12 @@ def listing(keyword: str, n: int) -> Listing:
     sold_out_at = sold_at + trade if sold_at is not None else None
     relisted_at = sold_at + relist if sold_at is not None and story == RELISTED_FATE else None
     ident = (hashlib.sha1(f"{keyword}{n}".encode()).hexdigest()[:22] if shops
-             else f"m{10_000_000_000 + _seed(keyword, n) % 89_999_999_999}")
+             else f"m{10_000_000_000 + seed % 89_999_999_999}")
     rng.randrange(12)  # what the title's noun once drew: the draws after it stay the same
-    title = make_title(keyword, n)
     if price0 is not None and not change and rng.random() < 0.01:  # drawn last: the other listings stay as they were
         price0 = price1 = PLACEHOLDER_PRICE
-    return Listing(ident, shops, title.text, created, price0, price_change_at, price1, sold_at, sold_out_at,
-                   relisted_at, hidden(keyword, n), title.goods, title.characters)
+    return Listing(keyword, n, ident, shops, created, price0, price_change_at, price1, sold_at, sold_out_at,
+                   relisted_at, hidden(keyword, n))
 
 
 def _first(keyword: str, t: float) -> int:
