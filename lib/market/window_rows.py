@@ -38,7 +38,7 @@ from lib.market.retention import detail_horizon, window_reach
 from lib.market.series import outflow_sparklines, shift_sparkline
 from lib.market.statistics import hour_bucket, tuples
 from lib.market.values import IpRow, JsonObject, RowMeasures, WindowMeasures
-from lib.market.windows import BASELINE, RECENT_HOURS, raw, window_measures
+from lib.market.windows import BASELINE, RECENT_HOURS, Window, raw, window_measures
 from models import CrawlSearchTotal, IpMetadata, IpStatsHourly, IpWindowMeasures, IpWindowPending, StorageMark
 
 logger = logging.getLogger(__name__)
@@ -46,8 +46,13 @@ logger = logging.getLogger(__name__)
 HOUR = timedelta(hours=1)
 #: The windows kept as rows whatever LEADERBOARD_PRECOMPUTE says: the dashboard's 1, 7 and 30 days.
 STANDARD_WINDOWS = (24, 168, 720)
-#: IPs recomputed per transaction (a SQLite write transaction holds off the results meanwhile).
+#: IPs recomputed together at most (their marks read, their rows computed, then stored in one short transaction).
 CHUNK = 200
+#: Listing events (created and sold, as the hourly rows count them) in the window of the IPs computed together at
+#: most: a chunk's memory follows the listings it reads (about 50 bytes an event at its peak, docs/benchmarks.md
+#: "Memory"), so a chunk of busy IPs is cut short of ``CHUNK`` and the pass's peak stays near 50 MB whatever the
+#: IPs' sizes. An IP over it is computed alone.
+CHUNK_EVENTS = 1_000_000
 #: Hours a window's rows may lag the clock and still be read (the hours since computed on the spot); further
 #: behind (the maintenance pass stopped), a read computes the whole window as if there were no rows.
 MAX_LAG_HOURS = 3
@@ -228,18 +233,39 @@ def _roll(hours: int, now: float) -> bool:
         return rolled is None
 
 
-def _pending_chunk(hours: int, after: int) -> list[tuple[int, int]]:
-    """Up to ``CHUNK`` pending IPs of the window past ``after``, with their marks' generations."""
-    return [(i, g) for i, g in tuples(
+def _pending_chunk(hours: int, now: float, after: int) -> list[tuple[int, int]]:
+    """The pending IPs of the window past ``after`` computed together next, with their marks' generations: up to
+    ``CHUNK`` of them, fewer where their listing events in the window would exceed ``CHUNK_EVENTS`` (one at least)."""
+    marks = [(i, g) for i, g in tuples(
         IpWindowPending.select(IpWindowPending.ip_id, IpWindowPending.generation)
         .where((IpWindowPending.hours == hours) & (IpWindowPending.ip_id > after))
         .order_by(IpWindowPending.ip_id).limit(CHUNK))]
+    if len(marks) < 2:
+        return marks
+    events = _events(hours, now, [i for i, _ in marks])
+    total = 0
+    for taken, (ip_id, _) in enumerate(marks):
+        total += events.get(ip_id, 0)
+        if total > CHUNK_EVENTS:
+            return marks[:max(1, taken)]
+    return marks
+
+
+def _events(hours: int, now: float, ip_ids: list[int]) -> dict[int, int]:
+    """Each IP's listing events the window's computation reads (its hourly rows' inflow and outflow from the
+    window's first listings kept: the cohort's start, or the detail horizon where the listings before are pruned)."""
+    w = Window(hours, now, _detail(now))
+    since = w.cohort_since if w.detail_from is None else max(w.cohort_since, hour_bucket(w.detail_from))
+    return {i: int(n or 0) for i, n in tuples(
+        IpStatsHourly.select(IpStatsHourly.ip_id, peewee.fn.SUM(IpStatsHourly.inflow + IpStatsHourly.outflow))
+        .where(IpStatsHourly.ip_id.in_(ip_ids) & (IpStatsHourly.hour_bucket >= since))
+        .group_by(IpStatsHourly.ip_id))}
 
 
 def update(windows: Sequence[int], now: float) -> dict[int, int]:
     """The maintenance pass (``refresh_leaderboards``): roll each window's rows to the current hour, then recompute
-    its pending rows, ``CHUNK`` IPs at a time, each IP once (one marked again meanwhile waits for the next pass; a
-    kill mid-pass loses nothing: the marks stay). Returns the rows recomputed by window."""
+    its pending rows, a chunk at a time (``_pending_chunk``), each IP once (one marked again meanwhile waits for the
+    next pass; a kill mid-pass loses nothing: the marks stay). Returns the rows recomputed by window."""
     done = {}
     for hours in windows:
         # a result marking an IP while the roll or a chunk's write holds the marks can make MySQL/MariaDB roll one
@@ -256,12 +282,12 @@ def update(windows: Sequence[int], now: float) -> dict[int, int]:
 
 
 def _update_chunk(hours: int, now: float, after: int) -> list[int]:
-    """Recompute up to ``CHUNK`` pending IPs' rows of the window past ``after``; returns those IPs (none: nothing
+    """Recompute the next chunk of pending IPs' rows of the window past ``after``; returns those IPs (none: nothing
     pending). The marks and the facts are read in one snapshot and the rows computed there, without the write
     lock (on SQLite the results would wait for it); the rows are stored and the marks still at the generation
     read removed in a write transaction of their own."""
     with database.atomic():  # read only: one snapshot for the marks and the facts the rows are computed from
-        marks = _pending_chunk(hours, after)
+        marks = _pending_chunk(hours, now, after)
         if not marks:
             return []
         ip_ids = [i for i, _ in marks]

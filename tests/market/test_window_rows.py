@@ -226,6 +226,40 @@ def test_a_result_landing_while_rows_are_computed_is_not_held_off_and_keeps_its_
     assert_rows_equal_the_definition(market, all_windows, clock.now())
 
 
+def test_a_chunk_holds_ips_up_to_a_bound_on_their_listing_events_and_the_rows_stay_exact(db, settings, monkeypatch):
+    """The IPs computed together are cut where their listing events in the window (their hourly rows' inflow and
+    outflow) would pass ``CHUNK_EVENTS``, so a pass's memory follows a bounded number of listings whatever the IPs'
+    sizes; an IP over the bound is computed alone. The rows are the same as computed in one chunk."""
+    from models import IpStatsHourly
+
+    clock = FrozenClock(T0)
+    market = Market(settings, clock)
+    ips = [market.add(f"IP {k}", make_script(30 + k, n_crawls=10)) for k in range(5)]
+    for ip_id in ips:
+        market.deliver_in_order(ip_id)
+    day = 24
+    since = naive_utc(clock.now()) - window_rows.HOUR * day  # the 24-hour window's hours, and an hour before
+    events = {i: sum(r.inflow + r.outflow for r in IpStatsHourly.select().where(
+        (IpStatsHourly.ip_id == i) & (IpStatsHourly.hour_bucket >= since))) for i in ips}
+    assert min(events.values()) > 0
+    bound = events[ips[0]] + events[ips[1]]  # the first two IPs fit together; the busiest others may be alone
+    monkeypatch.setattr(window_rows, "CHUNK_EVENTS", bound)
+    compute, chunks = window_rows.compute, []
+
+    def counted(ip_ids, hours, now):
+        if hours == day:
+            chunks.append(list(ip_ids))
+        return compute(ip_ids, hours, now)
+
+    monkeypatch.setattr(window_rows, "compute", counted)
+    window_rows.update([day], clock.now())
+    assert [i for chunk in chunks for i in chunk] == sorted(ips)  # each IP once, in order
+    assert chunks[0][:2] == sorted(ips)[:2] and len(chunks) > 1
+    for chunk in chunks:
+        assert len(chunk) == 1 or sum(events[i] for i in chunk) <= bound, (chunk, events)
+    assert_rows_equal_the_definition(market, [day], clock.now())
+
+
 def test_db_init_has_rows_that_predate_a_new_column_built_anew(db, settings):
     """A database whose window rows were written before ``heat_low`` existed: ``db init`` adds the column and the
     rows are rebuilt by the next roll (their JSON lacks the intervals too), and read meanwhile as never built."""
