@@ -496,13 +496,16 @@ class ReadSide:
                                                     -(measures[key].inflow.value or 0), key))
         return [SegmentRow(key, labels.get(key, key), measures[key]) for key in ordered]
 
+    def mark_resegmented(self, ip_id: int) -> None:
+        """Some of the IP's segments were derived again (in the caller's transaction): its days whose listings are
+        kept (``RETENTION_DETAIL``) are marked for the rollup, which recomputes their segments' daily rows."""
+        mark_resegmented([ip_id], day_of(naive_utc(self.clock.now() - self.settings.retention_detail)))
+
     def segments_changed(self, ip_ids: list[int]) -> None:
-        """These IPs' segments were derived again: their cached answers are dropped, and their days whose listings
-        are kept (``RETENTION_DETAIL``) are marked for the rollup, which recomputes their segments' daily rows."""
-        since = day_of(naive_utc(self.clock.now() - self.settings.retention_detail))
-        marked = mark_resegmented(ip_ids, since)
-        if marked:
-            logger.info("%d day(s) of %d IP(s) marked for the rollup: their segments changed", marked, len(ip_ids))
+        """These IPs' segments were derived again (and their days marked, ``mark_resegmented``): their cached
+        answers are dropped."""
+        if ip_ids:
+            logger.info("the segments of %d IP(s) changed: their kept days marked for the rollup", len(ip_ids))
         if self.client is not None:
             for ip_id in ip_ids:
                 invalidate_caches(self.client, ip_id)

@@ -180,11 +180,14 @@ class ReapplyReport:
     changed_ips: list[int] | None = None
 
 
-def reapply(settings: Settings, ip_id: int | None = None, *, batch: int = BATCH) -> ReapplyReport:
+def reapply(settings: Settings, ip_id: int | None = None, *, batch: int = BATCH,
+            changed: Callable[[int], None] | None = None) -> ReapplyReport:
     """Recompute the segments of every kept listing (of ``ip_id``, or of every IP) from its stored title, with
     the configured taxonomy and the IPs' characters now, ``batch`` listings a transaction (on MySQL/MariaDB their
     snapshots locked, so a result retitling one of them waits for the batch, then segments it anew). Rows of
-    listings no longer kept (pruned) go too."""
+    listings no longer kept (pruned) go too. ``changed(ip_id)`` runs inside each transaction that changed an IP's
+    rows, so what follows a change (its days marked for the rollup) commits with it: a process stopped midway
+    leaves no change unmarked."""
     report = ReapplyReport(changed_ips=[])
     classifier = configured_classifier(settings)
     ips = [ip_id] if ip_id is not None else [i for (i,) in _rows(IpMetadata.select(IpMetadata.id)
@@ -194,8 +197,8 @@ def reapply(settings: Settings, ip_id: int | None = None, *, batch: int = BATCH)
         before = report.added + report.removed
         after: str | None = ""  # source ids are never empty
         while after is not None:
-            after = retrying_deadlocks(partial(_reapply_batch, ip, after, batch, segmenter, report))
-        while retrying_deadlocks(partial(_sweep_orphans, ip, batch, report)):
+            after = retrying_deadlocks(partial(_reapply_batch, ip, after, batch, segmenter, report, changed))
+        while retrying_deadlocks(partial(_sweep_orphans, ip, batch, report, changed)):
             pass
         report.ips += 1
         if report.added + report.removed > before:
@@ -206,8 +209,11 @@ def reapply(settings: Settings, ip_id: int | None = None, *, batch: int = BATCH)
 
 
 class SegmentsChanged(Protocol):
-    """What follows the IPs whose segments were derived again (``lib.market.read_side.ReadSide``): their cached
-    answers and their segments' daily rows."""
+    """What follows the IPs whose segments were derived again (``lib.market.read_side.ReadSide``): their segments'
+    daily rows (``mark_resegmented``, in the transaction of the change) and their cached answers
+    (``segments_changed``, once the reapply is done)."""
+
+    def mark_resegmented(self, ip_id: int) -> None: ...
 
     def segments_changed(self, ip_ids: list[int]) -> None: ...
 
@@ -215,12 +221,13 @@ class SegmentsChanged(Protocol):
 def resegment(settings: Settings, side: SegmentsChanged, ip_id: int | None = None) -> ReapplyReport:
     """``reapply`` (of ``ip_id``, or of every IP), then tell ``side`` (the read side) the IPs whose segments changed:
     after the taxonomy or an IP's character list changed."""
-    report = reapply(settings, ip_id)
+    report = reapply(settings, ip_id, changed=side.mark_resegmented)
     side.segments_changed(report.changed_ips or [])
     return report
 
 
-def _reapply_batch(ip_id: int, after: str, batch: int, segmenter: Segmenter, report: ReapplyReport) -> str | None:
+def _reapply_batch(ip_id: int, after: str, batch: int, segmenter: Segmenter, report: ReapplyReport,
+                   changed: Callable[[int], None] | None = None) -> str | None:
     """One transaction: the IP's next ``batch`` listings by source id after ``after``; returns the last source id
     taken (None: there were none). The report is counted only once the transaction committed."""
     with write_transaction():
@@ -251,13 +258,15 @@ def _reapply_batch(ip_id: int, after: str, batch: int, segmenter: Segmenter, rep
                                           & ListingSegment.source_id.in_(sorted({sid for sid, _, _ in gone}))
                                           & key.in_(stored_key)).execute()
         _insert(ip_id, new)
+        if changed is not None and (gone or new):
+            changed(ip_id)
     report.listings += len(rows)
     report.added += len(new)
     report.removed += len(gone)
     return str(rows[-1][0])
 
 
-def _sweep_orphans(ip_id: int, batch: int, report: ReapplyReport) -> bool:
+def _sweep_orphans(ip_id: int, batch: int, report: ReapplyReport, changed: Callable[[int], None] | None = None) -> bool:
     """Delete the rows of up to ``batch`` of the IP's listings that have no snapshot any more; whether it found
     any."""
     with write_transaction():
@@ -268,5 +277,7 @@ def _sweep_orphans(ip_id: int, batch: int, report: ReapplyReport) -> bool:
                                         .limit(batch))]
         removed = ListingSegment.delete().where((ListingSegment.ip_id == ip_id)
                                                 & ListingSegment.source_id.in_(sids)).execute() if sids else 0
+        if changed is not None and removed:
+            changed(ip_id)
     report.removed += removed
     return bool(sids)

@@ -361,7 +361,7 @@ def test_segments_derived_again_are_rolled_up_again_over_the_days_whose_listings
     ListingSegment.update(key="badge").where((ListingSegment.ip_id == 7)
                                              & (ListingSegment.key == BADGE.key)).execute()
     IpDailyChanged.delete().execute()
-    ReadSide(settings, None, FrozenClock(now)).segments_changed([7])
+    ReadSide(settings, None, FrozenClock(now)).mark_resegmented(7)
     since = day_of(naive_utc(now - settings.retention_detail))
     assert roll_up_pending(now) == (day_of(naive_utc(now)) - since).days
     after = {(r.key, r.day): (r.inflow, r.outflow) for r in SegmentDailyFlow.select().where(

@@ -146,6 +146,45 @@ def test_reapply_follows_a_taxonomy_change(db, settings, tmp_path):
     assert gone not in stored(ip_id, GOODS)["badge"]
 
 
+def test_a_reapply_stopped_midway_leaves_what_it_changed_marked_for_the_rollup(db, settings, tmp_path, monkeypatch):
+    """The segments' daily rows follow a reapply: each transaction that changes an IP's segments marks the IP's kept
+    days for the rollup in the same transaction, so a reapply stopped after its first batch (a killed process)
+    leaves no committed change unmarked, and the rollup brings the days to the new segments."""
+    import pytest
+
+    from lib.core.clock import naive_utc
+    from lib.market.daily import roll_up_pending
+    from lib.market.read_side import ReadSide
+    from lib.market.statistics import day_of
+    from lib.segments import stored as segments_stored
+    from models import IpDayPending, IpStatsDaily
+
+    script = make_script(8, n_crawls=20, titles=list(TITLES))
+    now = max(at for at, _ in script.crawls) + 2 * 86_400.0  # the script's days are complete
+    ip_id = deliver(settings, script, "in_order", 8)
+    roll_up_pending(now)
+    days = {d for (d,) in IpStatsDaily.select(IpStatsDaily.day).where(IpStatsDaily.ip_id == ip_id).tuples()}
+    assert days and not IpDayPending.select().exists()
+    taxonomy = tmp_path / "goods_types.toml"
+    taxonomy.write_text(CHANGED_TAXONOMY, encoding="utf-8")
+    changed = dataclasses.replace(settings, segments_taxonomy=str(taxonomy))
+    batch, calls = segments_stored._reapply_batch, []
+
+    def stopped_after_the_first(*args, **kwargs):
+        if calls:
+            raise KeyboardInterrupt  # the process stopped between two batches
+        calls.append(1)
+        return batch(*args, **kwargs)
+
+    monkeypatch.setattr(segments_stored, "_reapply_batch", stopped_after_the_first)
+    with pytest.raises(KeyboardInterrupt):
+        segments_stored.resegment(changed, ReadSide(changed, None, FrozenClock(now)), ip_id)
+    since = day_of(naive_utc(now - settings.retention_detail))
+    marked = {d for (d,) in IpDayPending.select(IpDayPending.day).where(IpDayPending.ip_id == ip_id).tuples()}
+    assert marked == {d for d in days if d >= since} != set()
+    assert roll_up_pending(now) == len(marked)
+
+
 def test_character_segments_follow_the_ip_character_list(db, settings):
     """Characters listed before the results come are matched as they are applied; a character removed from the
     list loses its segment at the next reapply."""
