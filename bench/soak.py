@@ -18,7 +18,9 @@ what of them is in use, SQLite's own allocations, the interpreter's blocks.
 
 Options: ``--hours N`` (100; in-process 4), ``--ips N`` (12; in-process 1,000), ``--speed N`` (240: simulated
 seconds per second), ``--warmup N`` (simulated hours, 20; in-process 1), ``--every N`` (simulated minutes between
-samples, 30); in-process ``--pages N`` (pages read of each search, 2) and ``--threads N`` (4). Runs on
+samples, 30); in-process ``--pages N`` (pages read of each search, 2), ``--threads N`` (4) and ``--crawlers N``
+(child processes making the crawls, 1: at 1,000 IPs the simulator's crawls are the run's bottleneck, so on a
+machine with a core to spare 2 shorten it; the worker's memory is the same either way). Runs on
 BENCH_REDIS_URL as the other benchmarks do, and a SQLite file in a temporary directory."""
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from .common import bench_settings, load_average
 from .memory import Growth, Sample, allocators, growth, print_table, pss_kb, tree_pss_mb
 
 USAGE = ("usage: python -m bench soak [--in-process] [--hours N] [--ips N] [--speed N] [--warmup N] "
-         "[--every N] [--pages N] [--threads N]")
+         "[--every N] [--pages N] [--threads N] [--crawlers N]")
 KINDS = ("scheduler", "crawler", "worker")
 
 
@@ -61,6 +63,7 @@ class Options:
         every: simulated minutes between samples.
         pages: in process, the pages read of each search (the demo's crawler reads 2: ``CRAWL_MAX_PAGES``).
         threads: in process, the worker's threads (the demo's ``WORKER_THREADS``).
+        crawlers: in process, the child processes making the simulator's crawls.
     """
 
     in_process: bool = False
@@ -71,6 +74,7 @@ class Options:
     every: float = 30.0
     pages: int = 2
     threads: int = 4
+    crawlers: int = 1
 
 
 def parse(argv: list[str]) -> Options:
@@ -81,7 +85,8 @@ def parse(argv: list[str]) -> Options:
         name = rest.pop(0)
         if name == "--in-process":
             in_process = True
-        elif name in ("--hours", "--ips", "--speed", "--warmup", "--every", "--pages", "--threads") and rest:
+        elif name in ("--hours", "--ips", "--speed", "--warmup", "--every", "--pages", "--threads",
+                      "--crawlers") and rest:
             try:
                 values[name[2:]] = float(rest.pop(0))
             except ValueError:
@@ -94,7 +99,7 @@ def parse(argv: list[str]) -> Options:
     merged = {**defaults, **values}
     return Options(in_process, merged.get("hours", 100.0), int(merged.get("ips", 12)), merged.get("speed", 240.0),
                    merged.get("warmup", 20.0), merged.get("every", 30.0), int(merged.get("pages", 2)),
-                   int(merged.get("threads", 4)))
+                   int(merged.get("threads", 4)), int(merged.get("crawlers", 1)))
 
 
 def keywords(count: int) -> list[str]:
@@ -293,7 +298,7 @@ def soak_in_process(options: Options) -> list[Growth]:
             worker.start()
             context = multiprocessing.get_context("spawn")
             try:
-                with context.Pool(1, _start_crawler, (options.pages, settings.mercari_base_url)) as pool:
+                with context.Pool(options.crawlers, _start_crawler, (options.pages, settings.mercari_base_url)) as pool:
                     for sent, message in enumerate(_ahead(pool, plan, 2 * options.threads + 2), start=1):
                         clock.set(message["crawled_at"])
                         process_result.send(**message)

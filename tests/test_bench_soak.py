@@ -37,9 +37,10 @@ def test_soak_runs_the_process_types_to_its_end_and_prints_each_ones_slope(redis
 
 
 def test_soak_in_process_applies_every_result_and_prints_the_worker_slope(redis_server):
+    """With two child processes making the crawls: every result is still applied."""
     empty_redis_databases(redis_server)
     done = subprocess.run([sys.executable, "-m", "bench", "soak", "--in-process", "--ips", "3", "--hours", "2",
-                           "--pages", "1"],
+                           "--pages", "1", "--crawlers", "2"],
                           cwd=ROOT, env=bench_env(redis_server), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert re.search(r"^    \+  2 h: +\d+ results applied; PSS \d+ MB; glibc heaps (\d+|\?) MB \((\d+|\?) in use\), "
