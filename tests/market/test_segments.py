@@ -8,6 +8,8 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 
+import pytest
+
 from lib.core.clock import FrozenClock
 from lib.core.redis_client import state_redis
 from lib.market.processing import CrawlResult, ResultProcessor
@@ -149,9 +151,7 @@ def test_reapply_follows_a_taxonomy_change(db, settings, tmp_path):
 def test_a_reapply_stopped_midway_leaves_what_it_changed_marked_for_the_rollup(db, settings, tmp_path, monkeypatch):
     """The segments' daily rows follow a reapply: each transaction that changes an IP's segments marks the IP's kept
     days for the rollup in the same transaction, so a reapply stopped after its first batch (a killed process)
-    leaves no committed change unmarked, and the rollup brings the days to the new segments."""
-    import pytest
-
+    leaves no committed change unmarked, and the next rollup takes those days up."""
     from lib.core.clock import naive_utc
     from lib.market.daily import roll_up_pending
     from lib.market.read_side import ReadSide

@@ -229,7 +229,7 @@ def test_a_result_landing_while_rows_are_computed_is_not_held_off_and_keeps_its_
 def test_a_chunk_holds_ips_up_to_a_bound_on_their_listing_events_and_the_rows_stay_exact(db, settings, monkeypatch):
     """The IPs computed together are cut where their listing events in the window (their hourly rows' inflow and
     outflow) would pass ``CHUNK_EVENTS``, so a pass's memory follows a bounded number of listings whatever the IPs'
-    sizes; an IP over the bound is computed alone. The rows are the same as computed in one chunk."""
+    sizes; an IP over the bound is computed alone. The rows still equal the definition."""
     from models import IpStatsHourly
 
     clock = FrozenClock(T0)
