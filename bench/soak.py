@@ -20,7 +20,8 @@ Options: ``--hours N`` (100; in-process 4), ``--ips N`` (12; in-process 1,000), 
 seconds per second), ``--warmup N`` (simulated hours, 20; in-process 1), ``--every N`` (simulated minutes between
 samples, 30); in-process ``--pages N`` (pages read of each search, 2), ``--threads N`` (4) and ``--crawlers N``
 (child processes making the crawls, 1: at 1,000 IPs the simulator's crawls are the run's bottleneck, so on a
-machine with a core to spare 2 shorten it; the worker's memory is the same either way). Runs on
+machine with a core to spare 2 shorten it; the worker's path is the same, its crawls taken in the plan's order).
+Runs on
 BENCH_REDIS_URL as the other benchmarks do, and a SQLite file in a temporary directory."""
 
 from __future__ import annotations
