@@ -14,8 +14,10 @@ Then breakouts (``lib.forecast.breakouts``): each of the last cuts' days held ag
 day before, flagged as the stored forecasts flag, scored against the market's scheduled bursts: recall (bursts
 flagged on their first day or the next) and precision (flagged days from a burst's first day to the day after its
 last), for sales, new listings and either, and for each IP's sales of each goods type that sells 10 or more a day
-(fitted as segments are; a burst of the IP counts for each of its goods types); and the ordinary days (outside every
-burst) above and below the 95 % interval, which upward breakouts rest on (each tail should hold 2.5 % of them).
+(fitted as segments are; a burst of the IP counts for each of its goods types); the same recall and precision at other
+margins past the 95 % interval (``lib.forecast.breakouts.MARGIN``) for the series of 10 or more a day; and the
+ordinary days (outside every burst) above and below the 95 % interval, which upward breakouts rest on (each tail
+should hold 2.5 % of them).
 
 What it costs: drawing the market grows with the listings (IPs × size × days); the fits grow with the cuts (IPs,
 goods types and cuts), the breakouts' with IPs × the days checked. ``--max-size`` truncates the drawn sizes (new
@@ -46,7 +48,7 @@ from lib.forecast.backtest import (
     seasonal_scale,
     summarize,
 )
-from lib.forecast.breakouts import MIN_SAMPLE, UP, Check
+from lib.forecast.breakouts import MARGIN, MIN_SAMPLE, UP, Check
 from lib.forecast.series import MIN_SEGMENT_FLOW
 from lib.forecast.values import HORIZON, INFLOW, OUTFLOW, History, Segment
 from lib.standins.simulator.model import DAY, HOUR, MarketModel
@@ -56,6 +58,8 @@ K = TypeVar("K", bound=Hashable)
 #: A UTC midnight.
 T0 = 1_800_000_000.0 - (1_800_000_000.0 % DAY)
 MIN_HISTORY = 28
+#: The breakouts' margins scored besides the shipped one (``lib.forecast.breakouts.MARGIN``).
+MARGINS = (0.0, 0.1, 0.2, 0.3, 0.5, 1.0)
 USAGE = "usage: python -m bench forecast [--ips 40] [--days 91] [--cuts 5] [--max-size 200] [--seed 1]"
 #: Size classes by new listings an hour, as bench accuracy names them.
 CLASSES = ((1.0, "niche (< 1/h)"), (5.0, "small (1-5/h)"), (40.0, "middling (5-40/h)"), (float("inf"),
@@ -216,6 +220,21 @@ def main(argv: list[str] | None = None) -> int:
     print(f"| each IP's goods types' sales, of {MIN_SAMPLE}+ a day ({len(busy_goods)}) | {b.bursts} | {b.found} | "
           f"{b.recall:.2f} | {b.flagged} | {b.in_burst} | {b.precision:.2f} |")
     print()
+    print(f"Breakouts by their margin past the 95 % interval (a share of its upper half; shipped: {MARGIN}), series of "
+          f"{MIN_SAMPLE}+ a day: recall, precision")
+    print("| margin | sales | new listings | either | each IP's goods types' sales |")
+    print("|---:|---|---|---|---|")
+    for margin in MARGINS:
+        by_flow = {measure: flagged_days(series, measure, o.days, o.cuts * 7, checked[measure], margin)
+                   for series, measure in ((sold, OUTFLOW), (listed, INFLOW))}
+        either_flow = {k: by_flow[OUTFLOW][k] | by_flow[INFLOW][k] for k in keywords}
+        cells = [breakout_scores(model, sold, by_flow[OUTFLOW], o.days, o.cuts * 7, MIN_SAMPLE),
+                 breakout_scores(model, listed, by_flow[INFLOW], o.days, o.cuts * 7, MIN_SAMPLE),
+                 breakout_scores(model, sold, either_flow, o.days, o.cuts * 7, MIN_SAMPLE),
+                 breakout_scores(model, busy_goods, flagged_days(busy_goods, OUTFLOW, o.days, o.cuts * 7, goods_checked,
+                                                                 margin), o.days, o.cuts * 7, None)]
+        print(f"| {margin:g} | " + " | ".join(f"{c.recall:.2f}, {c.precision:.2f}" for c in cells) + " |")
+    print()
     print("Ordinary days (outside every burst, as above) against the 95 % interval of the forecast made the day "
           "before: each tail should hold 2.5 %")
     print("| flow | days | above the interval | below it |")
@@ -281,11 +300,12 @@ def segment_key(key: Hashable) -> str:
 
 
 def flagged_days(series: Mapping[K, list[float]], measure: str, days: int, span: int,
-                 checked: dict[K, dict[int, Check]] | None = None) -> dict[K, set[int]]:
-    """Each IP's days of the last ``span`` flagged upward (``lib.forecast.breakouts``) against the forecast made the
-    day before (``day_checks``, made here unless given)."""
+                 checked: dict[K, dict[int, Check]] | None = None, margin: float = MARGIN) -> dict[K, set[int]]:
+    """Each IP's days of the last ``span`` flagged upward (``lib.forecast.breakouts``; ``margin``: past the 95 %
+    interval by that share of its half, the shipped one unless given) against the forecast made the day before
+    (``day_checks``, made here unless given)."""
     checked = day_checks(series, measure, days, span) if checked is None else checked
-    return {k: {d for d, c in by_day.items() if c.direction == UP} for k, by_day in checked.items()}
+    return {k: {d for d, c in by_day.items() if c.direction_past(margin) == UP} for k, by_day in checked.items()}
 
 
 def burst_days(model: MarketModel, keyword: str, first: int, days: int) -> list[tuple[int, int]]:

@@ -9,6 +9,7 @@ import pytest
 
 from bench.forecast import (
     DAY,
+    MARGINS,
     T0,
     Options,
     board_backtest,
@@ -89,6 +90,10 @@ def test_bench_forecast_prints_its_tables():
     assert any(line.startswith("| goods types' sales, IPs' forecasts added up |") and line.endswith("| | | |")
                for line in lines)
     assert any(line.startswith("| each IP's goods types' sales, of 10+ a day (") for line in lines)
+    # recall and precision at each margin, sales, new listings, either flow and the goods types
+    margins = [line for line in lines if line.split("|")[1].strip() in {f"{m:g}" for m in MARGINS}]
+    assert [line.split("|")[1].strip() for line in margins] == [f"{m:g}" for m in MARGINS]
+    assert all(len(line.split("|")) == 7 for line in margins)
 
 
 def test_bench_forecast_refresh_refits_what_changed_only():

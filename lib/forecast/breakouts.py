@@ -2,14 +2,15 @@
 
 When a day closes, each IP's flows of that day, and each of its segments', are held against the forecast made for
 it the day before (the stored forecast, before the refit replaces it). A day whose flow leaves that forecast's 95 %
-interval, upward or downward, is a breakout, when the day's flow (upward) or its forecast (downward) is at least
-``MIN_SAMPLE``: below that, a day's count is too small to tell a burst from chance. A breakout is kept
+interval by more than ``MARGIN`` of its half, upward or downward, is a breakout, when the day's flow (upward) or its
+forecast (downward) is at least ``MIN_SAMPLE``: below that, a day's count is too small to tell a burst from chance.
+A breakout is kept
 (``ip_breakouts``, ``segment_breakouts``) and raises an alert: rule ``outflow_breakout`` or ``inflow_breakout`` for
 the IP's own flows, ``segment_breakout`` for its segments' (one alert naming every segment of the IP that broke out
 that day), at most one per IP, rule and day, delivered as the other alerts are. The last closed day's check of each
 series' flow is kept (``ip_forecast_checks``, ``segment_forecast_checks``): the rising board ranks IPs, or the IPs'
 goods types or characters, by how far above their forecast they ran, in units of the interval's upper half: above
-1, out of it.
+1, out of it; above ``1 + MARGIN``, a breakout.
 """
 
 from __future__ import annotations
@@ -27,6 +28,11 @@ from models import IpBreakout, IpForecastCheck, IpMetadata, SegmentBreakout, Seg
 
 #: A day's flow (upward) or its forecast (downward) a breakout needs.
 MIN_SAMPLE = 10
+#: How far past the 95 % interval a breakout lies, as a share of the interval's half on that side. An interval that
+#: holds as often as it claims leaves 2.5 % of ordinary days above it, and a flag on each of them would be most of the
+#: flags of a market with a burst or two a month per IP; past the margin they are rare while a burst's day is far
+#: past it (``python -m bench forecast`` scores the margins: docs/benchmarks.md, "Forecasts").
+MARGIN = 0.2
 UP, DOWN = "up", "down"
 #: The flows checked.
 CHECKED = (OUTFLOW, INFLOW)
@@ -59,11 +65,27 @@ class Check:
     @property
     def direction(self) -> str | None:
         """``UP`` or ``DOWN`` for a breakout (module docstring), else None."""
-        if self.value > self.forecast.hi95 and self.value >= MIN_SAMPLE:
+        return self.direction_past(MARGIN)
+
+    def direction_past(self, margin: float) -> str | None:
+        """``UP`` or ``DOWN`` where the day leaves the 95 % interval by more than ``margin`` of its half on that side
+        (with the minimum sample), else None: ``direction`` at another margin (the benchmark scores several)."""
+        f = self.forecast
+        if self.value > upper_bound(f.mean, f.hi95, margin) and self.value >= MIN_SAMPLE:
             return UP
-        if self.value < self.forecast.lo95 and self.forecast.mean >= MIN_SAMPLE:
+        if self.value < lower_bound(f.mean, f.lo95, margin) and f.mean >= MIN_SAMPLE:
             return DOWN
         return None
+
+
+def upper_bound(mean: float, hi95: float, margin: float = MARGIN) -> float:
+    """What a day's flow must pass to break out upward: the 95 % interval's top, ``margin`` of its upper half above."""
+    return hi95 + margin * (hi95 - mean)
+
+
+def lower_bound(mean: float, lo95: float, margin: float = MARGIN) -> float:
+    """What a day's flow must fall under to break out downward (``upper_bound`` mirrored)."""
+    return lo95 - margin * (mean - lo95)
 
 
 def checks(history: History, made: Sequence[DayForecast]) -> list[Check]:
@@ -131,7 +153,8 @@ def _breakout(c: Check, now: float) -> dict[str, Any]:  # a breakout's row: colu
 
 
 def _threshold(c: Check) -> float:
-    return c.forecast.hi95 if c.direction == UP else c.forecast.lo95
+    f = c.forecast
+    return upper_bound(f.mean, f.hi95) if c.direction == UP else lower_bound(f.mean, f.lo95)
 
 
 def _said(c: Check) -> str:
@@ -175,5 +198,5 @@ def rising(measure: str = OUTFLOW, limit: int | None = 20, of: str = IPS) -> lis
                      "segment": None if kind is None else {"kind": kind, "key": key},
                      "day": f"{day:%Y-%m-%d}", "value": round(value, 3), "expected": round(mean, 3),
                      "interval_95": [round(lo, 3), round(hi, 3)], "score": round(score, 3),
-                     "breakout": value > hi and value >= MIN_SAMPLE})
+                     "breakout": value > upper_bound(mean, hi) and value >= MIN_SAMPLE})
     return rows

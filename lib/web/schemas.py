@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from lib.forecast.breakouts import MARGIN, MIN_SAMPLE
 from lib.forecast.read import CURRENT_DAYS
 from lib.segments.character_rules import MAX_ALIASES, MAX_CHARACTERS, NAME_MAX_LENGTH, NO_CONTROL_CHARACTERS
 
@@ -230,7 +231,8 @@ class RisingRow(BaseModel):
     expected: float = Field(description="the forecast made for the day the day before")
     interval_95: list[float] = Field(description="[low, high] of that forecast")
     score: float = Field(description="(value - expected) / (high - expected): above 1, out of the interval")
-    breakout: bool = Field(description="above the interval with at least the minimum sample")
+    breakout: bool = Field(description=f"a breakout: above the interval by its margin (score above {1 + MARGIN:g}), "
+                                       f"with at least {MIN_SAMPLE} that day")
 
 
 class Rising(BaseModel):

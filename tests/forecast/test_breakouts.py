@@ -1,17 +1,18 @@
 """Breakouts and the rising board (docs/concepts/forecasts.md, "Breakouts"), on SQLite and MariaDB: a closed day is
-held against the forecast stored for it the day before; a day out of its 95 % interval with the minimum sample is
-kept and alerted once (the alerts' dedup: one per IP, rule and day); the rising board ranks by the score written
-here from its definition; the API and the command line answer it."""
+held against the forecast stored for it the day before; a day out of its 95 % interval by the margin, with the minimum
+sample, is kept and alerted once (the alerts' dedup: one per IP, rule and day); the rising board ranks by the score
+written here from its definition; the API and the command line answer it."""
 
 from __future__ import annotations
 
 import json
+import math
 import time
 from datetime import datetime, timedelta
 
 from lib.core.clock import FrozenClock, naive_utc
 from lib.core.db import insert_rows, write_transaction
-from lib.forecast.breakouts import DOWN, MIN_SAMPLE, UP, Check, record, rising
+from lib.forecast.breakouts import DOWN, MARGIN, MIN_SAMPLE, UP, Check, record, rising, upper_bound
 from lib.forecast.refresh import refresh
 from lib.forecast.values import OUTFLOW, DayForecast
 from lib.market.daily import roll_up_pending
@@ -38,14 +39,21 @@ def forecast(mean, lo, hi) -> DayForecast:
     return DayForecast(DAY0, mean, lo, hi, lo, hi)
 
 
-def test_a_breakout_leaves_the_95_interval_with_its_minimum_sample():
-    assert Check(1, OUTFLOW, DAY0, 31, forecast(20, 12, 30)).direction == UP
-    assert Check(1, OUTFLOW, DAY0, 30, forecast(20, 12, 30)).direction is None  # on its edge: inside
+def test_a_breakout_leaves_the_95_interval_by_its_margin_with_its_minimum_sample():
+    # the interval 12-30 about 20: a breakout passes 30 + MARGIN × 10 upward, falls under 12 - MARGIN × 8 downward
+    up, down = 30 + MARGIN * 10, 12 - MARGIN * 8
+    assert Check(1, OUTFLOW, DAY0, up + 0.5, forecast(20, 12, 30)).direction == UP
+    assert Check(1, OUTFLOW, DAY0, up, forecast(20, 12, 30)).direction is None  # on the margin's edge
+    assert Check(1, OUTFLOW, DAY0, 30.5, forecast(20, 12, 30)).direction is None  # out of the interval, within it
+    assert Check(1, OUTFLOW, DAY0, 30.5, forecast(20, 12, 30)).direction_past(0.0) == UP
     assert Check(1, OUTFLOW, DAY0, MIN_SAMPLE - 1, forecast(2, 0, 6)).direction is None  # too few to tell
     assert Check(1, OUTFLOW, DAY0, MIN_SAMPLE, forecast(2, 0, 6)).direction == UP
-    assert Check(1, OUTFLOW, DAY0, 11, forecast(20, 12, 30)).direction == DOWN
+    assert Check(1, OUTFLOW, DAY0, down - 0.5, forecast(20, 12, 30)).direction == DOWN
+    assert Check(1, OUTFLOW, DAY0, 11.5, forecast(20, 12, 30)).direction is None  # under the interval, within it
     assert Check(1, OUTFLOW, DAY0, 0, forecast(MIN_SAMPLE - 1, 3, 16)).direction is None
     assert Check(1, OUTFLOW, DAY0, 40, forecast(20, 12, 30)).score == (40 - 20) / (30 - 20)
+    # a breakout upward is a score above 1 + MARGIN
+    assert Check(1, OUTFLOW, DAY0, up + 0.5, forecast(20, 12, 30)).score > 1 + MARGIN
 
 
 def steady(ip_id: int, first: datetime, days: int, level: int) -> dict:
@@ -61,24 +69,29 @@ def test_a_day_above_its_forecast_is_a_breakout_alerted_once_and_tops_the_rising
     steady(1, first, 28, 30)  # up to the day before yesterday
     steady(2, first, 28, 30)
     steady(3, first, 28, 30)
+    steady(4, first, 28, 30)
     then = now - 86400
     roll_up_pending(then)
     refresh(then)
     yesterday = today - timedelta(days=1)
     before = {ip: IpForecast.get((IpForecast.ip_id == ip) & (IpForecast.measure == OUTFLOW)
-                                 & (IpForecast.day == yesterday)) for ip in (1, 2, 3)}
+                                 & (IpForecast.day == yesterday)) for ip in (1, 2, 3, 4)}
+    # out of its 95 % interval, within the margin past it: not a breakout
+    edge = math.floor(upper_bound(before[4].mean, before[4].hi95) - 1e-9)
+    assert before[4].hi95 < edge
     write_days(1, {yesterday: (24, 30, 90)})  # three times its sales
     write_days(2, {yesterday: (24, 31, 31)})  # as usual
     write_days(3, {yesterday: (24, 30, 0)})  # none
+    write_days(4, {yesterday: (24, 30, edge)})
     roll_up_pending(now)
     done = refresh(now)
 
     (up,) = IpBreakout.select().where((IpBreakout.ip_id == 1) & (IpBreakout.measure == OUTFLOW))
     assert (up.day, up.direction, up.value, up.hi95) == (yesterday, UP, 90, before[1].hi95)
-    assert before[1].hi95 < 90
+    assert upper_bound(before[1].mean, before[1].hi95) < 90
     (down,) = IpBreakout.select().where((IpBreakout.ip_id == 3) & (IpBreakout.measure == OUTFLOW))
     assert (down.direction, down.value) == (DOWN, 0)
-    assert not IpBreakout.select().where(IpBreakout.ip_id == 2).exists()
+    assert not IpBreakout.select().where(IpBreakout.ip_id.in_([2, 4])).exists()
     alerts = list(IpAlert.select().where(IpAlert.rule == "outflow_breakout").order_by(IpAlert.ip_id))
     assert [(a.ip_id, a.hour_bucket, a.value) for a in alerts] == [(1, yesterday, 90), (3, yesterday, 0)]
     assert sorted(done.alerts) == sorted(a.id for a in alerts)
@@ -97,8 +110,10 @@ def test_a_day_above_its_forecast_is_a_breakout_alerted_once_and_tops_the_rising
         rows = reply.json()["rows"]
     finally:
         server.stop()
-    assert [(r["ip_id"], r["breakout"]) for r in rows] == [(1, True), (2, False), (3, False)]
-    assert [r["score"] for r in rows] == [round(score(1, 90), 3), round(score(2, 31), 3), round(score(3, 0), 3)]
+    assert [(r["ip_id"], r["breakout"]) for r in rows] == [(1, True), (4, False), (2, False), (3, False)]
+    assert [r["score"] for r in rows] == [round(score(1, 90), 3), round(score(4, edge), 3), round(score(2, 31), 3),
+                                          round(score(3, 0), 3)]
+    assert 1 < score(4, edge) <= 1 + MARGIN  # out of the interval: ranked as such, not flagged
     shown = run_cli(env, "forecast", "rising", "--format", "json")
     assert json.loads(shown.stdout)["rows"] == rows
     table = run_cli(env, "forecast", "rising")
