@@ -190,3 +190,26 @@ def allocators() -> Allocators:
         sqlite3.sqlite3_memory_highwater.argtypes = [ctypes.c_int]
         sqlite, sqlite_peak = sqlite3.sqlite3_memory_used() / 2 ** 20, sqlite3.sqlite3_memory_highwater(0) / 2 ** 20
     return Allocators(arena, in_use, mapped, sqlite, sqlite_peak, sys.getallocatedblocks() / 1000)
+
+
+def sqlite_peak_reset() -> float | None:
+    """SQLite's allocations in use now, in MB, its high-water mark reset to that (``sqlite_peak_since`` reads the
+    most since); None where this machine's SQLite does not tell."""
+    sqlite3 = _library("sqlite3")
+    if sqlite3 is None:
+        return None
+    sqlite3.sqlite3_memory_highwater.restype = ctypes.c_int64
+    sqlite3.sqlite3_memory_highwater.argtypes = [ctypes.c_int]
+    sqlite3.sqlite3_memory_used.restype = ctypes.c_int64
+    sqlite3.sqlite3_memory_highwater(1)
+    return float(sqlite3.sqlite3_memory_used()) / 2 ** 20
+
+
+def sqlite_peak_since() -> float | None:
+    """The most SQLite held since ``sqlite_peak_reset``, in MB."""
+    sqlite3 = _library("sqlite3")
+    if sqlite3 is None:
+        return None
+    sqlite3.sqlite3_memory_highwater.restype = ctypes.c_int64
+    sqlite3.sqlite3_memory_highwater.argtypes = [ctypes.c_int]
+    return float(sqlite3.sqlite3_memory_highwater(0)) / 2 ** 20

@@ -3,7 +3,8 @@
 for each window up to ``RETENTION_DETAIL``; and one IP's goods types (``ReadSide.segments``, the IP page's table)
 for a sample of IPs. Each against its floor in the same run: the rows it reads, fetched raw by the same joins
 (every IP's sales and created listings of the window joined to their goods types, the created ones with their
-first sale and last sighting), with no aggregation or statistics in Python.
+first sale and last sighting), with no aggregation or statistics in Python. Then the memory one cold board of each
+window takes: the peak of its Python allocations (tracemalloc) and of SQLite's own above what it held before.
 
 The market is the leaderboard benchmark's (``bench.replicate``: scripted template IPs processed for real, their
 rows copied to the other IPs; titles of seven goods nouns), over ``RETENTION_DETAIL`` and the week before it.
@@ -13,6 +14,7 @@ the market's size."""
 from __future__ import annotations
 
 import time
+import tracemalloc
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,7 @@ from models import IpMetadata, ItemSnapshot, ListingEvent, ListingSegment
 
 from .common import load_average, market_options, report
 from .leaderboard import T_END, benchmark_market
+from .memory import sqlite_peak_reset, sqlite_peak_since
 
 #: Rounds of each cold measurement and its floor, taken in turns (the best of each).
 ROUNDS = 3
@@ -121,6 +124,17 @@ def run(n_ips: int = 1000, keep: Path | str | None = None) -> int:
             start = time.perf_counter()
             side.segments_board(h, GOODS)
             report(f"board --hours {h}, cached", time.perf_counter() - start, floors[h])
+        for h in windows:  # one cold board more, its memory measured (tracemalloc slows what it traces)
+            r.flushdb()
+            before = sqlite_peak_reset()
+            tracemalloc.start()
+            side.segments_board(h, GOODS)
+            python_peak = tracemalloc.get_traced_memory()[1] / 2 ** 20
+            tracemalloc.stop()
+            after = sqlite_peak_since()
+            sqlite = "?" if before is None or after is None else f"{after - before:.1f}"
+            print(f"  board --hours {h}, cold: peak {python_peak:.1f} MB of Python allocations (tracemalloc), SQLite's "
+                  f"own {sqlite} MB above what it held before")
         for h in windows:
             sales, created = ip_rows[h]
             print(f"  {h} h, {len(sample)} IPs' own: {sales:,} sales and {created:,} listings created in a goods type")

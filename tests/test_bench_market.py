@@ -83,7 +83,8 @@ def test_dashboard_reuses_the_market_and_times_the_api_and_the_page(market, redi
 
 def test_segments_board_times_the_board_and_ips_own_types_against_what_they_read(tmp_path, redis_server):
     """``bench segments_board`` on its own market (RETENTION_DETAIL and the week before it): every window's board
-    cold and cached, and the sample's own goods types, each against the rows it reads, which are not none."""
+    cold and cached, and the sample's own goods types, each against the rows it reads, which are not none; and the
+    memory of one more cold board of each window."""
     out = bench("segments_board", tmp_path / "segments.sqlite3", redis_server, days=False)
     for hours in (24, 168, 240):
         for what in ("cold", "cached"):
@@ -93,3 +94,7 @@ def test_segments_board_times_the_board_and_ips_own_types_against_what_they_read
                      rf"^  {hours} h, \d+ IPs' own: (\d[\d,]*) sales and (\d[\d,]*) listings created"):
             found = re.search(line, out, re.M)
             assert found and all(int(n.replace(",", "")) > 0 for n in found.groups()), (line, out)
+        # its memory: Python's peak, and SQLite's above what it held ("?" where the machine's SQLite does not tell)
+        peak = re.search(rf"^  board --hours {hours}, cold: peak (\d+\.\d) MB of Python allocations \(tracemalloc\), "
+                         rf"SQLite's own (\d+\.\d|\?) MB", out, re.M)
+        assert peak and float(peak.group(1)) > 0, out

@@ -24,7 +24,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from itertools import accumulate
+from itertools import accumulate, groupby
+from operator import itemgetter
 from typing import Any
 
 import peewee
@@ -84,8 +85,9 @@ RECENT_HOURS = 24
 
 def raw(query: Any) -> Iterator[tuple[Any, ...]]:
     """A select's rows as the driver returns them: no per-value conversion (none of these columns needs one),
-    which is most of the cost of reading a month of events. Streamed, not fetched whole: a week's rows held at
-    once at every refresh would set the worker's memory high-water mark by the window's size."""
+    which is most of the cost of reading a month of events. Streamed on SQLite, not fetched whole: a week's rows
+    held at once at every refresh would set the worker's memory high-water mark by the window's size. (PyMySQL's
+    default cursor, which MySQL/MariaDB is read with, receives a result whole before the first row.)"""
     return iter(database.execute(query))
 
 
@@ -364,25 +366,63 @@ def _first_sale() -> tuple[Any, Any]:
                   & (sale.kind == "sold") & (sale.occurrence == 0))
 
 
+def _sales_query(listings: _Listings, w: Window) -> Any:
+    """The window's sales: (unit, at, price, listed price), up to the window's end (a window read as of a past time,
+    a backtest's or a benchmark's day, has later sales)."""
+    return listings.narrow(
+        ListingEvent.select(listings.unit, ListingEvent.event_at, ListingEvent.price, ListingEvent.listed_price),
+        w.cohort_since).where((_by_ip(ListingEvent.kind, listings.ip_ids) == _SOLD)
+                              & (ListingEvent.event_at >= w.cohort_start) & (ListingEvent.event_at <= w.now))
+
+
+def _created_query(listings: _Listings, w: Window) -> Any:
+    """The window's listings created: (unit, at, first sale, last sighting)."""
+    sale, first_sale = _first_sale()
+    return listings.narrow(
+        ListingEvent.select(listings.unit, ListingEvent.event_at, sale.event_at, ItemSnapshot.last_seen)
+        .join(sale, peewee.JOIN.LEFT_OUTER, on=first_sale)
+        .switch(ListingEvent)
+        .join(ItemSnapshot, peewee.JOIN.LEFT_OUTER, on=((ItemSnapshot.ip_id == ListingEvent.ip_id)
+                                                        & (ItemSnapshot.source_id == ListingEvent.source_id))),
+        w.cohort_since).where((_by_ip(ListingEvent.kind, listings.ip_ids) == _CREATED)
+                              & (ListingEvent.event_at >= w.cohort_start))
+
+
 def _load_listings(listings: _Listings, w: Window, data: dict[Any, _IpData]) -> None:
     """The window's sales, and its listings created with their first sale and last sighting, by ``listings``'
     unit."""
-    for unit, at, price, listed in raw(listings.narrow(
-            ListingEvent.select(listings.unit, ListingEvent.event_at, ListingEvent.price, ListingEvent.listed_price),
-            w.cohort_since).where((_by_ip(ListingEvent.kind, listings.ip_ids) == _SOLD)
-                                  & (ListingEvent.event_at >= w.cohort_start) & (ListingEvent.event_at <= w.now))):
-        # up to the window's end: a window read as of a past time (a backtest, a benchmark's day) has later sales
+    for unit, at, price, listed in raw(_sales_query(listings, w)):
         data[unit].sales.append((at, price, listed))
-    sale, first_sale = _first_sale()
-    for unit, at, sold_at, last_seen in raw(listings.narrow(
-            ListingEvent.select(listings.unit, ListingEvent.event_at, sale.event_at, ItemSnapshot.last_seen)
-            .join(sale, peewee.JOIN.LEFT_OUTER, on=first_sale)
-            .switch(ListingEvent)
-            .join(ItemSnapshot, peewee.JOIN.LEFT_OUTER, on=((ItemSnapshot.ip_id == ListingEvent.ip_id)
-                                                            & (ItemSnapshot.source_id == ListingEvent.source_id))),
-            w.cohort_since).where((_by_ip(ListingEvent.kind, listings.ip_ids) == _CREATED)
-                                  & (ListingEvent.event_at >= w.cohort_start))):
+    for unit, at, sold_at, last_seen in raw(_created_query(listings, w)):
         data[unit].created.append((at, sold_at, last_seen))
+
+
+def _listings_by_key(listings: _SegmentListings, w: Window) -> Iterator[tuple[str, _IpData]]:
+    """``_load_listings`` one segment at a time: each key with its window's sales and listings created, in the keys'
+    code-point order, so only one segment's listings are held at once (a board across every IP would otherwise
+    hold the whole market's week). Both reads are ordered by key and walked side by side; SQLite sorts them in its
+    own memory, bounded by its cache size (past it, in temporary files)."""
+    # by the keys' bytes, code-point order on both databases: SQLite compares bytes; MySQL's exact collations are
+    # binary but PAD SPACE ("a" and "a " compare equal, so their order is not fixed), the bytes are not
+    order = peewee.Cast(listings.unit, "BINARY") if is_mysql() else listings.unit
+    sales = groupby(raw(_sales_query(listings, w).order_by(order)), key=itemgetter(0))
+    created = groupby(raw(_created_query(listings, w).order_by(order)), key=itemgetter(0))
+    sale_group, created_group = next(sales, None), next(created, None)
+    previous: str | None = None
+    while sale_group is not None or created_group is not None:
+        key = min(g[0] for g in (sale_group, created_group) if g is not None)
+        assert previous is None or key > previous, f"segment keys read out of order: {previous!r}, then {key!r}"
+        previous = key
+        d = _IpData()
+        if sale_group is not None and sale_group[0] == key:
+            for _, at, price, listed in sale_group[1]:
+                d.sales.append((at, price, listed))
+            sale_group = next(sales, None)
+        if created_group is not None and created_group[0] == key:
+            for _, at, sold_at, last_seen in created_group[1]:
+                d.created.append((at, sold_at, last_seen))
+            created_group = next(created, None)
+        yield key, d
 
 
 def _sell_through(created: Iterable[tuple[float, float | None, float | None]], start: float,
@@ -765,22 +805,30 @@ def kind_measures(kind: str, hours: int, now: float, detail_from: float | None =
 
 def _segments(listings: _SegmentListings, w: Window, tracked: int) -> dict[str, SegmentMeasures]:
     """Each segment's measures: its listings' events of the window (and, for a long window, the summaries of its
-    pruned listings), its flows counted from them (``tracked`` hours as their ``n``)."""
-    data: dict[str, _IpData] = defaultdict(_IpData)
-    _load_listings(listings, w, data)
+    pruned listings), its flows counted from them (``tracked`` hours as their ``n``); read one segment at a time
+    (``_listings_by_key``)."""
+    summarized: dict[str, _IpData] = defaultdict(_IpData)
     if w.long:
-        _load_segment_summaries(listings, w, data)
-    end = w.start + w.hours * 3600.0
+        _load_segment_summaries(listings, w, summarized)
     measures = {}
-    for key, d in data.items():
-        days = d.summaries.days if d.summaries is not None else []
-        inflow = sum(1 for at, _, _ in d.created if at < end) + sum(day["pruned_created"] for day in days)
-        outflow = sum(1 for at, _, _ in d.sales if at < end) + sum(day["pruned_sales"] for day in days)
-        d.flows["window"] = _Flows(inflow, outflow, tracked)
-        # a segment's measures are its listings' (docs/concepts/measures.md "Segments"): the IP's search totals
-        # (supply, coverage) and the heat's 7-day baseline are not the segment's
-        measures[key] = _ip_measures(d, w).segment()
+    for key, d in _listings_by_key(listings, w):
+        if key in summarized:
+            d.summaries = summarized.pop(key).summaries
+        measures[key] = _segment_measures(d, w, tracked)
+    for key, d in summarized.items():  # segments whose listings in reach are all pruned
+        measures[key] = _segment_measures(d, w, tracked)
     return measures
+
+
+def _segment_measures(d: _IpData, w: Window, tracked: int) -> SegmentMeasures:
+    end = w.start + w.hours * 3600.0
+    days = d.summaries.days if d.summaries is not None else []
+    inflow = sum(1 for at, _, _ in d.created if at < end) + sum(day["pruned_created"] for day in days)
+    outflow = sum(1 for at, _, _ in d.sales if at < end) + sum(day["pruned_sales"] for day in days)
+    d.flows["window"] = _Flows(inflow, outflow, tracked)
+    # a segment's measures are its listings' (docs/concepts/measures.md "Segments"): the IP's search totals
+    # (supply, coverage) and the heat's 7-day baseline are not the segment's
+    return _ip_measures(d, w).segment()
 
 
 def window_bounds(hours: int, now: float) -> tuple[datetime, datetime]:

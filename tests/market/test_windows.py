@@ -2,9 +2,19 @@
 (tests/market/scripted.py) for scripted markets on SQLite and MariaDB, in any delivery order; below their
 minimum the measures are insufficient (None with their count), never 0."""
 
+from collections import defaultdict
+
 import pytest
 
-from lib.market.windows import window_measures
+from lib.market.windows import (
+    Window,
+    _IpData,
+    _listings_by_key,
+    _load_listings,
+    _SegmentListings,
+    window_measures,
+)
+from models import ListingEvent, ListingSegment
 
 from ..helpers import flatten
 from .scripted import expected_hours, expected_window, make_script
@@ -115,3 +125,32 @@ def test_insufficient_says_why_and_when(db, settings):
     if tts["value"] is None:
         assert tts["why"].startswith("needs 5 sales among the listings created in the window") or \
             tts["why"].startswith("fewer than 50% of the listings created in the window have sold yet")
+
+
+def test_segments_are_read_one_key_at_a_time_in_code_point_order_with_what_the_whole_read_holds(db):
+    """``_listings_by_key`` walks the sales and the created listings side by side, each ordered by key: every key
+    comes once, in code-point order on both databases (MySQL's exact collations pad: "a" = "a "), with its sales and
+    listings as the whole read (``_load_listings``) has them, a key with only sales or only listings included."""
+    now = 1_800_000_000.0
+    keys = {"Z": "both", "a": "both", "a ": "sold", "ア": "created", "五条悟": "both", "🎉": "sold", "🔥": "both"}
+    events, segments = [], []
+    for k, (key, has) in enumerate(keys.items()):
+        for j in range(3):
+            sid = f"m{k}{j}"
+            at = now - 3600.0 * (j + 1)
+            segments.append({"ip_id": 1, "source_id": sid, "kind": "character", "key": key})
+            if has in ("both", "created"):
+                events.append({"ip_id": 1, "source_id": sid, "kind": "created", "occurrence": 0, "event_at": at})
+            if has in ("both", "sold"):
+                events.append({"ip_id": 1, "source_id": sid, "kind": "sold", "occurrence": 0, "event_at": at + 60,
+                               "price": 1000 + k * 10 + j, "listed_price": None})
+    ListingSegment.insert_many(segments).execute()
+    ListingEvent.insert_many(events).execute()
+    w = Window(24, now)
+    whole: dict[str, _IpData] = defaultdict(_IpData)
+    _load_listings(_SegmentListings(1, "character"), w, whole)
+    read = list(_listings_by_key(_SegmentListings(1, "character"), w))
+    assert [key for key, _ in read] == sorted(keys)
+    for key, d in read:
+        assert sorted(d.sales) == sorted(whole[key].sales) and sorted(d.created) == sorted(whole[key].created), key
+        assert (len(d.sales), len(d.created)) == (3 if keys[key] != "created" else 0, 3 if keys[key] != "sold" else 0)
