@@ -4,13 +4,12 @@ When a day closes, each IP's flows of that day, and each of its segments', are h
 it the day before (the stored forecast, before the refit replaces it). A day whose flow leaves that forecast's 95 %
 interval by more than ``MARGIN`` of its half, upward or downward, is a breakout, when the day's flow (upward) or its
 forecast (downward) is at least ``MIN_SAMPLE``: below that, a day's count is too small to tell a burst from chance.
-A breakout is kept
-(``ip_breakouts``, ``segment_breakouts``) and raises an alert: rule ``outflow_breakout`` or ``inflow_breakout`` for
-the IP's own flows, ``segment_breakout`` for its segments' (one alert naming every segment of the IP that broke out
-that day), at most one per IP, rule and day, delivered as the other alerts are. The last closed day's check of each
-series' flow is kept (``ip_forecast_checks``, ``segment_forecast_checks``): the rising board ranks IPs, or the IPs'
-goods types or characters, by how far above their forecast they ran, in units of the interval's upper half: above
-1, out of it; above ``1 + MARGIN``, a breakout.
+A breakout is kept (``ip_breakouts``, ``segment_breakouts``) and raises an alert: rule ``outflow_breakout`` or
+``inflow_breakout`` for the IP's own flows, ``segment_breakout`` for its segments' (one alert naming every segment of
+the IP that broke out that day), at most one per IP, rule and day, delivered as the other alerts are. The last
+closed day's check of each series' flow is kept (``ip_forecast_checks``, ``segment_forecast_checks``): the rising
+board ranks IPs, or the IPs' goods types or characters, by how far above their forecast they ran, in units of the
+interval's upper half: above 1, out of it; above ``1 + MARGIN``, a breakout.
 """
 
 from __future__ import annotations
@@ -29,9 +28,9 @@ from models import IpBreakout, IpForecastCheck, IpMetadata, SegmentBreakout, Seg
 #: A day's flow (upward) or its forecast (downward) a breakout needs.
 MIN_SAMPLE = 10
 #: How far past the 95 % interval a breakout lies, as a share of the interval's half on that side. An interval that
-#: holds as often as it claims leaves 2.5 % of ordinary days above it, and a flag on each of them would be most of the
-#: flags of a market with a burst or two a month per IP; past the margin they are rare while a burst's day is far
-#: past it (``python -m bench forecast`` scores the margins: docs/benchmarks.md, "Forecasts").
+#: holds as often as it claims leaves 2.5 % of ordinary days above it, and on the simulated markets (a burst or two a
+#: month per IP) flags on those days were up to a third of all flags; few of them pass the margin, while a burst's
+#: day mostly does (``python -m bench forecast`` scores the margins: docs/benchmarks.md, "Forecasts").
 MARGIN = 0.2
 UP, DOWN = "up", "down"
 #: The flows checked.
