@@ -273,6 +273,11 @@ def test_crawler_killed_repeatedly_mid_crawl(env, process_types, chromium, tmp_p
         try:
             wait_for(lambda: count(AppliedResult) == 3 and not InFlight(r).members() and not busy(broker),
                      timeout=240, interval=0.5, what="every IP crawled and applied despite the kills")
+        except AssertionError as e:  # what was left, to find the race by (the run before took under 45 s)
+            raise AssertionError(f"{e}: {count(AppliedResult)} of 3 results applied, in flight "
+                                 f"{sorted(InFlight(r).members())}, {busy(broker)} message(s) queued or unacked, "
+                                 f"{killer.kills_mid_work} kill(s) mid-crawl, done killing "
+                                 f"{killer.done_killing.is_set()}, crawler exited {crawler.proc.poll()}") from e
         finally:
             killer.stopped.set()
         assert killer.kills_mid_work >= 2, "the killer never caught the crawler holding a crawl"
