@@ -175,6 +175,17 @@ def _library(name: str) -> ctypes.CDLL | None:
         return None
 
 
+@functools.lru_cache(maxsize=1)
+def _sqlite3() -> ctypes.CDLL | None:
+    """SQLite's library with the prototypes of its memory counters declared (None where it is not found)."""
+    sqlite3 = _library("sqlite3")
+    if sqlite3 is not None:
+        sqlite3.sqlite3_memory_used.restype = ctypes.c_int64
+        sqlite3.sqlite3_memory_highwater.restype = ctypes.c_int64
+        sqlite3.sqlite3_memory_highwater.argtypes = [ctypes.c_int]
+    return sqlite3
+
+
 def allocators() -> Allocators:
     """The allocators' state in this process now (glibc's ``mallinfo2``, SQLite's ``sqlite3_memory_used``)."""
     arena = in_use = mapped = sqlite = sqlite_peak = None
@@ -183,11 +194,8 @@ def allocators() -> Allocators:
         libc.mallinfo2.restype = _MallInfo2
         info = libc.mallinfo2()
         arena, in_use, mapped = info.arena / 2 ** 20, info.uordblks / 2 ** 20, info.hblkhd / 2 ** 20
-    sqlite3 = _library("sqlite3")
+    sqlite3 = _sqlite3()
     if sqlite3 is not None:
-        sqlite3.sqlite3_memory_used.restype = ctypes.c_int64
-        sqlite3.sqlite3_memory_highwater.restype = ctypes.c_int64
-        sqlite3.sqlite3_memory_highwater.argtypes = [ctypes.c_int]
         sqlite, sqlite_peak = sqlite3.sqlite3_memory_used() / 2 ** 20, sqlite3.sqlite3_memory_highwater(0) / 2 ** 20
     return Allocators(arena, in_use, mapped, sqlite, sqlite_peak, sys.getallocatedblocks() / 1000)
 
@@ -195,21 +203,16 @@ def allocators() -> Allocators:
 def sqlite_peak_reset() -> float | None:
     """SQLite's allocations in use now, in MB, its high-water mark reset to that (``sqlite_peak_since`` reads the
     most since); None where this machine's SQLite does not tell."""
-    sqlite3 = _library("sqlite3")
+    sqlite3 = _sqlite3()
     if sqlite3 is None:
         return None
-    sqlite3.sqlite3_memory_highwater.restype = ctypes.c_int64
-    sqlite3.sqlite3_memory_highwater.argtypes = [ctypes.c_int]
-    sqlite3.sqlite3_memory_used.restype = ctypes.c_int64
     sqlite3.sqlite3_memory_highwater(1)
     return float(sqlite3.sqlite3_memory_used()) / 2 ** 20
 
 
 def sqlite_peak_since() -> float | None:
     """The most SQLite held since ``sqlite_peak_reset``, in MB."""
-    sqlite3 = _library("sqlite3")
+    sqlite3 = _sqlite3()
     if sqlite3 is None:
         return None
-    sqlite3.sqlite3_memory_highwater.restype = ctypes.c_int64
-    sqlite3.sqlite3_memory_highwater.argtypes = [ctypes.c_int]
     return float(sqlite3.sqlite3_memory_highwater(0)) / 2 ** 20

@@ -70,11 +70,17 @@ class Check:
         """``UP`` or ``DOWN`` where the day leaves the 95 % interval by more than ``margin`` of its half on that side
         (with the minimum sample), else None: ``direction`` at another margin (the benchmark scores several)."""
         f = self.forecast
-        if self.value > upper_bound(f.mean, f.hi95, margin) and self.value >= MIN_SAMPLE:
+        if breaks_out_upward(self.value, f.mean, f.hi95, margin):
             return UP
         if self.value < lower_bound(f.mean, f.lo95, margin) and f.mean >= MIN_SAMPLE:
             return DOWN
         return None
+
+
+def breaks_out_upward(value: float, mean: float, hi95: float, margin: float = MARGIN) -> bool:
+    """A day's flow ``value`` against its forecast's mean and 95 % top: above the top by the margin, with the minimum
+    sample (``Check.direction``'s upward rule, which the rising board flags by)."""
+    return value > upper_bound(mean, hi95, margin) and value >= MIN_SAMPLE
 
 
 def upper_bound(mean: float, hi95: float, margin: float = MARGIN) -> float:
@@ -197,5 +203,5 @@ def rising(measure: str = OUTFLOW, limit: int | None = 20, of: str = IPS) -> lis
                      "segment": None if kind is None else {"kind": kind, "key": key},
                      "day": f"{day:%Y-%m-%d}", "value": round(value, 3), "expected": round(mean, 3),
                      "interval_95": [round(lo, 3), round(hi, 3)], "score": round(score, 3),
-                     "breakout": value > upper_bound(mean, hi) and value >= MIN_SAMPLE})
+                     "breakout": breaks_out_upward(value, mean, hi)})
     return rows
