@@ -16,8 +16,11 @@ crawls (``ResultProcessor`` schedules the next one after each result; the IPs st
 Pages are built from the simulator's search API answers as ``python -m bench accuracy`` builds them (no browser).
 Per size class, for the scored days: the requests (pages) a day, each IP-day's inflow and outflow against the
 market's truth (the median over IP-days of the relative error, and the share of the true sales the sold pages
-showed: the sales counted, not estimated). Requests grow with what changed: with the plans, a quiet IP's crawl is a
-page or two of each search, and a busy IP's as many as its listings since the last crawl fill.
+showed: the sales counted, not estimated). A day's flows are read twice: settled, once every IP has been crawled
+after the last scored day's end (a listing or sale falls in the hour the site dates it, so the next crawl completes
+the day: what its daily row, chart and forecast hold), and at the day's end, as a board read at midnight shows
+them (the hours since each IP's last crawl not seen yet). Requests grow with what changed: with the plans, a quiet
+IP's crawl is a page or two of each search, and a busy IP's as many as its listings since the last crawl fill.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from lib.crawling.page_plan import plan_for
 from lib.market import windows
 from lib.market.processing import CrawlResult, ResultProcessor
 from lib.market.schema import create_tables
+from lib.market.values import WindowMeasures
 from lib.scheduling.budget_plan import price_if_due
 from lib.scheduling.catalogue import Catalogue
 from lib.scheduling.schedule import ScheduleStore
@@ -85,6 +89,8 @@ class IpDay:
     outflow: float
     true_outflow: int
     sales_seen: int
+    inflow_at_end: float
+    outflow_at_end: float
 
 
 def options(argv: Sequence[str]) -> Options:
@@ -124,12 +130,19 @@ def run(model: MarketModel, keywords: Sequence[str], o: Options, settings: Setti
     served = {kw: Served() for kw in keywords}
     requests: dict[tuple[str, int], int] = defaultdict(int)
     due = [(start + 3600.0 * k / len(keywords), k) for k in range(len(keywords))]
+    settled: set[int] = set()
     heapq.heapify(due)
     crawls = 0
+    day_end_reads: dict[int, dict[int, WindowMeasures]] = {}
     while due:
         t, k = heapq.heappop(due)
-        if t >= end:
+        if t >= end + settings.scheduler_max_interval or (t >= end and k in settled):
             continue
+        while len(day_end_reads) < o.days and t >= T0 + (len(day_end_reads) + 1) * DAY:
+            day_end = T0 + (len(day_end_reads) + 1) * DAY
+            day_end_reads[len(day_end_reads)] = windows.window_measures(list(ids.values()), 24, day_end - 1.0)
+        if t >= end:  # each IP's first crawl past the last scored day's end settles that day's numbers
+            settled.add(k)
         kw = keywords[k]
         clock.set(t)
         price_if_due(settings, r, t)
@@ -147,12 +160,14 @@ def run(model: MarketModel, keywords: Sequence[str], o: Options, settings: Setti
         measured = windows.window_measures(list(ids.values()), 24, day_end - 1.0)
         for kw in keywords:
             (truth,) = true_flows(model, kw, day_end - DAY, day_end, DAY)
-            m = measured[ids[kw]]
+            m, at_end = measured[ids[kw]], day_end_reads[day].get(ids[kw])
             seen = ListingEvent.select().where((ListingEvent.ip_id == ids[kw]) & (ListingEvent.kind == "sold")
                                                & (ListingEvent.event_at >= day_end - DAY)
                                                & (ListingEvent.event_at < day_end)).count()
             rows.append(IpDay(model.profile(kw).size, requests[(kw, day)], m.inflow.value or 0.0, truth.listed,
-                              m.outflow.value or 0.0, truth.sold, seen))
+                              m.outflow.value or 0.0, truth.sold, seen,
+                              (at_end.inflow.value or 0.0) if at_end else 0.0,
+                              (at_end.outflow.value or 0.0) if at_end else 0.0))
     r.flushdb()
     database.close()
     return rows
@@ -166,8 +181,9 @@ def _error(pairs: list[tuple[float, int]]) -> str:
 def table(runs: dict[str, list[IpDay]], days: int) -> list[str]:
     names = list(runs)
     lines = ["| IP size (new listings an hour) | IPs | " + " | ".join(
-        f"{n}: requests a day | {n}: inflow error | {n}: outflow error | {n}: true sales seen" for n in names) + " |",
-        "|---|---:|" + "---:|" * 4 * len(names)]
+        f"{n}: requests a day | {n}: inflow error | {n}: outflow error | {n}: read at the day's end | "
+        f"{n}: true sales seen" for n in names) + " |",
+        "|---|---:|" + "---:|" * 5 * len(names)]
     for _, name in [*CLASSES, (None, "all")]:
         cells = []
         count = 0
@@ -178,6 +194,8 @@ def table(runs: dict[str, list[IpDay]], days: int) -> list[str]:
             cells += [f"{sum(x.requests for x in rows) / days:,.0f}",
                       _error([(x.inflow, x.true_inflow) for x in rows]),
                       _error([(x.outflow, x.true_outflow) for x in rows]),
+                      _error([(x.inflow_at_end, x.true_inflow) for x in rows]) + " / "
+                      + _error([(x.outflow_at_end, x.true_outflow) for x in rows]),
                       f"{sum(x.sales_seen for x in rows) / true_sold:.0%}" if true_sold else "–"]
         if count:
             lines.append(f"| {name} | {count} | " + " | ".join(cells) + " |")

@@ -1,5 +1,7 @@
 """The leaderboard with its caches (alert rules: tests/market/test_alerts.py)."""
 
+from datetime import datetime
+from zoneinfo import ZoneInfo
 
 import pytest
 import redis as redis_lib
@@ -54,6 +56,8 @@ def test_leaderboard_order_cache_and_invalidation(db, settings):
     assert 0 < r.pttl(keys.leaderboard(24)) <= settings.cache_ttl * 1000  # served at most CACHE_TTL
     detail = side.ip_detail(ips[1].id, 24)
     assert detail["series"][0]["outflow"] == 6 and detail["series"][0]["hour"].endswith("+09:00")
+    # its newest crawl, in the display time zone: the window holds nothing after it yet
+    assert detail["last_crawled_at"] == datetime.fromtimestamp(T0 + 60, ZoneInfo("Asia/Tokyo")).isoformat()
     assert r.exists(keys.ip_cache(ips[1].id, "detail:24"))
 
     more = [{"source_id": f"s{i}", "status": "sold", "price": 1000} for i in range(10)]
@@ -63,6 +67,8 @@ def test_leaderboard_order_cache_and_invalidation(db, settings):
     assert r.exists(keys.ip_cache(ips[1].id, "detail:24"))  # another IP's detail is still good
     proc.apply(CrawlResult.parse(ips[1].id, f"{ips[1].id}-3", T0 + 90, []))
     assert not r.exists(keys.ip_cache(ips[1].id, "detail:24"))  # its own is not
+    assert side.ip_detail(ips[1].id, 24)["last_crawled_at"] == \
+        datetime.fromtimestamp(T0 + 90, ZoneInfo("Asia/Tokyo")).isoformat()
     assert side.refresh(24)
     assert side.leaderboard("outflow", 24)[0]["ip_id"] == ips[0].id
 

@@ -403,6 +403,7 @@ class ReadSide:
                                                .order_by(IpAlert.hour_bucket.desc()).limit(20)]
             return {"ip_id": ip.id, "keyword": ip.keyword, "name": ip.display_name, "active": ip.active,
                     "weight": ip.weight, "hours": hours, "timezone": self.settings.display_tz,
+                    "last_crawled_at": self._display(ip.last_crawled_at) if ip.last_crawled_at else None,
                     "measures": self.measures(ip_id, hours).to_json(),
                     "series": series, "alerts": alerts}
         return _cached(self.cache, keys.ip_cache(ip_id, f"detail:{hours}"), self.settings.cache_ttl, compute,

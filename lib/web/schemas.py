@@ -117,6 +117,8 @@ class IpDetail(BaseModel):
     weight: float
     hours: int
     timezone: str
+    last_crawled_at: str | None = Field(description="the IP's newest crawl (ISO 8601 in `timezone`; null: none yet): "
+                                                    "what was listed or sold since is in no measure until the next")
     measures: dict[str, Any] = Field(description="the window's measures, each {value, n} (time_to_sell_hours: "
                                                 "{p25, median, p75} of those, and listings)")
     series: list[HourPoint]

@@ -137,6 +137,7 @@ def test_ip_page_draws_every_chart(site, chromium, tmp_path):
             drawn = {chart: await page.drawn(f"#{chart}")
                      for chart in ("flow-hourly", "flow-daily", "price-daily", "price", "tts", "supply")}
             name = await page.js("() => document.getElementById('name').textContent")
+            crawled = await page.js("() => document.getElementById('crawled').textContent")
             sales = await page.js("() => Array.from(document.querySelectorAll('#sales tbody a'))"
                                   ".map(a => a.getAttribute('href'))")
             axis = await page.js("() => ['price', 'flow-hourly'].map(id => document.getElementById(id)"
@@ -148,13 +149,16 @@ def test_ip_page_draws_every_chart(site, chromium, tmp_path):
                                   "null, c.querySelectorAll('.interval svg circle').length, "
                                   "(c.querySelector('.why') || {}).textContent || null])")
             await page.page.screenshot({"path": str(tmp_path / "ip.png"), "fullPage": True})
-            return drawn, name, sales, axis, shown, segments, page.errors
+            return drawn, name, crawled, sales, axis, shown, segments, page.errors
         finally:
             await browser.close()
 
-    drawn, name, sales, axis, shown, segments, errors = run(go())
+    drawn, name, crawled, sales, axis, shown, segments, errors = run(go())
     assert errors == []
     assert name == top["name"]
+    # its last crawl, in the display time zone: the window's hours since are not seen yet
+    last = call(f"{url}/api/v1/ips/{top['ip_id']}?hours=168").json()["last_crawled_at"]
+    assert crawled.startswith(f"Last crawled {last[:10]} {last[11:16]}: "), (crawled, last)
     # each estimate's 95 % interval under its card, as the API gives it, with its whisker (docs/concepts/measures.md,
     # definition 8)
     m = call(f"{url}/api/v1/ips/{top['ip_id']}?hours=168").json()["measures"]

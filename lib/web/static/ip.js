@@ -179,6 +179,10 @@
     document.getElementById("name").textContent = d.name;
     document.getElementById("keyword").textContent = `search keyword: ${d.keyword}${d.active ? "" : " (paused)"}`;
     document.title = `${d.name} · animetop`;
+    // the window's last hours hold only what the IP's last crawl saw (docs: Market measures, definition 5)
+    document.getElementById("crawled").textContent = d.last_crawled_at
+      ? `Last crawled ${time(ts(d.last_crawled_at))}: what was listed or sold since shows after its next crawl.`
+      : "Not crawled yet.";
     cards(d);
     const xs = d.series.map(r => ts(r.hour));
     Charts.flows(document.getElementById("flow-hourly"), xs, d.series.map(r => r.inflow), d.series.map(r => r.outflow), "/h");
