@@ -134,8 +134,8 @@ class Settings:
     display_tz: str = setting("Asia/Tokyo", parsers.timezone,
             "Time zone hours are shown in (they are stored in UTC).")
     cache_ttl: float = setting("10m", parsers.parse_duration,
-            "How long a computed leaderboard or IP detail is served: the most a leaderboard lags the results "
-            "(refresh_leaderboards recomputes the dashboard's windows at half of it).")
+            "How long a computed leaderboard or IP detail is served, and never past the end of its hour: the most "
+            "a leaderboard lags the results (refresh_leaderboards recomputes the dashboard's windows at half of it).")
     leaderboard_precompute: tuple[int, ...] = setting("1d,7d,30d", parsers.hour_windows,
             "Leaderboard windows refresh_leaderboards keeps computed, so viewers find them warm (each at least every "
             "CACHE_TTL/2), and keeps as one precomputed row per IP beside the standard 1, 7 and 30 days (Market "

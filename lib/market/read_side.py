@@ -30,7 +30,7 @@ from lib.market.retention import (
     segments_summarized_from,
 )
 from lib.market.series import outflow_sparklines
-from lib.market.statistics import day_of, hour_bucket
+from lib.market.statistics import HOUR, day_of, hour_bucket
 from lib.market.values import IpRow, JsonObject, RowMeasures, SegmentMeasures, SegmentRow, WindowMeasures
 from lib.market.windows import HEAT_NEEDS, NEEDS, kind_measures, segment_measures, window_measures
 from lib.segments.character_store import UnknownIp
@@ -109,7 +109,10 @@ def _cached(client: redis.Redis | None, key: str, ttl: float, compute: Callable[
 
 
 def _fill(client: redis.Redis, key: str, value: JsonObject, ttl: float, index: str) -> None:
-    """Cache ``value`` under ``key`` for ``ttl`` seconds, listed in the set ``index`` (a failure is logged)."""
+    """Cache ``value`` under ``key`` for ``ttl`` seconds, listed in the set ``index`` (a failure is logged; under a
+    millisecond, not at all)."""
+    if ttl < 0.001:
+        return
     try:
         pipe = client.pipeline(transaction=True)  # key and index share a slot (keys.py), so also on a cluster
         pipe.set(key, fast_json.dumps(value), px=int(ttl * 1000))
@@ -348,11 +351,18 @@ class ReadSide:
             except redis.RedisError as e:  # Redis went, or the lock was lost: it lapses by itself
                 logger.warning("%s: could not release its lock (%s)", lock_name, e)
 
+    def _lifetime(self, computed_at: float) -> float:
+        """Seconds a value of a window computed at ``computed_at`` may still be served: until CACHE_TTL after it
+        (the bound on its staleness), and never into the next hour, whose window is another (its oldest hour
+        leaves it and a new one enters: a board of 23:59 is not the last 24 hours at 00:01)."""
+        now = self.clock.now()
+        hour_end = (computed_at // HOUR + 1) * HOUR
+        return min(self.settings.cache_ttl - (now - computed_at), self.clock.real_seconds(hour_end - now))
+
     def _store(self, key: str, board: JsonObject) -> None:
         assert self.client is not None
-        # served until CACHE_TTL after it was computed (the bound on its staleness), never longer
-        ttl = self.settings.cache_ttl - (self.clock.now() - board["computed_at"])
-        if ttl <= 0:
+        ttl = self._lifetime(board["computed_at"])
+        if ttl < 0.001:
             return
         try:
             self.client.set(key, fast_json.dumps(board), px=int(ttl * 1000))
@@ -406,7 +416,7 @@ class ReadSide:
                     "last_crawled_at": self._display(ip.last_crawled_at) if ip.last_crawled_at else None,
                     "measures": self.measures(ip_id, hours).to_json(),
                     "series": series, "alerts": alerts}
-        return _cached(self.cache, keys.ip_cache(ip_id, f"detail:{hours}"), self.settings.cache_ttl, compute,
+        return _cached(self.cache, keys.ip_cache(ip_id, f"detail:{hours}"), self._lifetime(self.clock.now()), compute,
                        _ip_index(ip_id), self._cache_failed)
 
     def measures(self, ip_id: int, hours: int) -> WindowMeasures:
@@ -438,7 +448,7 @@ class ReadSide:
             measures = segment_measures(ip_id, by, hours, now, detail_from=detail_horizon(self.settings, now))
             return {"ip_id": ip.id, "keyword": ip.keyword, "name": ip.display_name, "hours": hours, "by": by,
                     "segments": [row.to_json() for row in self._segment_rows(measures, by)]}
-        return _cached(self.cache, keys.ip_cache(ip_id, f"segments:{by}:{hours}"), self.settings.cache_ttl,
+        return _cached(self.cache, keys.ip_cache(ip_id, f"segments:{by}:{hours}"), self._lifetime(self.clock.now()),
                        compute, _ip_index(ip_id), self._cache_failed)
 
     def segments_board(self, hours: int, by: str) -> JsonObject:
@@ -464,7 +474,7 @@ class ReadSide:
 
         def store(board: JsonObject) -> None:
             assert self.client is not None
-            _fill(self.client, key, board, self.settings.cache_ttl, keys.cache_index("segments-board"))
+            _fill(self.client, key, board, self._lifetime(now), keys.cache_index("segments-board"))
         return key, f"segments-board:{by}:{hours}", compute, store
 
     def refresh_segment_boards(self) -> list[tuple[str, int]]:

@@ -8,7 +8,6 @@ import json
 import time
 
 import pytest
-import redis
 
 from lib.core import keys
 from lib.core.redis_client import state_redis
@@ -18,9 +17,6 @@ from ..helpers import flatten, run_cli
 from .scripted import H, expected_hours, expected_window, make_script, shifted
 from .test_hourly_rows import deliver
 from .test_windows import MINIMUMS, close
-
-#: The test's own key in the app's Redis: the hour of its last ranking (``ranked_in_one_hour``).
-HOUR_KEY = "test:ranked-hour"
 
 KEY = {"time_to_sell": "time_to_sell_median"}
 
@@ -57,23 +53,15 @@ def test_leaderboard_order_equals_the_definitions(env, market):
 
 
 def ranked_in_one_hour(env, market, by: str, hours: int, fmt: str):
-    """The command's ranking and the definitions' in the same wall-clock hour (the window slides at the hour), the
-    window's cached board dropped when the hour has turned since the last call: the dashboard's cache serves a board
-    for CACHE_TTL, an hour's window included, and this compares a ranking with the hour it is asked in."""
-    cache = redis.Redis.from_url(env["REDIS_URL"])
-    try:
-        for _ in range(2):
-            hour = time.time() // H
-            if cache.get(HOUR_KEY) != str(hour).encode():
-                cache.delete(keys.leaderboard(hours))
-                cache.set(HOUR_KEY, str(hour))
-            out = run_cli(env, "leaderboard", "--by", by, "--hours", str(hours), "--format", fmt)
-            expected = expected_order(market, by, hours)
-            if time.time() // H == hour:
-                break
-        return out, expected
-    finally:
-        cache.close()
+    """The command's ranking and the definitions' in the same wall-clock hour (the window slides at the hour; a board
+    cached in the hour before is not served into this one)."""
+    for _ in range(2):
+        hour = time.time() // H
+        out = run_cli(env, "leaderboard", "--by", by, "--hours", str(hours), "--format", fmt)
+        expected = expected_order(market, by, hours)
+        if time.time() // H == hour:
+            break
+    return out, expected
 
 
 def leaderboard_order_equals_the_definitions(env, market, hours):

@@ -114,6 +114,31 @@ def add_ips(n: int, clock: FrozenClock) -> list[int]:
     return ids
 
 
+def test_a_window_cached_near_the_hours_end_is_not_served_into_the_next_hour(db, settings):
+    """The leaderboard, an IP's detail and the What sells board computed half a second before the hour ends are
+    cached for that half second, not CACHE_TTL: in the next hour the window has slid (its oldest hour left it), and
+    the next reader computes the new one."""
+    from lib.segments.stored import GOODS
+
+    r = state_redis(settings)
+    clock = FrozenClock(1_800_000_000.0 + H - 0.5)
+    first, _ = add_ips(2, clock)
+    # the first IP also sold 5 in the window's oldest hour: in the window until the hour ends, out of it after
+    oldest = naive_utc(1_800_000_000.0) - timedelta(hours=23)
+    IpStatsHourly.insert(ip_id=first, hour_bucket=oldest, inflow=0, outflow=5).execute()
+    side = ReadSide(settings, r, clock)
+    assert side.leaderboard("outflow", 24)[0]["outflow"] == 7
+    assert side.ip_detail(first, 24)["series"][0]["outflow"] == 5
+    side.segments_board(24, GOODS)
+    cached = [keys.leaderboard(24), keys.ip_cache(first, "detail:24"), keys.segments_board(GOODS, 24)]
+    assert all(0 < r.pttl(key) <= 500 for key in cached), [r.pttl(key) for key in cached]
+    wait_for(lambda: not any(r.exists(key) for key in cached), timeout=5)
+    clock.set(1_800_000_000.0 + H + 30)
+    assert side.leaderboard("outflow", 24)[0]["outflow"] == 2
+    assert [row["outflow"] for row in side.ip_detail(first, 24)["series"]] == [0, 2]  # the oldest hour left
+    assert r.pttl(keys.leaderboard(24)) > (TTL - 1) * 1000  # mid-hour: CACHE_TTL again
+
+
 def test_the_filter_searches_every_ip_not_only_the_top(db, settings):
     """An IP ranked 510th (the cache once kept 500 rows) is found by the API's filter, with its rank."""
     clock = FrozenClock(1_800_000_000.0 - 1)
@@ -181,7 +206,7 @@ def test_a_cold_board_is_computed_once_while_viewers_wait_even_past_its_locks_tt
 
     monkeypatch.setattr(read_side, "kind_measures", held)
     client = state_redis(settings)
-    clock = FrozenClock(time.time())
+    clock = FrozenClock(1_800_000_000.0 + H / 2)  # mid-hour: the board is cached for CACHE_TTL
     answers: dict[str, dict] = {}
 
     def view(name: str) -> None:
