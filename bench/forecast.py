@@ -235,8 +235,8 @@ def main(argv: list[str] | None = None) -> int:
                                                                  margin), o.days, o.cuts * 7, None)]
         print(f"| {margin:g} | " + " | ".join(f"{c.recall:.2f}, {c.precision:.2f}" for c in cells) + " |")
     print()
-    print("Ordinary days (outside every burst, as above) against the 95 % interval of the forecast made the day "
-          "before: each tail should hold 2.5 %")
+    print("Ordinary days (outside every burst, as above) against the 95 % interval of an ordinary day of the forecast "
+          "made the day before (what breakouts are held against): each tail should hold 2.5 %")
     print("| flow | days | above the interval | below it |")
     print("|---|---:|---:|---:|")
     for name, series, measure in (("sales", sold, OUTFLOW), ("new listings", listed, INFLOW)):
@@ -318,7 +318,8 @@ def burst_days(model: MarketModel, keyword: str, first: int, days: int) -> list[
 @dataclass(frozen=True)
 class Tails:
     """Ordinary days (outside every burst, as ``breakout_scores`` spans them) and those above and below the 95 %
-    interval of the forecast made the day before: each tail should hold 2.5 % of them."""
+    interval of an ordinary day of the forecast made the day before (``Check.band``, what breakouts are judged
+    against): each tail should hold 2.5 % of them."""
 
     days: int
     above: int
@@ -336,8 +337,8 @@ def tails(model: MarketModel, series: Mapping[K, list[float]], checked: dict[K, 
         for d, c in by_day.items():
             if not any(s <= d <= e for s, e in spans):
                 n += 1
-                above += c.value > c.forecast.hi95
-                below += c.value < c.forecast.lo95
+                above += c.value > c.band[1]
+                below += c.value < c.band[0]
     return Tails(n, above, below)
 
 

@@ -24,6 +24,9 @@ class ForecastDays(BaseModel):
     hi80 = peewee.DoubleField()
     lo95 = peewee.DoubleField()
     hi95 = peewee.DoubleField()
+    # the 95 % interval of a day without a burst, where the history had bursts (NULL: lo95, hi95)
+    ordinary_lo95 = peewee.DoubleField(null=True)
+    ordinary_hi95 = peewee.DoubleField(null=True)
 
 
 class IpForecast(ForecastDays):

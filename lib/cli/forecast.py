@@ -162,8 +162,8 @@ def _rising(args) -> int:
         print(f"no {ranked} has a closed day checked against its forecast yet (or none with {MIN_SAMPLE}+ {what})")
         return 0
     print(f"Rising: {what} of the last closed day ({rows[0]['day']}, UTC) against the forecast made the day before; "
-          f"score: how far above it, in units of the 95 % interval's upper half (above 1: out of the interval; above "
-          f"{1 + MARGIN:g}: a breakout)")
+          f"score: how far above it, in units of the upper half of an ordinary day's 95 % interval (above 1: out of "
+          f"the interval; above {1 + MARGIN:g}: a breakout)")
     for r in rows:
         lo, hi = r["interval_95"]
         name = r["name"] if r["segment"] is None else f"{r['name']} / {r['segment']['key']}"

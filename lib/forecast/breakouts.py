@@ -2,8 +2,10 @@
 
 When a day closes, each IP's flows of that day, and each of its segments', are held against the forecast made for
 it the day before (the stored forecast, before the refit replaces it). A day whose flow leaves that forecast's 95 %
-interval by more than ``MARGIN`` of its half, upward or downward, is a breakout, when the day's flow (upward) or its
-forecast (downward) is at least ``MIN_SAMPLE``: below that, a day's count is too small to tell a burst from chance.
+interval of an ordinary day (without a burst: ``DayForecast.ordinary95``; the forecast's own intervals also hold
+the history's bursts, ``lib.forecast.fit``) by more than ``MARGIN`` of its half, upward or downward, is a breakout,
+when the day's flow (upward) or its forecast (downward) is at least ``MIN_SAMPLE``: below that, a day's count is too
+small to tell a burst from chance.
 A breakout is kept (``ip_breakouts``, ``segment_breakouts``) and raises an alert: rule ``outflow_breakout`` or
 ``inflow_breakout`` for the IP's own flows, ``segment_breakout`` for its segments' (one alert naming every segment of
 the IP that broke out that day), at most one per IP, rule and day, delivered as the other alerts are. The last
@@ -54,9 +56,14 @@ class Check:
     segment: Segment | None = None
 
     @property
+    def band(self) -> tuple[float, float]:
+        """The 95 % interval the day is held against: an ordinary day's (``DayForecast.ordinary95``)."""
+        return self.forecast.ordinary95
+
+    @property
     def score(self) -> float:
-        """How far above the forecast, in units of the 95 % interval's upper half (negative: below it)."""
-        half = self.forecast.hi95 - self.forecast.mean
+        """How far above the forecast, in units of the upper half of its ``band`` (negative: below it)."""
+        half = self.band[1] - self.forecast.mean
         return (self.value - self.forecast.mean) / half if half > 0 else (
             0.0 if self.value == self.forecast.mean else float("inf") if self.value > self.forecast.mean
             else float("-inf"))
@@ -69,10 +76,10 @@ class Check:
     def direction_past(self, margin: float) -> str | None:
         """``UP`` or ``DOWN`` where the day leaves the 95 % interval by more than ``margin`` of its half on that side
         (with the minimum sample), else None: ``direction`` at another margin (the benchmark scores several)."""
-        f = self.forecast
-        if breaks_out_upward(self.value, f.mean, f.hi95, margin):
+        (lo, hi), mean = self.band, self.forecast.mean
+        if breaks_out_upward(self.value, mean, hi, margin):
             return UP
-        if self.value < lower_bound(f.mean, f.lo95, margin) and f.mean >= MIN_SAMPLE:
+        if self.value < lower_bound(mean, lo, margin) and mean >= MIN_SAMPLE:
             return DOWN
         return None
 
@@ -138,8 +145,8 @@ def record(found: Sequence[Check], now: float) -> list[int]:
 
 
 def _keep_check(c: Check) -> None:
-    values = {"day": c.day, "value": c.value, "mean": c.forecast.mean, "lo95": c.forecast.lo95,
-              "hi95": c.forecast.hi95, "score": _finite(c.score)}
+    values = {"day": c.day, "value": c.value, "mean": c.forecast.mean, "lo95": c.band[0], "hi95": c.band[1],
+              "score": _finite(c.score)}
     if c.segment is None:
         on_conflict_update(IpForecastCheck.insert(ip_id=c.ip_id, measure=c.measure, **values),
                            [IpForecastCheck.ip_id, IpForecastCheck.measure],
@@ -154,23 +161,23 @@ def _keep_check(c: Check) -> None:
 
 def _breakout(c: Check, now: float) -> dict[str, Any]:  # a breakout's row: column → value
     return {"ip_id": c.ip_id, "measure": c.measure, "day": c.day, "direction": c.direction, "value": c.value,
-            "mean": c.forecast.mean, "lo95": c.forecast.lo95, "hi95": c.forecast.hi95, "found_at": now}
+            "mean": c.forecast.mean, "lo95": c.band[0], "hi95": c.band[1], "found_at": now}
 
 
 def _threshold(c: Check) -> float:
-    f = c.forecast
-    return upper_bound(f.mean, f.hi95) if c.direction == UP else lower_bound(f.mean, f.lo95)
+    (lo, hi), mean = c.band, c.forecast.mean
+    return upper_bound(mean, hi) if c.direction == UP else lower_bound(mean, lo)
 
 
 def _said(c: Check) -> str:
     what = "sales" if c.measure == OUTFLOW else "new listings"
     return (f"{what} on {c.day:%Y-%m-%d}: {c.value:.0f}, {'above' if c.direction == UP else 'below'} the forecast's "
-            f"95 % interval {c.forecast.lo95:.0f}-{c.forecast.hi95:.0f} (expected {c.forecast.mean:.0f})")
+            f"95 % interval for an ordinary day {c.band[0]:.0f}-{c.band[1]:.0f} (expected {c.forecast.mean:.0f})")
 
 
 def _details(c: Check) -> dict[str, Any]:  # the alert's details (JSON)
     return {"direction": c.direction, "day": f"{c.day:%Y-%m-%d}", "expected": round(c.forecast.mean, 3),
-            "interval_95": [round(c.forecast.lo95, 3), round(c.forecast.hi95, 3)]}
+            "interval_95": [round(c.band[0], 3), round(c.band[1], 3)]}
 
 
 def _finite(score: float) -> float:

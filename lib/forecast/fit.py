@@ -15,13 +15,21 @@ the flows are fitted, each day but the last is held against what its neighbours 
 the median of the 7 days on either side, times its weekday's share), and a day above that by more than half as
 much again and three Poisson standard deviations is fitted at it (``without_bursts``). A lasting change of level
 moves the neighbours' median with it within days, and the last day is fitted as it is.
+
+A burst may come again, though, and a day ahead's interval says what the day will be, burst or not. A flow's day
+ahead is a count of the model's mean (``count_quantiles``) on an ordinary day, and of that mean times the history's
+bursts' mean ratio to their expected values on a burst day, which comes with the share of the history's days that
+were bursts (``burst_risk``): its intervals are the quantiles of that mixture (``mixture_quantiles``), and those of
+the ordinary day alone are kept beside them (``DayForecast.ordinary_lo95``, ``ordinary_hi95``): a breakout is a day
+out of the ordinary (``lib.forecast.breakouts``). Without a burst in its history a day's intervals are the ordinary
+ones. Scored by ``python -m bench forecast`` (docs/benchmarks.md "Forecasts").
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from lib.forecast.values import HORIZON, LEVELS, MEDIAN_PRICE, DayForecast, Forecast, History
@@ -57,18 +65,23 @@ def _fit(histories: Sequence[History], season: int, fitted_at: float, counts: bo
     """Each history forecast by AutoETS; should one's forecast come out not finite, by the naive method instead
     (statsforecast warns of divisions by zero while it weighs models on a short history: the database and the JSON
     answers take no infinity)."""
-    series = [list(h.values if season == 1 else without_bursts(h.values)) for h in histories]
+    found = [burst_days(h.values) if season != 1 else [] for h in histories]
+    series = [_at_expected(h.values, bursts) for h, bursts in zip(histories, found, strict=True)]
     made = _library_forecast(series, season, MODEL, forms)
-    out = []
-    for i, history in enumerate(histories):
+    fitted: list[tuple[str, list[dict[str, Any]]]] = []
+    for i in range(len(histories)):
         rows, model = made[i], MODEL
         if not all(math.isfinite(float(r[c])) for r in rows for c in _columns(MODEL)):
             rows, model = _library_forecast([series[i]], season, NAIVE)[0], NAIVE
-        origin = history.days[-1]
-        days = tuple(_day(origin + timedelta(days=k), r, model, counts=counts) for k, r in enumerate(rows, start=1))
-        out.append(Forecast(history.ip_id, history.measure, origin, len(history.days), model, fitted_at, days,
-                            fingerprint=history.fingerprint(), segment=history.segment))
-    return out
+        fitted.append((model, rows))
+    if counts:
+        days_of = _count_days(histories, fitted, found)
+    else:
+        days_of = [[DayForecast(h.days[-1] + timedelta(days=k), *(float(r[c]) for c in _columns(model)))
+                    for k, r in enumerate(rows, start=1)] for h, (model, rows) in zip(histories, fitted, strict=True)]
+    return [Forecast(h.ip_id, h.measure, h.days[-1], len(h.days), model, fitted_at, tuple(days),
+                     fingerprint=h.fingerprint(), segment=h.segment)
+            for h, (model, _), days in zip(histories, fitted, days_of, strict=True)]
 
 
 def _columns(model: str) -> tuple[str, ...]:
@@ -100,16 +113,40 @@ def _library_forecast(series: Sequence[Sequence[float]], season: int, model: str
     return [sorted(by_series[str(i)], key=lambda r: int(r["ds"])) for i in range(len(series))]
 
 
-def _day(day: datetime, row: dict[str, Any], model: str, *, counts: bool) -> DayForecast:
-    """One day ahead from the library's row. For counts (the flows) the day is a count: its intervals are the
-    quantiles of a negative binomial with the point forecast as its mean (never below 0) and the variance the
-    model's 95 % interval implies, or a Poisson count's where that is less (``count_quantiles``)."""
-    mean, lo80, hi80, lo95, hi95 = (float(row[c]) for c in _columns(model))
-    if not counts:
-        return DayForecast(day, mean, lo80, hi80, lo95, hi95)
-    mean = max(0.0, mean)
-    q = count_quantiles(mean, (hi95 - lo95) / (2 * Z95), (0.1, 0.9, 0.025, 0.975))
-    return DayForecast(day, mean, *q)
+#: The quantiles the intervals' ends stand for: 80 % (lo, hi), then 95 % (lo, hi).
+ENDS = (0.1, 0.9, 0.025, 0.975)
+
+
+def _count_days(histories: Sequence[History], fitted: Sequence[tuple[str, list[dict[str, Any]]]],
+                found: Sequence[list[tuple[int, float]]]) -> list[list[DayForecast]]:
+    """Each flow's days ahead from the library's rows: a count of the point forecast as its mean (never below 0) and
+    the variance the model's 95 % interval implies (module docstring), all days of all series at once."""
+    means, sds, shares, ratios = [], [], [], []
+    for history, (model, rows), bursts in zip(histories, fitted, found, strict=True):
+        share, ratio = burst_risk(history.values, bursts)
+        for r in rows:
+            mean, _, _, lo95, hi95 = (float(r[c]) for c in _columns(model))
+            means.append(max(0.0, mean))
+            sds.append((hi95 - lo95) / (2 * Z95))
+            shares.append(share)
+            ratios.append(ratio)
+    ordinary = count_quantiles_many(means, sds, ENDS)
+    mixed = mixture_quantiles_many(means, sds, shares, ratios, ENDS)
+    out: list[list[DayForecast]] = []
+    k = 0
+    for history, (_, rows) in zip(histories, fitted, strict=True):
+        days = []
+        for ahead in range(1, len(rows) + 1):
+            day = history.days[-1] + timedelta(days=ahead)
+            if shares[k] > 0:
+                lo80, hi80, lo95, hi95 = mixed[k]
+                days.append(DayForecast(day, means[k], lo80, hi80, lo95, hi95, ordinary_lo95=ordinary[k][2],
+                                        ordinary_hi95=ordinary[k][3]))
+            else:
+                days.append(DayForecast(day, means[k], *ordinary[k]))
+            k += 1
+        out.append(days)
+    return out
 
 
 #: The standard normal's 97.5 % quantile: a 95 % interval's half-width in standard deviations.
@@ -123,28 +160,114 @@ def count_quantiles(mean: float, sd: float, levels: Sequence[float]) -> list[flo
     count's spread is skewed upward: the models' intervals, symmetric about the mean, left up to 3.7 % of ordinary
     days above the 95 % interval and 0.4 % below it, and more of the upward breakouts flagged on them were chance
     (``python -m bench forecast``, docs/benchmarks.md "Forecasts")."""
+    return count_quantiles_many([mean], [sd], levels)[0]
+
+
+def _shape(means: Sequence[float], sds: Sequence[float]) -> tuple[Any, Any, Any]:
+    """Each count's rate, and its negative binomial's size where its variance passes its rate (else NaN: Poisson)."""
+    import numpy as np
+
+    rate = np.maximum(np.asarray(means, dtype=float), 1e-9)
+    sd = np.asarray(sds, dtype=float)
+    var = np.where(np.isfinite(sd), sd * sd, 0.0)
+    over = var > rate * (1 + 1e-9)
+    size = np.where(over, rate * rate / np.where(over, var - rate, 1.0), np.nan)
+    return rate, size, over
+
+
+def _cdf(x: Any, rate: Any, size: Any, over: Any) -> Any:
+    """P(count ≤ x) of counts of mean ``rate``: negative binomial of ``size`` where ``over``, else Poisson."""
+    import numpy as np
     from scipy.stats import nbinom, poisson
 
-    rate = max(mean, 1e-9)
-    var = sd * sd if math.isfinite(sd) else 0.0
-    if var <= rate * (1 + 1e-9):
-        return [float(poisson.ppf(level, rate)) for level in levels]
-    p = rate / var
-    return [float(nbinom.ppf(level, rate * rate / (var - rate), p)) for level in levels]
+    safe = np.where(over, size, 1.0)
+    return np.where(over, nbinom.cdf(x, safe, safe / (safe + rate)), poisson.cdf(x, rate))
+
+
+def _ppf(level: Any, rate: Any, size: Any, over: Any) -> Any:
+    import numpy as np
+    from scipy.stats import nbinom, poisson
+
+    safe = np.where(over, size, 1.0)
+    return np.where(over, nbinom.ppf(level, safe, safe / (safe + rate)), poisson.ppf(level, rate))
+
+
+def count_quantiles_many(means: Sequence[float], sds: Sequence[float], levels: Sequence[float]) -> list[list[float]]:
+    """``count_quantiles`` of many counts at once."""
+    import numpy as np
+
+    if not means:
+        return []
+    rate, size, over = _shape(means, sds)
+    columns = [_ppf(level, rate, size, over) for level in levels]
+    return np.stack(columns, axis=1).astype(float).tolist()  # type: ignore[no-any-return]
+
+
+def mixture_quantiles(mean: float, sd: float, share: float, ratio: float, levels: Sequence[float]) -> list[float]:
+    """The quantiles of a day's count that is, with probability ``share``, a burst day's: the ordinary day's count
+    (``count_quantiles``: mean ``mean``, standard deviation ``sd``) with its mean ``ratio`` times as high and the
+    same negative binomial size (a Poisson count stays one); else the ordinary day's. The least whole x at which
+    (1 − share)·F(x) + share·F_burst(x) reaches each level."""
+    return mixture_quantiles_many([mean], [sd], [share], [ratio], levels)[0]
+
+
+def mixture_quantiles_many(means: Sequence[float], sds: Sequence[float], shares: Sequence[float],
+                           ratios: Sequence[float], levels: Sequence[float]) -> list[list[float]]:
+    """``mixture_quantiles`` of many counts at once (a count without bursts, share 0, gets ``count_quantiles``)."""
+    import numpy as np
+
+    if not means:
+        return []
+    rate, size, over = _shape(means, sds)
+    share = np.asarray(shares, dtype=float)
+    burst = rate * np.maximum(np.asarray(ratios, dtype=float), 1.0)
+    columns = []
+    for level in levels:
+        # the mixture's quantile lies between the ordinary day's and the burst day's (F_burst ≤ F)
+        lo = _ppf(level, rate, size, over)
+        hi = np.maximum(_ppf(level, burst, size, over), lo)
+        while bool((lo < hi).any()):
+            mid = np.floor((lo + hi) / 2)
+            reached = (1 - share) * _cdf(mid, rate, size, over) + share * _cdf(mid, burst, size, over) >= level
+            hi = np.where(reached, mid, hi)
+            lo = np.where(reached, lo, mid + 1)
+        columns.append(lo)
+    return np.stack(columns, axis=1).astype(float).tolist()  # type: ignore[no-any-return]
+
+
+def burst_risk(values: Sequence[float], bursts: Sequence[tuple[int, float]]) -> tuple[float, float]:
+    """A history's chance of a burst day and a burst day's size: the share of its days checked (all but the last)
+    that were bursts (``burst_days``), and their mean ratio to their expected values; (0, 1) without one."""
+    ratios = [values[t] / expected for t, expected in bursts if expected > 0]
+    if not ratios or len(values) < 2:
+        return 0.0, 1.0
+    return len(ratios) / (len(values) - 1), sum(ratios) / len(ratios)
 
 
 def without_bursts(values: Sequence[float]) -> list[float]:
     """The flows as fitted: each day but the last that is a burst (module docstring) at its expected value."""
+    return _at_expected(values, burst_days(values))
+
+
+def burst_days(values: Sequence[float]) -> list[tuple[int, float]]:
+    """The days but the last that are bursts (module docstring), each with its expected value."""
     import statistics
 
     n = len(values)
     overall = statistics.median(values) if values else 0.0
-    out = list(values)
+    out: list[tuple[int, float]] = []
     for t in range(n - 1):
         neighbours = [values[u] for u in range(max(0, t - 7), min(n, t + 8)) if u != t]
         weekday = [values[u] for u in range(t % WEEK, n, WEEK) if u != t]
         share = statistics.median(weekday) / overall if weekday and overall > 0 else 1.0
         expected = statistics.median(neighbours) * share if neighbours else values[t]
         if values[t] > expected * (1 + BURST_SHARE) + BURST_SIGMAS * max(expected, 1.0) ** 0.5:
-            out[t] = expected
+            out.append((t, expected))
+    return out
+
+
+def _at_expected(values: Sequence[float], bursts: Sequence[tuple[int, float]]) -> list[float]:
+    out = list(values)
+    for t, expected in bursts:
+        out[t] = expected
     return out

@@ -14,6 +14,8 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import peewee
+
 from lib.core.clock import naive_utc
 from lib.core.db import ParameterList, insert_rows, write_transaction
 from lib.forecast import breakouts, fit
@@ -96,7 +98,8 @@ def _row(f: Forecast, d: DayForecast) -> dict[str, object]:
     segment = {} if f.segment is None else {"kind": f.segment.kind, "key": f.segment.key}
     return {"ip_id": f.ip_id, **segment, "measure": f.measure, "day": d.day, "origin": f.origin,
             "history_days": f.history_days, "model": f.model, "fingerprint": f.fingerprint, "fitted_at": f.fitted_at,
-            "mean": d.mean, "lo80": d.lo80, "hi80": d.hi80, "lo95": d.lo95, "hi95": d.hi95}
+            "mean": d.mean, "lo80": d.lo80, "hi80": d.hi80, "lo95": d.lo95, "hi95": d.hi95,
+            "ordinary_lo95": d.ordinary_lo95, "ordinary_hi95": d.ordinary_hi95}
 
 
 def _delete(key: SeriesKey) -> None:
@@ -116,22 +119,24 @@ def _stored(ip_ids: Sequence[int]) -> tuple[dict[SeriesKey, str], dict[SeriesKey
     flows: dict[SeriesKey, list[DayForecast]] = {}
     for start in range(0, len(ip_ids), BATCH):
         chunk = ParameterList(list(ip_ids[start:start + BATCH]))
-        for ip_id, measure, fingerprint, day, mean, lo80, hi80, lo95, hi95 in tuples(
-                IpForecast.select(IpForecast.ip_id, IpForecast.measure, IpForecast.fingerprint, IpForecast.day,
-                                  IpForecast.mean, IpForecast.lo80, IpForecast.hi80, IpForecast.lo95, IpForecast.hi95)
-                .where(IpForecast.ip_id.in_(chunk))):
+        for ip_id, measure, fingerprint, *days in tuples(
+                IpForecast.select(IpForecast.ip_id, IpForecast.measure, IpForecast.fingerprint,
+                                  *_day_columns(IpForecast)).where(IpForecast.ip_id.in_(chunk))):
             fingerprints[(ip_id, None, measure)] = fingerprint
             if measure in breakouts.CHECKED:
-                flows.setdefault((ip_id, None, measure), []).append(DayForecast(day, mean, lo80, hi80, lo95, hi95))
-        for ip_id, kind, key, measure, fingerprint, day, mean, lo80, hi80, lo95, hi95 in tuples(
+                flows.setdefault((ip_id, None, measure), []).append(DayForecast(*days))
+        for ip_id, kind, key, measure, fingerprint, *days in tuples(
                 SegmentForecast.select(SegmentForecast.ip_id, SegmentForecast.kind, SegmentForecast.key,
-                                       SegmentForecast.measure, SegmentForecast.fingerprint, SegmentForecast.day,
-                                       SegmentForecast.mean, SegmentForecast.lo80, SegmentForecast.hi80,
-                                       SegmentForecast.lo95, SegmentForecast.hi95)
-                .where(SegmentForecast.ip_id.in_(chunk))):
+                                       SegmentForecast.measure, SegmentForecast.fingerprint,
+                                       *_day_columns(SegmentForecast)).where(SegmentForecast.ip_id.in_(chunk))):
             segment = Segment(kind, key)
             fingerprints[(ip_id, segment, measure)] = fingerprint
             if measure in breakouts.CHECKED:
-                flows.setdefault((ip_id, segment, measure), []).append(
-                    DayForecast(day, mean, lo80, hi80, lo95, hi95))
+                flows.setdefault((ip_id, segment, measure), []).append(DayForecast(*days))
     return fingerprints, flows
+
+
+def _day_columns(table: type[IpForecast] | type[SegmentForecast]) -> tuple[peewee.Field, ...]:
+    """A stored day's columns, in ``DayForecast``'s order."""
+    return (table.day, table.mean, table.lo80, table.hi80, table.lo95, table.hi95, table.ordinary_lo95,
+            table.ordinary_hi95)

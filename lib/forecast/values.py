@@ -18,7 +18,10 @@ LEVELS = (80, 95)
 
 @dataclass(frozen=True, slots=True)
 class DayForecast:
-    """One day ahead: the point forecast and its 80 % and 95 % intervals (flows never below 0)."""
+    """One day ahead: the point forecast and its 80 % and 95 % intervals (flows never below 0). A flow whose
+    history had bursts also keeps the 95 % interval of an ordinary day, without a burst (``ordinary_lo95``,
+    ``ordinary_hi95``; None: the same as the 95 % interval), which breakouts are judged against
+    (``lib.forecast.fit``, module docstring)."""
 
     day: datetime  # naive UTC midnight
     mean: float
@@ -26,6 +29,14 @@ class DayForecast:
     hi80: float
     lo95: float
     hi95: float
+    ordinary_lo95: float | None = None
+    ordinary_hi95: float | None = None
+
+    @property
+    def ordinary95(self) -> tuple[float, float]:
+        """The 95 % interval of an ordinary day."""
+        return (self.lo95 if self.ordinary_lo95 is None else self.ordinary_lo95,
+                self.hi95 if self.ordinary_hi95 is None else self.ordinary_hi95)
 
     def to_json(self) -> dict[str, Any]:
         return {"day": f"{self.day:%Y-%m-%d}", "mean": round(self.mean, 3),

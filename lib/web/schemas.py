@@ -231,7 +231,9 @@ class RisingRow(BaseModel):
     day: str = Field(description="the last closed UTC day, YYYY-MM-DD")
     value: float = Field(description="the day's flow, scaled to the whole day")
     expected: float = Field(description="the forecast made for the day the day before")
-    interval_95: list[float] = Field(description="[low, high] of that forecast")
+    interval_95: list[float] = Field(description="[low, high] of that forecast for an ordinary day, without a "
+                                                 "burst (the forecast's own intervals also hold its history's "
+                                                 "bursts)")
     score: float = Field(description="(value - expected) / (high - expected): above 1, out of the interval")
     breakout: bool = Field(description=f"a breakout: above the interval by its margin (score above {1 + MARGIN:g}), "
                                        f"with at least {MIN_SAMPLE} that day")

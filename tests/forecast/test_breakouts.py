@@ -56,6 +56,17 @@ def test_a_breakout_leaves_the_95_interval_by_its_margin_with_its_minimum_sample
     assert Check(1, OUTFLOW, DAY0, up + 0.5, forecast(20, 12, 30)).score > 1 + MARGIN
 
 
+def test_a_breakout_is_judged_against_an_ordinary_days_interval():
+    """Where the history had bursts the forecast's intervals hold them too (lib/forecast/fit.py): a day is held
+    against the 95 % interval of a day without a burst, kept beside them, as the check and the breakout store it."""
+    f = DayForecast(DAY0, 20, 14, 40, 12, 60, ordinary_lo95=12, ordinary_hi95=30)
+    check = Check(1, OUTFLOW, DAY0, 30 + MARGIN * 10 + 0.5, f)
+    assert check.band == (12, 30) and check.direction == UP  # within the forecast's 95 % interval (12-60)
+    assert check.score == (check.value - 20) / (30 - 20)
+    assert Check(1, OUTFLOW, DAY0, 12 - MARGIN * 8 - 0.5, f).direction == DOWN
+    assert forecast(20, 12, 30).ordinary95 == (12, 30)  # without bursts: the 95 % interval itself
+
+
 def steady(ip_id: int, first: datetime, days: int, level: int) -> dict:
     flows = {first + timedelta(days=i): (24, level + (i * 7) % 5, level + (i * 3) % 5) for i in range(days)}
     write_days(ip_id, flows)
@@ -118,6 +129,31 @@ def test_a_day_above_its_forecast_is_a_breakout_alerted_once_and_tops_the_rising
     assert json.loads(shown.stdout)["rows"] == rows
     table = run_cli(env, "forecast", "rising")
     assert table.returncode == 0 and "BREAKOUT" in table.stdout.splitlines()[1]
+
+
+def test_a_stored_forecast_keeps_its_ordinary_days_interval_and_a_closed_day_is_held_against_it(db):
+    """An IP whose history had bursts: its stored forecast's 95 % interval holds them and its ordinary day's is
+    kept beside it; a day inside the first but past the second by the margin breaks out, stored with the interval
+    it was held against."""
+    now = time.time()
+    today = day_of(naive_utc(now))
+    first = today - timedelta(days=29)
+    write_days(1, {first + timedelta(days=i): (24, 30 + (i * 7) % 5, 90 if i in (5, 13, 20) else 30 + (i * 3) % 5)
+                   for i in range(28)})  # steady, but for three days of three times its sales
+    then = now - 86400
+    roll_up_pending(then)
+    refresh(then)
+    yesterday = today - timedelta(days=1)
+    f = IpForecast.get((IpForecast.ip_id == 1) & (IpForecast.measure == OUTFLOW) & (IpForecast.day == yesterday))
+    assert f.ordinary_lo95 is not None and f.ordinary_hi95 is not None and f.ordinary_hi95 < f.hi95
+    value = math.floor(f.hi95)
+    assert value > upper_bound(f.mean, f.ordinary_hi95)
+    write_days(1, {yesterday: (24, 30, value)})
+    roll_up_pending(now)
+    refresh(now)
+    (up,) = IpBreakout.select().where((IpBreakout.ip_id == 1) & (IpBreakout.measure == OUTFLOW))
+    assert (up.day, up.direction, up.value, up.lo95, up.hi95) == (yesterday, UP, value, f.ordinary_lo95,
+                                                                   f.ordinary_hi95)
 
 
 def segment_days(ip_id: int, days: dict[datetime, dict[str, int]]) -> None:
