@@ -200,7 +200,8 @@ def count_quantiles_many(means: Sequence[float], sds: Sequence[float], levels: S
         return []
     rate, size, over = _shape(means, sds)
     columns = [_ppf(level, rate, size, over) for level in levels]
-    return np.stack(columns, axis=1).astype(float).tolist()  # type: ignore[no-any-return]
+    quantiles: list[list[float]] = np.stack(columns, axis=1).astype(float).tolist()
+    return quantiles
 
 
 def mixture_quantiles(mean: float, sd: float, share: float, ratio: float, levels: Sequence[float]) -> list[float]:
@@ -232,7 +233,8 @@ def mixture_quantiles_many(means: Sequence[float], sds: Sequence[float], shares:
             hi = np.where(reached, mid, hi)
             lo = np.where(reached, lo, mid + 1)
         columns.append(lo)
-    return np.stack(columns, axis=1).astype(float).tolist()  # type: ignore[no-any-return]
+    quantiles: list[list[float]] = np.stack(columns, axis=1).astype(float).tolist()
+    return quantiles
 
 
 def burst_risk(values: Sequence[float], bursts: Sequence[tuple[int, float]]) -> tuple[float, float]:
