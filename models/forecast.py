@@ -79,7 +79,7 @@ class ForecastCheck(BaseModel):
     day = peewee.DateTimeField()  # naive UTC midnight
     value = peewee.DoubleField()  # the day's flow, scaled to the whole day (lib.forecast.series)
     mean = peewee.DoubleField()
-    lo95 = peewee.DoubleField()
+    lo95 = peewee.DoubleField()  # the 95 % interval of an ordinary day the day was held against
     hi95 = peewee.DoubleField()
     score = peewee.DoubleField()  # how far above the forecast: (value - mean) / (hi95 - mean); above 1 breaks out
 
@@ -111,9 +111,9 @@ class SegmentForecastCheck(ForecastCheck):
 
 
 class Breakout(BaseModel):
-    """A closed day whose flow left the 95 % interval of the forecast made for it the day before
-    (``lib.forecast.breakouts``). The columns ``ip_breakouts`` and ``segment_breakouts`` share; a base of models, no
-    table of its own."""
+    """A closed day whose flow left the 95 % interval of an ordinary day of the forecast made for it the day before
+    (``lib.forecast.breakouts``; ``lo95``, ``hi95``: that interval). The columns ``ip_breakouts`` and
+    ``segment_breakouts`` share; a base of models, no table of its own."""
 
     measure = peewee.CharField(max_length=16)
     day = peewee.DateTimeField()  # naive UTC midnight
