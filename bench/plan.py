@@ -133,14 +133,14 @@ def run(model: MarketModel, keywords: Sequence[str], o: Options, settings: Setti
     settled: set[int] = set()
     heapq.heapify(due)
     crawls = 0
-    day_end_reads: dict[int, dict[int, WindowMeasures]] = {}
+    day_end_reads: list[dict[int, WindowMeasures]] = []  # each scored day's measures, read at its end
     while due:
         t, k = heapq.heappop(due)
         if t >= end + settings.scheduler_max_interval or (t >= end and k in settled):
             continue
         while len(day_end_reads) < o.days and t >= T0 + (len(day_end_reads) + 1) * DAY:
             day_end = T0 + (len(day_end_reads) + 1) * DAY
-            day_end_reads[len(day_end_reads)] = windows.window_measures(list(ids.values()), 24, day_end - 1.0)
+            day_end_reads.append(windows.window_measures(list(ids.values()), 24, day_end - 1.0))
         if t >= end:  # each IP's first crawl past the last scored day's end settles that day's numbers
             settled.add(k)
         kw = keywords[k]

@@ -66,7 +66,7 @@ def _fit(histories: Sequence[History], season: int, fitted_at: float, counts: bo
     (statsforecast warns of divisions by zero while it weighs models on a short history: the database and the JSON
     answers take no infinity)."""
     found = [burst_days(h.values) if season != 1 else [] for h in histories]
-    series = [_at_expected(h.values, bursts) for h, bursts in zip(histories, found, strict=True)]
+    series = [without_bursts(h.values, bursts) for h, bursts in zip(histories, found, strict=True)]
     made = _library_forecast(series, season, MODEL, forms)
     fitted: list[tuple[str, list[dict[str, Any]]]] = []
     for i in range(len(histories)):
@@ -131,14 +131,17 @@ def _count_days(histories: Sequence[History], fitted: Sequence[tuple[str, list[d
             shares.append(share)
             ratios.append(ratio)
     ordinary = count_quantiles_many(means, sds, ENDS)
-    mixed = mixture_quantiles_many(means, sds, shares, ratios, ENDS)
+    risky = [k for k, share in enumerate(shares) if share > 0]  # the others' mixture is the ordinary day itself
+    mixed = dict(zip(risky, mixture_quantiles_many([means[k] for k in risky], [sds[k] for k in risky],
+                                                   [shares[k] for k in risky], [ratios[k] for k in risky], ENDS),
+                     strict=True))
     out: list[list[DayForecast]] = []
     k = 0
     for history, (_, rows) in zip(histories, fitted, strict=True):
         days = []
         for ahead in range(1, len(rows) + 1):
             day = history.days[-1] + timedelta(days=ahead)
-            if shares[k] > 0:
+            if k in mixed:
                 lo80, hi80, lo95, hi95 = mixed[k]
                 days.append(DayForecast(day, means[k], lo80, hi80, lo95, hi95, ordinary_lo95=ordinary[k][2],
                                         ordinary_hi95=ordinary[k][3]))
@@ -246,9 +249,13 @@ def burst_risk(values: Sequence[float], bursts: Sequence[tuple[int, float]]) -> 
     return len(ratios) / (len(values) - 1), sum(ratios) / len(ratios)
 
 
-def without_bursts(values: Sequence[float]) -> list[float]:
-    """The flows as fitted: each day but the last that is a burst (module docstring) at its expected value."""
-    return _at_expected(values, burst_days(values))
+def without_bursts(values: Sequence[float], bursts: Sequence[tuple[int, float]] | None = None) -> list[float]:
+    """The flows as fitted: each day but the last that is a burst (module docstring) at its expected value;
+    ``bursts``: those days, if ``burst_days`` found them already."""
+    out = list(values)
+    for t, expected in burst_days(values) if bursts is None else bursts:
+        out[t] = expected
+    return out
 
 
 def burst_days(values: Sequence[float]) -> list[tuple[int, float]]:
@@ -265,11 +272,4 @@ def burst_days(values: Sequence[float]) -> list[tuple[int, float]]:
         expected = statistics.median(neighbours) * share if neighbours else values[t]
         if values[t] > expected * (1 + BURST_SHARE) + BURST_SIGMAS * max(expected, 1.0) ** 0.5:
             out.append((t, expected))
-    return out
-
-
-def _at_expected(values: Sequence[float], bursts: Sequence[tuple[int, float]]) -> list[float]:
-    out = list(values)
-    for t, expected in bursts:
-        out[t] = expected
     return out
