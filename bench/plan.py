@@ -1,7 +1,7 @@
-"""``python -m bench plan [--ips N] [--days N] [--warmup N] [--seed S] [--max-interval D] [--budget R]`` (1,000 IPs,
-1 scored day after 1 of warm-up by default): what each crawl plan costs in requests to the site and what it buys, on one
-realistic market of IPs drawn over its size range (docs/concepts/simulator.md: new listings an hour heavy-tailed
-from 0.1 to 2,000).
+"""``python -m bench plan [--ips N] [--days N] [--warmup N] [--seed S] [--max-interval D] [--budget R|fixed]``
+(1,000 IPs, 1 scored day after 1 of warm-up by default): what each crawl plan costs in requests to the site and
+what it buys, on one realistic market of IPs drawn over its size range (docs/concepts/simulator.md: new listings an
+hour heavy-tailed from 0.1 to 2,000).
 
 The same market is crawled twice, each time from an empty store, as the scheduler's closed loop times each IP's
 crawls (``ResultProcessor`` schedules the next one after each result; the IPs start a few seconds apart):
@@ -11,7 +11,8 @@ crawls (``ResultProcessor`` schedules the next one after each result; the IPs st
   (docs/concepts/crawling.md, "Pages that follow change"; docs/concepts/scheduling.md), with
   ``SCHEDULER_MAX_INTERVAL`` at ``--max-interval`` (default: as deployed, 2 hours), and with ``--budget R`` a request
   budget of R requests an hour that the schedule plans within (docs/concepts/scheduling.md, "Under the request
-  budget"; the price is set every 10 simulated minutes, as the scheduler's tick sets it).
+  budget"; the price is set every 10 simulated minutes, as the scheduler's tick sets it); ``--budget fixed``: the
+  requests an hour the fixed run spent over the scored days (rounded down), for the plans at the same requests.
 
 Pages are built from the simulator's search API answers as ``python -m bench accuracy`` builds them (no browser).
 Per size class, for the scored days: the requests (pages) a day, each IP-day's inflow and outflow against the
@@ -59,7 +60,7 @@ from .accuracy import CLASSES, T0, Served, crawl, size_class
 from .common import bench_settings, load_average
 
 USAGE = ("usage: python -m bench plan [--ips N] [--days N] [--warmup N] [--seed S] [--max-interval DURATION] "
-         "[--budget REQUESTS_AN_HOUR]")
+         "[--budget REQUESTS_AN_HOUR|fixed]")
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,8 @@ class Options:
     Parameters:
         ips: the IPs (sizes drawn from the market's traits); days: the days scored; warmup: the days crawled before
         them; seed: the market's; max_interval: the plans' SCHEDULER_MAX_INTERVAL (seconds; None: as deployed);
-        budget: the plans' request budget, requests an hour (None: none).
+        budget: the plans' request budget, requests an hour (None: none); same_budget: the plans' budget is the
+        fixed run's requests an hour instead.
     """
 
     ips: int = 1000
@@ -78,6 +80,7 @@ class Options:
     seed: int = 1
     max_interval: float | None = None
     budget: int | None = None
+    same_budget: bool = False
 
 
 @dataclass
@@ -97,7 +100,9 @@ def options(argv: Sequence[str]) -> Options:
     o = Options()
     rest = list(argv)
     while rest:
-        if len(rest) >= 2 and rest[0] == "--max-interval":
+        if rest[:2] == ["--budget", "fixed"]:
+            o = dataclasses.replace(o, same_budget=True, budget=None)
+        elif len(rest) >= 2 and rest[0] == "--max-interval":
             try:
                 o = dataclasses.replace(o, max_interval=parse_duration(rest[1]))
             except ValueError:
@@ -208,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     model = MarketModel(o.seed)
     bound = f", the plans' longest interval {format_duration(o.max_interval)}" if o.max_interval else ""
     bound += f", the plans' budget {o.budget:,} requests an hour" if o.budget else ""
+    bound += ", the plans' budget the fixed run's requests an hour" if o.same_budget else ""
     print(f"plan: {o.ips} IPs (sizes drawn, seed {o.seed}) × {o.days} scored day(s) after {o.warmup} of warm-up, "
           f"crawls timed by the closed loop{bound}, load {load_average()}")
     runs: dict[str, list[IpDay]] = {}
@@ -225,6 +231,9 @@ def main(argv: list[str] | None = None) -> int:
                 settings = dataclasses.replace(settings, crawl_rate_limit=0)
             runs[name] = run(model, keywords, o, settings)
         print(f"  … {name} crawled ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
+        if o.same_budget and not planned:
+            o = dataclasses.replace(o, budget=max(1, sum(x.requests for x in runs[name]) // (24 * o.days)))
+            print(f"  the plans' budget: {o.budget:,} requests an hour, the fixed run's", flush=True)
     for line in table(runs, o.days):
         print(line)
     fixed, plans = (sum(x.requests for x in runs[n]) for n in ("fixed", "plans"))

@@ -26,6 +26,7 @@ def test_options():
     assert options(["--ips", "30", "--days", "2", "--warmup", "0", "--seed", "4"]) == Options(30, 2, 0, 4)
     assert options(["--max-interval", "12h"]).max_interval == 12 * 3600
     assert options(["--budget", "120"]).budget == 120
+    assert options(["--budget", "120", "--budget", "fixed"]) == Options(same_budget=True)
     for bad in (["--ips"], ["--ips", "x"], ["--days", "0"], ["--fast", "1"], ["--max-interval", "soon"],
                 ["--budget", "0"], ["--budget", "-5"]):
         with pytest.raises(SystemExit):
@@ -67,6 +68,15 @@ def tiny_run(redis_server, *extra: str) -> tuple[int, int, str]:  # the "all" ro
 def test_a_tiny_run_costs_fewer_requests_with_the_page_plans(redis_server):
     fixed, plans, out = tiny_run(redis_server)
     assert 0 < plans < fixed, out
+
+
+@pytest.mark.slow
+def test_a_tiny_run_at_the_fixed_run_s_requests(redis_server):
+    """``--budget fixed``: the plans' budget is the fixed run's requests an hour (rounded down), said, and spent
+    within a tenth."""
+    fixed, plans, out = tiny_run(redis_server, "--budget", "fixed")
+    assert f"the plans' budget: {fixed // 24:,} requests an hour, the fixed run's" in out
+    assert 0 < plans <= fixed * 1.1, out
 
 
 @pytest.mark.slow

@@ -98,7 +98,7 @@ def _pin(catalogue, args) -> int:
 
 def _print_ips(catalogue, fmt: str) -> None:
     from lib.core.parsers import format_duration
-    from lib.crawling.page_plan import caps, deep_sold_pages, load_plans
+    from lib.crawling.page_plan import caps, load_plans, most_sold_pages
     from lib.scheduling.budget_plan import CostStore
     from lib.scheduling.catalogue import aliases_of
     from lib.scheduling.schedule import interval_reason, planned_interval
@@ -106,7 +106,7 @@ def _print_ips(catalogue, fmt: str) -> None:
     settings = catalogue.settings
     ips = catalogue.list()
     plans = load_plans(catalogue.schedule.client, [ip.id for ip in ips], settings.scheduler_pages_on_sale,
-                       deep_sold_pages(settings)) if settings.scheduler_page_plan else {}
+                       most_sold_pages(settings)) if settings.scheduler_page_plan else {}
     fixed = caps(settings)
     costs = CostStore(catalogue.schedule.client)
     price, reckoned = costs.price(), costs.all(catalogue.clock.now())

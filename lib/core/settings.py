@@ -95,6 +95,11 @@ class Settings:
             "newest page in between: a deep read sees the older listings' sales the cap never reaches, for the same "
             "requests, and the latest sales wait for it (docs/concepts/crawling.md, Pages that follow change); "
             "1: every crawl reads to its cap.")
+    scheduler_pages_sold_max: int = setting("20", parsers.positive_int,
+            "With requests to spare under the request budget, the IPs whose sold search outruns "
+            "SCHEDULER_PAGES_SOLD pages read it deeper, all to one depth of at most this many pages, as far as the "
+            "spare requests pay for (docs/concepts/scheduling.md, Under the request budget); at or below "
+            "SCHEDULER_PAGES_SOLD, or with SCHEDULER_SOLD_DEEP_EVERY above 1: never deeper.")
     scheduler_page_plan: bool = setting("true", parsers.boolean,
             "Read each search of a crawl only as deep as what changed since the IP's last crawl needs, within "
             "SCHEDULER_PAGES_ON_SALE and SCHEDULER_PAGES_SOLD (docs/concepts/crawling.md, Pages that follow "

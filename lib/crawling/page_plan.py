@@ -177,19 +177,32 @@ def deep_sold_pages(settings: Settings) -> int:
     return every * settings.scheduler_pages_sold - (every - 1)
 
 
+def spare_sold_pages(settings: Settings) -> int:
+    """The most pages the sold search of an IP that outruns its cap reads when the request budget has requests to
+    spare (``lib.scheduling.budget_plan``): SCHEDULER_PAGES_SOLD_MAX, or the cap when deep reads take its place."""
+    if settings.scheduler_sold_deep_every > 1:
+        return settings.scheduler_pages_sold
+    return max(settings.scheduler_pages_sold, settings.scheduler_pages_sold_max)
+
+
+def most_sold_pages(settings: Settings) -> int:
+    """The most pages any plan's sold search reads: a deep read's, or a read the budget's spare requests deepen."""
+    return max(deep_sold_pages(settings), spare_sold_pages(settings))
+
+
 def plan_for(client: redis.Redis, ip_id: int, settings: Settings) -> CrawlPlan:
     """The plan the IP's next crawl reads: its stored one with SCHEDULER_PAGE_PLAN on (``load_plan``), else the
     caps."""
     if not settings.scheduler_page_plan:
         return caps(settings)
     return load_plan(client, ip_id, settings.scheduler_pages_on_sale, settings.scheduler_pages_sold,
-                     deep_sold_pages(settings))
+                     most_sold_pages(settings))
 
 
 def load_plans(client: redis.Redis, ip_ids: Sequence[int], pages_on_sale: int,
                pages_sold: int) -> dict[int, CrawlPlan | None]:
     """Each IP's stored plan (None: none, or unreadable), one pipeline of ``GET``s (a cluster splits it by slot);
-    ``pages_sold``: the most pages a planned sold read may take (``deep_sold_pages``)."""
+    ``pages_sold``: the most pages a planned sold read may take (``most_sold_pages``)."""
     pipe = client.pipeline(transaction=False)
     for ip_id in ip_ids:
         pipe.get(keys.crawl_plan(ip_id))
@@ -206,7 +219,7 @@ def load_plan(client: redis.Redis, ip_id: int, pages_on_sale: int, pages_sold: i
               sold_most: int | None = None) -> CrawlPlan:
     """The IP's plan for its next crawl; the caps when it has none, or when it cannot be read (the crawl then costs
     what a crawl without a plan costs, and loses nothing). ``sold_most``: the most pages a planned sold read may
-    take (``deep_sold_pages``; None: ``pages_sold``)."""
+    take (``most_sold_pages``; None: ``pages_sold``)."""
     caps = CrawlPlan.caps(pages_on_sale, pages_sold)
     try:
         text = client.get(keys.crawl_plan(ip_id))

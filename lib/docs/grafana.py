@@ -97,6 +97,10 @@ ROWS = (
         Panel("IPs the budget crawls less often", "animetop_crawl_plan_lengthened_ips: the IPs crawled less often "
               "than their own interval (heat and flow) to stay within the request budget.",
               q("max(animetop_crawl_plan_lengthened_ips)"), kind="stat"),
+        Panel("Sold pages read with spare requests", "animetop_crawl_plan_sold_pages: the sold pages the crawls of "
+              "the IPs whose sales outrun SCHEDULER_PAGES_SOLD read with the budget's spare requests, at most "
+              "SCHEDULER_PAGES_SOLD_MAX; 0: none to spare, the cap.",
+              q("max(animetop_crawl_plan_sold_pages)"), kind="stat"),
         Panel("New listings the pages reach", "animetop_crawl_new_listings_reached_share: of the IPs' new listings "
               "(weighted by their flows), the share their last crawls' on-sale pages reached back to the crawl "
               "before; the rest is estimated (docs/concepts/measures.md). Falling: the busiest IPs outrun their "

@@ -27,7 +27,15 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from lib.core.settings import Settings
-from lib.crawling.page_plan import LATE_INDEXING, CrawlPlan, SearchPlan, caps, deep_sold_pages, watch_key
+from lib.crawling.page_plan import (
+    LATE_INDEXING,
+    CrawlPlan,
+    SearchPlan,
+    caps,
+    deep_sold_pages,
+    spare_sold_pages,
+    watch_key,
+)
 from lib.crawling.selectors import PAGE_SIZE
 from lib.market.item_state import ON_SALE, SOLD, CrawlItem
 from lib.market.reach import HOUR, MAX_AGE_HOURS
@@ -35,9 +43,10 @@ from lib.segments.title_keys import title_match
 
 
 def next_plan(crawled_at: float, items: Sequence[CrawlItem], ended: Mapping[str, bool], settings: Settings,
-              last: CrawlPlan | None = None) -> CrawlPlan:
+              last: CrawlPlan | None = None, spare_pages: int = 0) -> CrawlPlan:
     """The plan of the crawl after one made at ``crawled_at`` that read ``items`` (the IP's listings), each search
-    having ``ended`` on its pages or not; ``last``: the plan this crawl read (its watch, its flow)."""
+    having ``ended`` on its pages or not; ``last``: the plan this crawl read (its watch, its flow); ``spare_pages``:
+    the sold pages the request budget's spare requests pay for (``Price.sold_pages``; 0: the cap)."""
     limits = caps(settings)
     newest = max((i.created for i in items if i.status == ON_SALE and i.created is not None), default=None)
     watch = listings_on_sale(crawled_at - settings.relist_within, limits.on_sale.pages * PAGE_SIZE, items,
@@ -51,7 +60,7 @@ def next_plan(crawled_at: float, items: Sequence[CrawlItem], ended: Mapping[str,
     else:
         on_sale = SearchPlan(limits.on_sale.pages, min(newest, crawled_at) - LATE_INDEXING,
                              "back to the newest listing the last crawl saw", watch)
-    sold, shallow = sold_plan(crawled_at, items, ended, settings, last)
+    sold, shallow = sold_plan(crawled_at, items, ended, settings, last, spare_pages)
     return CrawlPlan(on_sale, sold, made_at=crawled_at, flow=flow, sold_shallow=shallow)
 
 
@@ -65,10 +74,11 @@ def sold_outran(items: Sequence[CrawlItem], ended: Mapping[str, bool], last: Cra
 
 
 def sold_plan(crawled_at: float, items: Sequence[CrawlItem], ended: Mapping[str, bool], settings: Settings,
-              last: CrawlPlan | None) -> tuple[SearchPlan, int]:
+              last: CrawlPlan | None, spare_pages: int = 0) -> tuple[SearchPlan, int]:
     """The sold search's plan after a crawl, and how many newest-page reads in a row it is (0: not one). Back a
-    listing's life before the crawl, to the cap; where a read to its depth (the cap, or a deep read) did not reach
-    back that far, SCHEDULER_SOLD_DEEP_EVERY − 1 reads of the newest page, then one deep read."""
+    listing's life before the crawl, to the cap, or to ``spare_pages`` (at most ``spare_sold_pages``) where the
+    budget's spare requests pay for them; where a read to its depth (the cap, or a deep read) did not reach back
+    that far, SCHEDULER_SOLD_DEEP_EVERY − 1 reads of the newest page, then one deep read."""
     limits = caps(settings)
     until = crawled_at - MAX_AGE_HOURS * HOUR - LATE_INDEXING
     life = f"back to listings created {MAX_AGE_HOURS} h before the last crawl (a listing's life)"
@@ -83,6 +93,9 @@ def sold_plan(crawled_at: float, items: Sequence[CrawlItem], ended: Mapping[str,
                                         f"read {deep} deep every {every} crawls"), shallow
         if shallow:
             return SearchPlan(deep, until, f"{life}: {deep} pages, as it outruns {limits.sold.pages}"), 0
+    deeper = min(spare_pages, spare_sold_pages(settings))
+    if deeper > limits.sold.pages:  # a search that reaches back a listing's life sooner stops there
+        return SearchPlan(deeper, until, f"{life}, up to {deeper} pages the request budget has to spare"), 0
     return SearchPlan(limits.sold.pages, until, life), 0
 
 

@@ -30,7 +30,7 @@ from lib.core.clock import Clock, get_clock, naive_utc, to_timestamp
 from lib.core.db import ParameterList, insert_rows, select_tuples, write_transaction
 from lib.core.errors import BadMessage
 from lib.core.settings import Settings
-from lib.crawling.page_plan import deep_sold_pages, load_plan, store_plan
+from lib.crawling.page_plan import load_plan, most_sold_pages, store_plan
 from lib.market import listing_urls, window_rows
 from lib.market.facts import (
     CrawlTimes,
@@ -361,18 +361,20 @@ class ResultProcessor:
         newest = max(result.crawled_at, to_timestamp(ip.last_crawled_at) or result.crawled_at)
         ExecutionState(self.clock).record_execution(CRAWL_JOB, result.ip_id, at=newest)
         flow, seen, outran = None, 1.0, False
+        costs = CostStore(self.client)
+        price = costs.price()  # set by the scheduler's tick (lib.scheduling.budget_plan)
         ended = {total.status: _ended(result, total, self._caps[total.status]) for total in result.search}
         if self.settings.scheduler_page_plan:
             last = load_plan(self.client, ip.id, self._caps["on_sale"], self._caps[SOLD],
-                             deep_sold_pages(self.settings))
+                             most_sold_pages(self.settings))
             flow = last.flow  # a late result plans nothing: the newer crawl's plan and flow stand
             if result.crawled_at >= newest:
-                plan = next_plan(result.crawled_at, result.items, ended, self.settings, last)
+                plan = next_plan(result.crawled_at, result.items, ended, self.settings, last,
+                                 price.sold_pages if price is not None else 0)
                 store_plan(self.client, ip.id, plan)
                 flow = plan.flow
                 seen = reached_share(result.crawled_at, result.items, bool(ended.get(ON_SALE)), last)
                 outran = last.sold_shallow > 0 or sold_outran(result.items, ended, last)
-        costs = CostStore(self.client)
         if ip.active:
             interval = planned_interval(ip, flow, self.settings)
             if flow is not None:  # the budget plans the IPs whose flow is known (docs/concepts/scheduling.md)
@@ -380,10 +382,9 @@ class ResultProcessor:
                                  least=interval,
                                  most=interval if ip.pinned_interval else longest_interval(flow, interval,
                                                                                           self.settings),
-                                 at=result.crawled_at, seen=seen)
+                                 at=result.crawled_at, seen=seen, outran=outran)
                 if result.crawled_at >= newest:
                     costs.put(ip.id, cost)
-                price = costs.price()
                 interval = cost.interval_at(price.price) if price is not None else interval
             self.schedule.schedule(ip.id, newest + interval)
         else:

@@ -145,7 +145,11 @@ class StateCollector:
                                            "IPs crawled less often than their own interval to stay within the "
                                            "request budget.")
             lengthened.add_metric([], plan["lengthened"])
-            yield from (spent, allowed, lengthened)
+            sold_pages = GaugeMetricFamily("animetop_crawl_plan_sold_pages",
+                                           "Sold pages the crawls of the IPs whose sales outrun SCHEDULER_PAGES_SOLD "
+                                           "read with the request budget's spare requests (0: the cap).")
+            sold_pages.add_metric([], plan["sold_pages"])
+            yield from (spent, allowed, lengthened, sold_pages)
             if plan["reached"] is not None:
                 reached = GaugeMetricFamily("animetop_crawl_new_listings_reached_share",
                                             "Of the IPs' new listings (weighted by flow), the share their last "

@@ -111,6 +111,10 @@ def _crawl_rate_line(status: dict[str, Any]) -> str:
         if plan["reached"] is not None:
             line += (f"\n  new listings the last crawls' on-sale pages reached back to the crawl before: "
                      f"{plan['reached']:.1%} (the rest is estimated)")
+        if plan["deepened"]:
+            line += (f"\n  IPs whose sales outrun their sold pages: {plan['deepened']}"
+                     + (f", read {plan['sold_pages']} pages deep with the requests to spare" if plan["sold_pages"]
+                        else " (no requests to spare: read to SCHEDULER_PAGES_SOLD)"))
     return line
 
 

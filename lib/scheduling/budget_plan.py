@@ -40,6 +40,7 @@ from lib.core import keys
 from lib.core.settings import Settings
 from lib.crawling import rate_limit
 from lib.crawling.budget import RequestBudget
+from lib.crawling.page_plan import spare_sold_pages
 from lib.crawling.selectors import PAGE_SIZE
 
 logger = logging.getLogger(__name__)
@@ -53,15 +54,16 @@ COST_TTL = 7 * 86400.0
 TINY = 1e-9
 
 
-#: The fields of a cost as stored: flow, pages, least, most, at, seen.
-FIELDS = 6
+#: The fields of a cost as stored: flow, pages, least, most, at, seen, outran (a cost stored before ``outran``
+#: was kept has the first six: ``CrawlCost.decode``).
+FIELDS = 7
 
 
 def _valid(numbers: list[float]) -> bool:
     """Whether every cost of these stored fields is one ``CrawlCost.decode`` accepts."""
-    flow, pages, least, most, _, seen = (numbers[k::FIELDS] for k in range(FIELDS))
+    flow, pages, least, most, _, seen, outran = (numbers[k::FIELDS] for k in range(FIELDS))
     return (not flow or (min(flow) >= 0 and math.isfinite(max(flow)) and min(pages) > 0 and min(least) > 0
-                         and min(seen) >= 0 and max(seen) <= 1
+                         and min(seen) >= 0 and max(seen) <= 1 and set(outran) <= {0.0, 1.0}
                          and all(low <= high for low, high in zip(least, most, strict=True))))
 
 
@@ -78,6 +80,8 @@ class CrawlCost:
       at: when it was reckoned (Unix seconds, the crawl's time).
       seen: the share of its new listings since the crawl before that its last crawl's on-sale pages reached (1:
         all; less where they outran the page cap).
+      outran: its last crawl's sold search outran its pages (``lib.market.page_plans.sold_outran``): ``pages``
+        counts SCHEDULER_PAGES_SOLD for it, and spare requests may read it deeper (``Price.sold_pages``).
     """
 
     flow: float
@@ -86,6 +90,7 @@ class CrawlCost:
     most: float
     at: float
     seen: float = 1.0
+    outran: bool = False
 
     def requests_per_hour(self, interval: float) -> float:
         return self.pages * HOUR / interval + self.flow / PAGE_SIZE
@@ -105,15 +110,22 @@ class CrawlCost:
         return min(max(best, self.least), self.most)
 
     def encode(self) -> str:
-        return f"{self.flow:.6g} {self.pages:.6g} {self.least:.6g} {self.most:.6g} {self.at:.3f} {self.seen:.4g}"
+        return (f"{self.flow:.6g} {self.pages:.6g} {self.least:.6g} {self.most:.6g} {self.at:.3f} {self.seen:.4g} "
+                f"{int(self.outran)}")
 
     @classmethod
     def decode(cls, raw: bytes | str) -> CrawlCost:
         text = raw.decode() if isinstance(raw, bytes) else raw
-        flow, pages, least, most, at, seen = (float(v) for v in text.split())
-        if not (math.isfinite(flow) and flow >= 0 and pages > 0 and 0 < least <= most and 0 <= seen <= 1):
+        numbers = [float(v) for v in text.split()]
+        if len(numbers) == FIELDS - 1:  # stored before ``outran`` was kept
+            numbers.append(0.0)
+        if len(numbers) != FIELDS:
             raise ValueError(f"not a crawl cost: {text!r}")
-        return cls(flow, pages, least, most, at, seen)
+        flow, pages, least, most, at, seen, outran = numbers
+        if not (math.isfinite(flow) and flow >= 0 and pages > 0 and 0 < least <= most and 0 <= seen <= 1
+                and outran in (0.0, 1.0)):
+            raise ValueError(f"not a crawl cost: {text!r}")
+        return cls(flow, pages, least, most, at, seen, outran == 1.0)
 
 
     def lengthened_why(self, price: Price) -> str | None:
@@ -143,6 +155,9 @@ class Price:
       at: when it was set (Unix seconds).
       reached: of the IPs' new listings (weighted by their flows), the share their last crawls' on-sale pages
         reached (``CrawlCost.seen``); None without a flow.
+      sold_pages: the pages the sold search of an IP that outruns its cap reads, deeper than the cap where the
+        budget has requests to spare at the IPs' own intervals (``planned`` includes them); 0: no deeper.
+      deepened: the IPs whose sold search outruns its cap (read ``sold_pages`` deep when that is above 0).
     """
 
     price: float
@@ -153,6 +168,8 @@ class Price:
     unseen: float
     at: float
     reached: float | None = None
+    sold_pages: int = 0
+    deepened: int = 0
 
     @property
     def over(self) -> bool:
@@ -170,28 +187,37 @@ class Costs:
     least: list[float]
     most: list[float]
     seen: list[float]
+    outran: list[float]  # 1.0 or 0.0
 
     @classmethod
     def of(cls, costs: Iterable[CrawlCost]) -> Costs:
         rows = list(costs)
         return cls([c.flow for c in rows], [c.pages for c in rows], [c.least for c in rows],
-                   [c.most for c in rows], [c.seen for c in rows])
+                   [c.most for c in rows], [c.seen for c in rows], [float(c.outran) for c in rows])
 
     def __len__(self) -> int:
         return len(self.flow)
 
 
-def plan(costs: Iterable[CrawlCost] | Costs, budget: float, at: float = 0.0) -> Price:
+def plan(costs: Iterable[CrawlCost] | Costs, budget: float, at: float = 0.0,
+         sold: tuple[int, int] = (1, 1)) -> Price:
     """The least price at which the IPs' intervals spend at most ``budget`` requests an hour (all at their
-    longest, if none does), and what they spend and see at it."""
+    longest, if none does), and what they spend and see at it. ``sold``: the sold page cap and the most pages
+    (``lib.crawling.page_plan.spare_sold_pages``) that requests the budget has to spare may read the sold search of
+    the IPs that outrun the cap (``spare_depth``)."""
     c = costs if isinstance(costs, Costs) else Costs.of(costs)
     total = sum(c.flow)
     reached = sum(f * s for f, s in zip(c.flow, c.seen, strict=True)) / total if total > 0 else None
     own = sum(p * HOUR / least for p, least in zip(c.pages, c.least, strict=True)) + total / PAGE_SIZE
+    deepened = int(sum(c.outran))
     if own <= budget:
-        return Price(price=0.0, budget=budget, planned=own, ips=len(c), lengthened=0,
+        # the outrunning IPs' crawls an hour: each sold page deeper costs that many requests an hour
+        crawls = sum(HOUR / least for least, o in zip(c.least, c.outran, strict=True) if o)
+        depth = spare_depth(budget - own, crawls, *sold)
+        return Price(price=0.0, budget=budget, planned=own + (depth - sold[0]) * crawls if depth else own,
+                     ips=len(c), lengthened=0,
                      unseen=sum(f * least for f, least in zip(c.flow, c.least, strict=True)) / HOUR / 2, at=at,
-                     reached=reached)
+                     reached=reached, sold_pages=depth, deepened=deepened)
     root = _Sweep(c).least_root(budget)
     planned = unseen = 0.0
     lengthened = 0
@@ -202,7 +228,19 @@ def plan(costs: Iterable[CrawlCost] | Costs, budget: float, at: float = 0.0) -> 
         unseen += flow * t
         lengthened += t > least * (1 + 1e-9)
     return Price(price=root ** 2, budget=budget, planned=planned + total / PAGE_SIZE, ips=len(c),
-                 lengthened=lengthened, unseen=unseen / HOUR / 2, at=at, reached=reached)
+                 lengthened=lengthened, unseen=unseen / HOUR / 2, at=at, reached=reached, deepened=deepened)
+
+
+def spare_depth(spare: float, crawls: float, cap: int, most: int) -> int:
+    """The sold pages that ``spare`` requests an hour pay for at ``crawls`` crawls an hour of IPs whose sold search
+    outruns its ``cap``: every such IP read to one depth, at most ``most``; 0 where that is no deeper than the cap.
+
+    One depth for all: which of them a page deeper buys most sales for is not known before it is read, and a
+    depth shared stays put while their number moves a little (the plan is set again every ``PRICE_EVERY``)."""
+    if crawls <= 0 or spare <= 0 or most <= cap:
+        return 0
+    pages = min(most, cap + int(spare // crawls))
+    return pages if pages > cap else 0
 
 
 class _Sweep:
@@ -304,11 +342,12 @@ class CostStore:
             numbers = None
         if numbers is None or not _valid(numbers):
             return Costs.of(self.all(now).values())
-        flow, pages, least, most, made, seen = (numbers[k::FIELDS] for k in range(FIELDS))
+        flow, pages, least, most, made, seen, outran = (numbers[k::FIELDS] for k in range(FIELDS))
         if min(made, default=now) < now - COST_TTL:
             keep = [k for k, t in enumerate(made) if now - t <= COST_TTL]
-            flow, pages, least, most, seen = ([column[k] for k in keep] for column in (flow, pages, least, most, seen))
-        return Costs(flow, pages, least, most, seen)
+            flow, pages, least, most, seen, outran = ([column[k] for k in keep]
+                                                      for column in (flow, pages, least, most, seen, outran))
+        return Costs(flow, pages, least, most, seen, outran)
 
     def all(self, now: float) -> dict[int, CrawlCost]:
         """The costs renewed within COST_TTL (an unreadable one is left out, and said)."""
@@ -353,7 +392,8 @@ def price_if_due(settings: Settings, client: redis.Redis, now: float) -> Price |
     if budget is None:
         store.clear_price()
         return None
-    price = plan(store.columns(now), budget, at=now)
+    price = plan(store.columns(now), budget, at=now,
+                 sold=(settings.scheduler_pages_sold, spare_sold_pages(settings)))
     store.set_price(price)
     if price.over and (last is None or not last.over):  # said once, when it starts
         logger.warning("the IPs' longest intervals spend %.0f requests an hour, over the budget of %.0f: the rate "

@@ -357,6 +357,10 @@ class CrawlPlan(BaseModel):
     reached: float | None = Field(None, description="of the IPs' new listings (weighted by their flows), the share "
                                                     "their last crawls' on-sale pages reached back to the crawl "
                                                     "before; null without a flow")
+    deepened: int = Field(0, description="IPs whose last crawl's sold search outran SCHEDULER_PAGES_SOLD pages")
+    sold_pages: int = Field(0, description="the sold pages those IPs' crawls read, deeper than the cap where the "
+                                           "budget has requests to spare at the IPs' own intervals (included in "
+                                           "planned); 0: the cap")
 
 
 class Status(BaseModel):

@@ -10,7 +10,16 @@ import pytest
 from lib.core import keys
 from lib.core.clock import FrozenClock
 from lib.core.redis_client import state_redis
-from lib.crawling.page_plan import LATE_INDEXING, CrawlPlan, SearchPlan, deep_sold_pages, load_plan, watch_key
+from lib.crawling.page_plan import (
+    LATE_INDEXING,
+    CrawlPlan,
+    SearchPlan,
+    deep_sold_pages,
+    load_plan,
+    most_sold_pages,
+    spare_sold_pages,
+    watch_key,
+)
 from lib.market.item_state import CrawlItem
 from lib.market.page_plans import FALL, RISE, crawl_pages, next_plan, reached_share
 from lib.market.processing import CrawlResult, ResultProcessor
@@ -267,6 +276,43 @@ def test_with_deep_reads_off_every_crawl_reads_the_sold_cap(settings):
     plan = next_plan(T0, items(*short), {"sold": False}, off,
                      last=CrawlPlan(SearchPlan(5), SearchPlan(5, T0 - H - LIFE), made_at=T0 - H))
     assert (plan.sold.pages, plan.sold_shallow) == (off.scheduler_pages_sold, 0)
+
+
+def test_spare_requests_read_an_outrunning_sold_search_deeper_within_the_most_allowed(settings):
+    """docs/concepts/scheduling.md, Under the request budget: the price's sold pages replace the cap, up to
+    SCHEDULER_PAGES_SOLD_MAX; never below the cap, and not with deep reads every few crawls."""
+    short = sold_listings(10, T0 - 60, 60)
+    last = CrawlPlan(SearchPlan(5), SearchPlan(5, T0 - H - LIFE), made_at=T0 - H)
+    cap, most = settings.scheduler_pages_sold, settings.scheduler_pages_sold_max
+    assert (cap, most) == (5, 20)  # the defaults
+    for spare, pages in ((12, 12), (0, cap), (3, cap), (most + 7, most)):
+        plan = next_plan(T0, items(*short), {"sold": False}, settings, last=last, spare_pages=spare)
+        assert (plan.sold.pages, plan.sold.until) == (pages, T0 - LIFE - LATE_INDEXING)
+    assert "request budget" in next_plan(T0, items(*short), {"sold": False}, settings, last, 12).sold.why
+    cycle = dataclasses.replace(settings, scheduler_sold_deep_every=4)
+    assert spare_sold_pages(cycle) == cap and most_sold_pages(cycle) == deep_sold_pages(cycle)
+    assert next_plan(T0, items(*short), {"sold": False}, cycle, last=last, spare_pages=12).sold.pages == 1
+
+
+def test_the_worker_plans_the_spare_pages_and_the_crawler_reads_them(settings, clock, ip):
+    """Through the worker: the price the tick set gives the next plan its sold pages, the IP's cost says its sold
+    search outran (and counts the cap for it), and the crawler's plan holds the deeper pages."""
+    from lib.crawling.page_plan import plan_for
+    from lib.scheduling.budget_plan import CostStore, Price
+
+    r = state_redis(settings)
+    CostStore(r).set_price(Price(price=0.0, budget=500, planned=100, ips=1, lengthened=0, unseen=1, at=T0,
+                                 sold_pages=14, deepened=1))
+    sold = {**SEARCH, "sold": {"num_found": None, "pages": 5, "items": 600, "ended": False}}
+    apply(settings, clock, ip, 1, T0, [item("a", created=T0 - 600), *sold_listings(3, T0 - 60, 60)], sold)
+    apply(settings, clock, ip, 2, T0 + H, [item("a", created=T0 - 600), *sold_listings(3, T0 + H - 60, 60)], sold)
+    assert plan_for(r, ip.id, settings).sold.pages == 14
+    cost = CostStore(r).all(T0 + H)[ip.id]
+    assert cost.outran and cost.pages == 1 + settings.scheduler_pages_sold
+    # without a price (no budget), the cap
+    CostStore(r).clear_price()
+    apply(settings, clock, ip, 3, T0 + 2 * H, [item("a", created=T0 - 600)], sold)
+    assert plan_for(r, ip.id, settings).sold.pages == settings.scheduler_pages_sold
 
 
 def test_a_stored_deep_read_keeps_its_pages_and_a_cap_lowered_since_holds_it(settings):

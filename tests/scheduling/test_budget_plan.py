@@ -110,6 +110,32 @@ def test_the_share_reached_is_weighted_by_flow():
     assert plan([dataclasses.replace(full, flow=0)], 1000).reached is None
 
 
+def test_spare_requests_read_the_outrunning_ips_sold_search_deeper_all_to_one_depth():
+    """docs/concepts/scheduling.md: with the IPs at their own intervals and requests to spare, each sold page
+    deeper costs a request a crawl of every IP whose sold search outruns its cap; the depth is the cap plus the
+    whole pages the spare pays for, at most the most allowed."""
+    deep = CrawlCost(flow=200, pages=1 + 5, least=H, most=H, at=T0, outran=True)
+    half = CrawlCost(flow=60, pages=1 + 5, least=2 * H, most=2 * H, at=T0, outran=True)
+    quiet = CrawlCost(flow=1, pages=2, least=2 * H, most=12 * H, at=T0)
+    ips = [deep, half, quiet]
+    own = sum(spend(ip, ip.least) for ip in ips)
+    crawls = 1 + 0.5  # the outrunning IPs' crawls an hour
+    price = plan(ips, own + 7.9 * crawls, sold=(5, 20))
+    assert price.price == 0 and price.deepened == 2
+    assert price.sold_pages == 5 + 7  # whole pages: 7.9 pay for 7
+    assert price.planned == pytest.approx(own + 7 * crawls) and price.planned <= price.budget
+    assert plan(ips, own + 100 * crawls, sold=(5, 20)).sold_pages == 20  # at most the most allowed
+    assert plan(ips, own + 0.9 * crawls, sold=(5, 20)).sold_pages == 0  # not a page deeper: the cap
+    assert plan(ips, own + 100 * crawls, sold=(5, 5)).sold_pages == 0  # deeper reads off
+    # the budget binds: nothing to spare, no deeper
+    tight = plan(ips, own - 0.2, sold=(5, 20))
+    assert tight.price > 0 and tight.sold_pages == 0 and tight.deepened == 2
+    # no IP outruns its sold cap: nothing to deepen
+    calm = [dataclasses.replace(ip, outran=False) for ip in ips]
+    assert plan(calm, own + 100, sold=(5, 20)).sold_pages == 0
+    assert plan(calm, own + 100, sold=(5, 20)).planned == pytest.approx(own)
+
+
 def test_over_the_budget_every_ip_is_at_its_longest_and_it_says_so():
     ips = [CrawlCost(flow=50, pages=6, least=H, most=2 * H, at=T0) for _ in range(4)]
     price = plan(ips, 1)
@@ -154,6 +180,13 @@ def test_a_cost_round_trips_and_an_unreadable_one_is_left_out(settings):
     # all readable: parsed in one pass, the one not renewed left out as before
     assert store.columns(T0) == Costs.of([cost, dataclasses.replace(cost, flow=0, seen=0.5)]) or \
         store.columns(T0) == Costs.of([dataclasses.replace(cost, flow=0, seen=0.5), cost])
+    # whether its sold search outran round-trips; a cost stored without it (six fields) reads as not outrun
+    store.put(11, dataclasses.replace(cost, outran=True))
+    assert store.all(T0)[11].outran and sum(store.columns(T0).outran) == 1
+    r.hset(keys.CRAWL_COSTS, "11", f"12.5 3 3600 7200 {T0} 1")
+    assert store.all(T0)[11] == cost and store.columns(T0) == Costs.of([cost, cost])
+    r.hset(keys.CRAWL_COSTS, "12", f"12.5 3 3600 7200 {T0} 1 2")  # outran neither 0 nor 1
+    assert 12 not in store.all(T0)
 
 
 def test_the_fleet_budget_is_the_share_of_every_address_s_budget(settings):
@@ -258,6 +291,13 @@ def test_status_and_metrics_show_the_plan_against_the_budget(env, db, broker):
     text = render(gather(settings, broker, r))
     assert "  new listings the last crawls' on-sale pages reached back to the crawl before: 81.2% (the rest is " \
            "estimated)" in text
+    assert "outrun their sold pages" not in text
+    CostStore(r).set_price(dataclasses.replace(over, reached=0.8125, deepened=3))
+    assert "\n  IPs whose sales outrun their sold pages: 3 (no requests to spare: read to SCHEDULER_PAGES_SOLD)" \
+        in render(gather(settings, broker, r))
+    CostStore(r).set_price(dataclasses.replace(over, reached=0.8125, deepened=3, sold_pages=12))
+    assert "\n  IPs whose sales outrun their sold pages: 3, read 12 pages deep with the requests to spare" \
+        in render(gather(settings, broker, r))
     use_settings(settings)
     try:
         families = {f.name: f for f in StateCollector().collect()}
@@ -265,9 +305,9 @@ def test_status_and_metrics_show_the_plan_against_the_budget(env, db, broker):
         use_settings(None)
     shown = {name: families[name].samples[0].value for name in (
         "animetop_crawl_planned_requests_per_hour", "animetop_crawl_plan_budget_requests_per_hour",
-        "animetop_crawl_plan_lengthened_ips")}
+        "animetop_crawl_plan_lengthened_ips", "animetop_crawl_plan_sold_pages")}
     assert shown == {"animetop_crawl_planned_requests_per_hour": 8, "animetop_crawl_plan_budget_requests_per_hour": 5,
-                     "animetop_crawl_plan_lengthened_ips": 2}
+                     "animetop_crawl_plan_lengthened_ips": 2, "animetop_crawl_plan_sold_pages": 12}
     assert families["animetop_crawl_new_listings_reached_share"].samples[0].value == 0.8125
 
 

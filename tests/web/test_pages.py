@@ -208,6 +208,9 @@ def test_operations_requeue_and_purge(site, broker, start_worker, chromium):
     start_worker(broker)
     wait_for(lambda: len(letters.list("work")) == 3, what="three dead letters")
     RequestBudget(10, state_redis).throttled("direct")  # the site answered 429: the budget is halved
+    from lib.scheduling.budget_plan import CostStore, Price
+    CostStore(state_redis()).set_price(Price(price=0.0, budget=480, planned=300, ips=40, lengthened=0, unseen=90,
+                                             at=1_800_000_000.0, reached=0.9, deepened=3, sold_pages=12))
 
     async def go():
         browser = await launch(chromium)
@@ -220,6 +223,11 @@ def test_operations_requeue_and_purge(site, broker, start_worker, chromium):
             assert f"{2 * CRAWLS} from the page (DOM)" in drift, drift
             budget = await page.js("() => [...document.querySelectorAll('#budgets tbody td')].map(td => td.innerText)")
             assert budget[:4] == ["direct", "0", "5", "10"] and budget[4] != "–" and budget[5] != "–", budget
+            await page.wait("() => !document.getElementById('crawl-plan').hidden")
+            plan = await page.js("() => document.getElementById('crawl-plan').textContent")
+            assert plan.startswith("Planned: 300 of 480 requests an hour for 40 IPs; every IP at its own interval")
+            assert plan.endswith(" 3 IP(s) outrun their sold pages: read 12 pages deep with the requests to "
+                                 "spare."), plan
             if token is None:
                 state = await page.js("() => [document.getElementById('readonly').hidden,"
                                       " document.getElementById('letter-actions').hidden,"

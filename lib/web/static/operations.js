@@ -32,7 +32,9 @@
       (p.over ? " (over: even the longest intervals spend more; the rate limit holds the rest)" : "") +
       `, as of ${time(p.at)}.` +
       (p.reached === null ? "" : ` The last crawls' on-sale pages reached ${(100 * p.reached).toFixed(1)} % of the ` +
-                                 "new listings since the crawl before (the rest is estimated).");
+                                 "new listings since the crawl before (the rest is estimated).") +
+      (p.deepened ? ` ${p.deepened} IP(s) outrun their sold pages` + (p.sold_pages ?
+        `: read ${p.sold_pages} pages deep with the requests to spare.` : ".") : "");
   }
 
   function drift(d) {
