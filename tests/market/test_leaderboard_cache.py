@@ -156,6 +156,26 @@ def test_under_an_accelerated_clock_a_window_is_cached_until_its_hour_ends_in_re
     assert 0 < r.pttl(keys.leaderboard(24)) <= 1800 / speed * 1000
 
 
+def test_under_an_accelerated_clock_cache_ttl_counts_real_seconds(db, settings):
+    """CACHE_TTL is real time at any clock speed: at 240 times real time, a minute into an hour (its end 14.75 real
+    seconds away), a board one real second old (four simulated minutes) is not yet due for recomputing, and a value
+    of that age has CACHE_TTL (4 real seconds) less that second to live."""
+    speed = 240.0
+    t = 1_800_000_000.0 - 1_800_000_000.0 % H + 60
+    add_ips(2, FrozenClock(t))
+    clock = FrozenClock(t)
+    clock.speed = speed  # the demo's clock, stopped: real seconds are its seconds / 240
+    r = state_redis(settings)
+    side = ReadSide(dataclasses.replace(settings, leaderboard_precompute=(24,)), r, clock)
+    assert side.refresh_common() == [24]
+    assert r.pttl(keys.leaderboard(24)) > (TTL - 0.5) * 1000
+    clock.advance(speed)
+    assert side.refresh_common() == []  # one real second old: under half CACHE_TTL
+    assert side._lifetime(t) == pytest.approx(TTL - 1)
+    clock.advance(speed)
+    assert side.refresh_common() == [24]  # two real seconds old: half CACHE_TTL
+
+
 def test_the_filter_searches_every_ip_not_only_the_top(db, settings):
     """An IP ranked 510th (the cache once kept 500 rows) is found by the API's filter, with its rank."""
     clock = FrozenClock(1_800_000_000.0 - 1)
