@@ -46,7 +46,8 @@ def next_plan(crawled_at: float, items: Sequence[CrawlItem], ended: Mapping[str,
               last: CrawlPlan | None = None, spare_pages: int = 0) -> CrawlPlan:
     """The plan of the crawl after one made at ``crawled_at`` that read ``items`` (the IP's listings), each search
     having ``ended`` on its pages or not; ``last``: the plan this crawl read (its watch, its flow); ``spare_pages``:
-    the sold pages the request budget's spare requests pay for (``Price.sold_pages``; 0: the cap)."""
+    the sold pages the request budget's spare requests pay for, for an IP whose sales outrun the cap
+    (``Price.sold_pages``; 0: the cap)."""
     limits = caps(settings)
     newest = max((i.created for i in items if i.status == ON_SALE and i.created is not None), default=None)
     watch = listings_on_sale(crawled_at - settings.relist_within, limits.on_sale.pages * PAGE_SIZE, items,

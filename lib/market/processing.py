@@ -369,12 +369,12 @@ class ResultProcessor:
                              most_sold_pages(self.settings))
             flow = last.flow  # a late result plans nothing: the newer crawl's plan and flow stand
             if result.crawled_at >= newest:
-                plan = next_plan(result.crawled_at, result.items, ended, self.settings, last,
-                                 price.sold_pages if price is not None else 0)
+                outran = last.sold_shallow > 0 or sold_outran(result.items, ended, last)
+                spare = price.sold_pages if price is not None and self._needs_depth(result, outran) else 0
+                plan = next_plan(result.crawled_at, result.items, ended, self.settings, last, spare)
                 store_plan(self.client, ip.id, plan)
                 flow = plan.flow
                 seen = reached_share(result.crawled_at, result.items, bool(ended.get(ON_SALE)), last)
-                outran = last.sold_shallow > 0 or sold_outran(result.items, ended, last)
         if ip.active:
             interval = planned_interval(ip, flow, self.settings)
             if flow is not None:  # the budget plans the IPs whose flow is known (docs/concepts/scheduling.md)
@@ -390,6 +390,14 @@ class ResultProcessor:
         else:
             costs.remove(ip.id)
         invalidate_caches(self.client, result.ip_id)
+
+    def _needs_depth(self, result: CrawlResult, outran: bool) -> bool:
+        """Whether the IP's next sold read may take the pages the budget has to spare: its sold search outran the
+        cap, or took more pages than the cap to reach back a listing's life (so reads to the cap would outrun it
+        again). Only pages that date their listings tell either: a search read from the DOM is read to the cap."""
+        if not any(i.status == SOLD and i.created is not None for i in result.items):
+            return False
+        return outran or any(t.status == SOLD and t.pages_read > self._caps[SOLD] for t in result.search)
 
     def apply(self, result: CrawlResult) -> Outcome:
         started = time.perf_counter()

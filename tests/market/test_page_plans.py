@@ -313,6 +313,18 @@ def test_the_worker_plans_the_spare_pages_and_the_crawler_reads_them(settings, c
     CostStore(r).clear_price()
     apply(settings, clock, ip, 3, T0 + 2 * H, [item("a", created=T0 - 600)], sold)
     assert plan_for(r, ip.id, settings).sold.pages == settings.scheduler_pages_sold
+    CostStore(r).set_price(Price(price=0.0, budget=500, planned=100, ips=1, lengthened=0, unseen=1, at=T0,
+                                 sold_pages=14, deepened=1))
+    old = item("s-old", "sold", T0 - LIFE - 3 * H)  # past the plan's depth: the sold search reached back
+    cases = [(3, True, 5), (9, True, 14),  # within the cap: the cap; it took more pages to reach back: deeper
+             (5, False, 5), (20, False, 5)]  # read from the DOM (no creation times): the cap
+    for n, (pages, dated, planned) in enumerate(cases, start=4):
+        at = T0 + n * H
+        rows = [item("a", created=T0 - 600), *sold_listings(3, at - 60, 60), old]
+        rows = rows if dated else [{**row, "created": None} for row in rows]
+        apply(settings, clock, ip, n, at, rows,
+              {**SEARCH, "sold": {"num_found": None, "pages": pages, "items": 600, "ended": False}})
+        assert plan_for(r, ip.id, settings).sold.pages == planned, (pages, dated)
 
 
 def test_a_stored_deep_read_keeps_its_pages_and_a_cap_lowered_since_holds_it(settings):
