@@ -84,7 +84,7 @@ def run(scheduled: int = 100_000, due: int = 1000, repeat: int = 5) -> None:
 def _planning(settings, r, clock, ids, repeat: int) -> None:
     rng = random.Random(1)
     costs = {ip: CrawlCost(flow=min(2000.0, 0.1 * rng.paretovariate(0.8)), pages=rng.choice([2, 3, 6, 10]),
-                           least=3600.0, most=12 * 3600.0, at=T0) for ip in ids}
+                           least=3600.0, most=12 * 3600.0, at=T0, outran=rng.random() < 0.05) for ip in ids}
     budget = 0.5 * sum(c.requests_per_hour(c.least) for c in costs.values())
     planned = dataclasses.replace(settings, crawl_rate_limit=math.ceil(budget / 60), scheduler_budget_share=1.0)
     plan_times, floor_times = [], []
@@ -101,7 +101,7 @@ def _planning(settings, r, clock, ids, repeat: int) -> None:
         read = [[float(v) for v in value.split()] for value in r.hgetall(keys.CRAWL_COSTS).values()]
         root = math.sqrt(price.price)
         spent = sum(p * 3600.0 / (most if f <= 0 else min(max(math.sqrt(2 * p / f) * root * 3600.0, least), most))
-                    for f, p, least, most, _, _ in read)
+                    for f, p, least, most, *_ in read)
         floor_times.append(time.perf_counter() - start)
         assert len(read) == len(ids) and spent > 0
         store.clear_price()
