@@ -362,7 +362,8 @@ class ResultProcessor:
         ExecutionState(self.clock).record_execution(CRAWL_JOB, result.ip_id, at=newest)
         flow, seen, outran = None, 1.0, False
         costs = CostStore(self.client)
-        price = costs.price()  # set by the scheduler's tick (lib.scheduling.budget_plan)
+        # set by the scheduler's tick (lib.scheduling.budget_plan); only IPs with a plan have a flow to price
+        price = costs.price() if self.settings.scheduler_page_plan else None
         ended = {total.status: _ended(result, total, self._caps[total.status]) for total in result.search}
         if self.settings.scheduler_page_plan:
             last = load_plan(self.client, ip.id, self._caps["on_sale"], self._caps[SOLD],
