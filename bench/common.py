@@ -34,11 +34,12 @@ def report(name: str, value: float, floor: float, unit: str = "s") -> None:
 
 
 @contextmanager
-def bench_settings(tmp: Path, database: Path | str | None = None):
+def bench_settings(tmp: Path, database: Path | str | None = None, private_redis: bool = False):
     """Settings on BENCH_REDIS_URL (default local Redis) with the databases BENCH_REDIS_DBS names (state, broker:
     default 2,3, below the pairs a test run's workers flush, 14,15 down to 8,9; a test run gives its own), flushed
-    first unless they hold keys no benchmark left (``claim_redis_database``), or the embedded Redis; the database
-    ``database`` (a SQLite file, kept, or a ``mysql://`` URL), else a SQLite file in ``tmp``."""
+    first unless they hold keys no benchmark left (``claim_redis_database``), or the embedded Redis (always with
+    ``private_redis``: runs side by side in several processes then share no database); the database ``database`` (a
+    SQLite file, kept, or a ``mysql://`` URL), else a SQLite file in ``tmp``."""
     base = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379")
     state_db, broker_db = (int(n) for n in os.environ.get("BENCH_REDIS_DBS", "2,3").split(","))
     url = database if isinstance(database, str) else f"sqlite:///{database or tmp / 'bench.sqlite3'}"
@@ -46,8 +47,9 @@ def bench_settings(tmp: Path, database: Path | str | None = None):
     import redis
 
     try:
-        redis.Redis.from_url(base, socket_connect_timeout=1).ping()
-        env.update(REDIS_URL=with_redis_db(base, state_db), BROKER_URL=with_redis_db(base, broker_db))
+        if not private_redis:
+            redis.Redis.from_url(base, socket_connect_timeout=1).ping()
+            env.update(REDIS_URL=with_redis_db(base, state_db), BROKER_URL=with_redis_db(base, broker_db))
     except redis.ConnectionError:
         pass  # embedded Redis under tmp
     settings = load_settings(env)

@@ -1,7 +1,7 @@
-"""``python -m bench plan [--ips N] [--days N] [--warmup N] [--seed S] [--max-interval D] [--budget R|fixed]``
-(1,000 IPs, 1 scored day after 1 of warm-up by default): what each crawl plan costs in requests to the site and
-what it buys, on one realistic market of IPs drawn over its size range (docs/concepts/simulator.md: new listings an
-hour heavy-tailed from 0.1 to 2,000).
+"""``python -m bench plan [--ips N] [--days N] [--warmup N] [--seed S] [--max-interval D] [--budget R|fixed]
+[--jobs 1|2]`` (1,000 IPs, 1 scored day after 1 of warm-up by default; ``--jobs 2`` crawls the two runs side by
+side): what each crawl plan costs in requests to the site and what it buys, on one realistic market of IPs drawn over
+its size range (docs/concepts/simulator.md: new listings an hour heavy-tailed from 0.1 to 2,000).
 
 The same market is crawled twice, each time from an empty store, as the scheduler's closed loop times each IP's
 crawls (``ResultProcessor`` schedules the next one after each result; the IPs start a few seconds apart):
@@ -29,17 +29,20 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import math
+import multiprocessing
 import statistics
 import sys
 import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from lib.core.clock import FrozenClock
 from lib.core.db import bind_database, database
+from lib.core.embedded_redis import EmbeddedRedis
 from lib.core.parsers import format_duration, parse_duration
 from lib.core.redis_client import state_redis
 from lib.core.settings import Settings, use_settings
@@ -60,7 +63,7 @@ from .accuracy import CLASSES, T0, Served, crawl, size_class
 from .common import bench_settings, load_average
 
 USAGE = ("usage: python -m bench plan [--ips N] [--days N] [--warmup N] [--seed S] [--max-interval DURATION] "
-         "[--budget REQUESTS_AN_HOUR|fixed]")
+         "[--budget REQUESTS_AN_HOUR|fixed] [--jobs 1|2]")
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,8 @@ class Options:
         ips: the IPs (sizes drawn from the market's traits); days: the days scored; warmup: the days crawled before
         them; seed: the market's; max_interval: the plans' SCHEDULER_MAX_INTERVAL (seconds; None: as deployed);
         budget: the plans' request budget, requests an hour (None: none); same_budget: the plans' budget is the
-        fixed run's requests an hour instead.
+        fixed run's requests an hour instead; jobs: 2 crawls the two runs side by side in two processes, each on its
+        own embedded Redis (not with same_budget, whose second run needs the first's requests).
     """
 
     ips: int = 1000
@@ -81,6 +85,7 @@ class Options:
     max_interval: float | None = None
     budget: int | None = None
     same_budget: bool = False
+    jobs: int = 1
 
 
 @dataclass
@@ -108,12 +113,12 @@ def options(argv: Sequence[str]) -> Options:
             except ValueError:
                 raise SystemExit(USAGE) from None
         elif len(rest) < 2 or not rest[1].isdigit() or rest[0] not in ("--ips", "--days", "--warmup", "--seed",
-                                                                        "--budget"):
+                                                                        "--budget", "--jobs"):
             raise SystemExit(USAGE)
         else:
             o = dataclasses.replace(o, **{rest[0][2:]: int(rest[1])})
         rest = rest[2:]
-    if o.ips < 1 or o.days < 1 or o.budget == 0:
+    if o.ips < 1 or o.days < 1 or o.budget == 0 or o.jobs not in (1, 2) or (o.jobs == 2 and o.same_budget):
         raise SystemExit(USAGE)
     return o
 
@@ -207,29 +212,49 @@ def table(runs: dict[str, list[IpDay]], days: int) -> list[str]:
     return lines
 
 
+def crawled(o: Options, planned: bool, private_redis: bool = False) -> list[IpDay]:
+    """One run (the fixed plan, or the page plans when ``planned``) on a fresh store: its IP-days."""
+    keywords = [f"ip{k}" for k in range(o.ips)]
+    with (tempfile.TemporaryDirectory(prefix="bench-plan-") as tmp,
+          bench_settings(Path(tmp), private_redis=private_redis) as settings):
+        settings = dataclasses.replace(settings, scheduler_page_plan=planned, flow_estimates=True)
+        if planned and o.max_interval is not None:
+            settings = dataclasses.replace(settings, scheduler_max_interval=o.max_interval)
+        if planned and o.budget is not None:  # one address whose budget's share is o.budget an hour
+            limit = math.ceil(o.budget / 60)
+            settings = dataclasses.replace(settings, crawl_rate_limit=limit,
+                                           scheduler_budget_share=o.budget / (60 * limit))
+        else:
+            settings = dataclasses.replace(settings, crawl_rate_limit=0)
+        try:
+            return run(MarketModel(o.seed), keywords, o, settings)
+        finally:
+            if private_redis:
+                EmbeddedRedis(settings.data_path).stop()
+
+
 def main(argv: list[str] | None = None) -> int:
     o = options(argv or [])
-    keywords = [f"ip{k}" for k in range(o.ips)]
-    model = MarketModel(o.seed)
     bound = f", the plans' longest interval {format_duration(o.max_interval)}" if o.max_interval else ""
     bound += f", the plans' budget {o.budget:,} requests an hour" if o.budget else ""
     bound += ", the plans' budget the fixed run's requests an hour" if o.same_budget else ""
+    bound += ", the two runs side by side" if o.jobs == 2 else ""
     print(f"plan: {o.ips} IPs (sizes drawn, seed {o.seed}) × {o.days} scored day(s) after {o.warmup} of warm-up, "
           f"crawls timed by the closed loop{bound}, load {load_average()}")
     runs: dict[str, list[IpDay]] = {}
     started = time.perf_counter()
+    if o.jobs == 2:
+        # spawned, not forked: each child binds its own settings, database and Redis from nothing
+        with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = {name: pool.submit(crawled, o, planned, True) for name, planned in (("fixed", False),
+                                                                                           ("plans", True))}
+            for name, future in futures.items():
+                runs[name] = future.result()
+                print(f"  … {name} crawled ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
     for name, planned in (("fixed", False), ("plans", True)):
-        with tempfile.TemporaryDirectory() as tmp, bench_settings(Path(tmp)) as settings:
-            settings = dataclasses.replace(settings, scheduler_page_plan=planned, flow_estimates=True)
-            if planned and o.max_interval is not None:
-                settings = dataclasses.replace(settings, scheduler_max_interval=o.max_interval)
-            if planned and o.budget is not None:  # one address whose budget's share is o.budget an hour
-                limit = math.ceil(o.budget / 60)
-                settings = dataclasses.replace(settings, crawl_rate_limit=limit,
-                                               scheduler_budget_share=o.budget / (60 * limit))
-            else:
-                settings = dataclasses.replace(settings, crawl_rate_limit=0)
-            runs[name] = run(model, keywords, o, settings)
+        if name in runs:
+            continue
+        runs[name] = crawled(o, planned)
         print(f"  … {name} crawled ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
         if o.same_budget and not planned:
             o = dataclasses.replace(o, budget=max(1, sum(x.requests for x in runs[name]) // (24 * o.days)))

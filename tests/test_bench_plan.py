@@ -27,8 +27,10 @@ def test_options():
     assert options(["--max-interval", "12h"]).max_interval == 12 * 3600
     assert options(["--budget", "120"]).budget == 120
     assert options(["--budget", "120", "--budget", "fixed"]) == Options(same_budget=True)
+    assert options(["--jobs", "2"]).jobs == 2
     for bad in (["--ips"], ["--ips", "x"], ["--days", "0"], ["--fast", "1"], ["--max-interval", "soon"],
-                ["--budget", "0"], ["--budget", "-5"]):
+                ["--budget", "0"], ["--budget", "-5"], ["--jobs", "3"], ["--jobs", "0"],
+                ["--jobs", "2", "--budget", "fixed"]):  # the fixed budget needs the fixed run first
         with pytest.raises(SystemExit):
             options(bad)
 
@@ -68,6 +70,33 @@ def tiny_run(redis_server, *extra: str) -> tuple[int, int, str]:  # the "all" ro
 def test_a_tiny_run_costs_fewer_requests_with_the_page_plans(redis_server):
     fixed, plans, out = tiny_run(redis_server)
     assert 0 < plans < fixed, out
+
+
+@pytest.mark.slow
+def test_the_runs_side_by_side_print_the_same_table(redis_server):
+    """``--jobs 2``: the two runs in two processes, each on its own embedded Redis, read the same numbers as one
+    after the other (and leave no redis-server behind: the children stop theirs)."""
+    *_, one_by_one = tiny_run(redis_server)
+    *_, side_by_side = tiny_run(redis_server, "--jobs", "2")
+    assert "the two runs side by side" in side_by_side
+    assert [line for line in one_by_one.splitlines() if line.startswith("|")] == [
+        line for line in side_by_side.splitlines() if line.startswith("|")]
+    assert not bench_redis_servers()
+
+
+def bench_redis_servers() -> list[str]:
+    """The command lines of the redis-servers running under a ``bench plan`` run's temporary directory (only a
+    ``--jobs 2`` run starts them: the other tests' runs use the test Redis)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:  # gone meanwhile
+            continue
+        line = " ".join(command).strip()  # redis-server rewrites its title to one argument: "path address"
+        if line.split(" ", 1)[0].rsplit("/", 1)[-1] == "redis-server" and "bench-plan-" in line:
+            found.append(line)
+    return found
 
 
 @pytest.mark.slow
