@@ -203,6 +203,15 @@ def test_the_measures_page_keeps_its_numbered_definitions():
     assert numbers == list(range(1, 9))
 
 
+def test_the_benchmarks_page_names_every_benchmark_and_which_run_only_when_named():
+    from bench.__main__ import BENCHMARKS, ONLY_NAMED
+
+    opening = (DOCS / "benchmarks.md").read_text().split("Timings live here", 1)[0]
+    default, named = opening.split("run only when", 1)
+    assert set(re.findall(r"`(\w+)`", default)) == set(BENCHMARKS) - ONLY_NAMED
+    assert set(re.findall(r"`(\w+)`", named)) == ONLY_NAMED
+
+
 def test_every_docs_page_the_code_and_tests_cite_exists():
     cited: dict[str, set[str]] = {}
     for folder in ("lib", "actors", "models", "bench", "tests", ".ci"):
