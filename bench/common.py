@@ -8,6 +8,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
+from lib.core.embedded_redis import EmbeddedRedis
 from lib.core.redis_urls import with_redis_db
 from lib.core.settings import load_settings, use_settings
 
@@ -38,8 +39,8 @@ def bench_settings(tmp: Path, database: Path | str | None = None, private_redis:
     """Settings on BENCH_REDIS_URL (default local Redis) with the databases BENCH_REDIS_DBS names (state, broker:
     default 2,3, below the pairs a test run's workers flush, 14,15 down to 8,9; a test run gives its own), flushed
     first unless they hold keys no benchmark left (``claim_redis_database``), or the embedded Redis (always with
-    ``private_redis``: runs side by side in several processes then share no database); the database ``database`` (a
-    SQLite file, kept, or a ``mysql://`` URL), else a SQLite file in ``tmp``."""
+    ``private_redis``: runs side by side in several processes then share no database), stopped on the way out; the
+    database ``database`` (a SQLite file, kept, or a ``mysql://`` URL), else a SQLite file in ``tmp``."""
     base = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379")
     state_db, broker_db = (int(n) for n in os.environ.get("BENCH_REDIS_DBS", "2,3").split(","))
     url = database if isinstance(database, str) else f"sqlite:///{database or tmp / 'bench.sqlite3'}"
@@ -61,6 +62,8 @@ def bench_settings(tmp: Path, database: Path | str | None = None, private_redis:
         yield settings
     finally:
         use_settings(None)
+        if "REDIS_URL" not in env:  # started by the app under tmp on its first connection, if any
+            EmbeddedRedis(settings.data_path).stop()
         if "REDIS_URL" in env:  # a benchmark flushes its databases as it goes (cold caches): mark them again
             for url in (env["REDIS_URL"], env["BROKER_URL"]):
                 try:

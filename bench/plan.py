@@ -42,7 +42,6 @@ from pathlib import Path
 
 from lib.core.clock import FrozenClock
 from lib.core.db import bind_database, database
-from lib.core.embedded_redis import EmbeddedRedis
 from lib.core.parsers import format_duration, parse_duration
 from lib.core.redis_client import state_redis
 from lib.core.settings import Settings, use_settings
@@ -226,11 +225,7 @@ def crawled(o: Options, planned: bool, private_redis: bool = False) -> list[IpDa
                                            scheduler_budget_share=o.budget / (60 * limit))
         else:
             settings = dataclasses.replace(settings, crawl_rate_limit=0)
-        try:
-            return run(MarketModel(o.seed), keywords, o, settings)
-        finally:
-            if private_redis:
-                EmbeddedRedis(settings.data_path).stop()
+        return run(MarketModel(o.seed), keywords, o, settings)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -161,7 +161,6 @@ def applied_results() -> int:
 # -- the process types ---------------------------------------------------------------------------------------------
 def soak_processes(options: Options, tick: Callable[[], None] = lambda: None) -> list[Growth]:
     """Run the three process types for ``options.hours`` simulated hours, sampling their trees' PSS."""
-    from lib.core.embedded_redis import EmbeddedRedis
     from lib.core.redis_client import state_redis
     from lib.crawling.install import ensure_chromium
     from lib.messaging.broker import build_broker
@@ -177,8 +176,6 @@ def soak_processes(options: Options, tick: Callable[[], None] = lambda: None) ->
         settings, clock, _ = cleanup.enter_context(market(tmp, options))
         sim = MarketSimulator(clock=clock).start()
         cleanup.callback(sim.stop)
-        if settings.redis_url is None:  # the process types share the embedded Redis under DATA_DIR
-            cleanup.callback(EmbeddedRedis(tmp).stop)
         env = {key: value for key, value in os.environ.items()
                if key not in ("REDIS_URL", "BROKER_URL", "DATABASE_URL", "CLOCK_SPEED", "CLOCK_ANCHOR")}
         clock.run()
