@@ -96,6 +96,7 @@ def test_bench_forecast_prints_its_tables():
     assert all(len(line.split("|")) == 7 for line in margins)
 
 
+@pytest.mark.slow  # a benchmark run (tests/forecast/test_refresh.py holds the refresh itself in the fast tier)
 def test_bench_forecast_refresh_refits_what_changed_only():
     done = subprocess.run([sys.executable, "-m", "bench", "forecast_refresh", "--ips", "10", "--goods", "3"], cwd=ROOT,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=600)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import numpy as np
+import pytest
 
 from lib.forecast.fit import burst_days, burst_risk, count_quantiles, forecast, mixture_quantiles
 from lib.forecast.values import HORIZON, OUTFLOW, History, Segment
@@ -66,6 +67,7 @@ def test_a_one_day_burst_does_not_carry_the_week_ahead():
     assert all(d.mean < 16 for d in f.days)
 
 
+@pytest.mark.slow  # fits hundreds of series
 def test_the_intervals_hold_simulated_futures_about_as_often_as_they_claim():
     """200 IPs of 20-100 sales a day with a weekly cycle and a gentle trend, 8 weeks of history: the share of the
     next 7 days' true counts inside each interval is near its level."""
@@ -152,6 +154,7 @@ def test_a_historys_burst_risk_is_the_share_and_size_of_its_bursts():
     assert burst_risk([10.0] * 36, []) == (0.0, 1.0)
 
 
+@pytest.mark.slow  # fits hundreds of series
 def test_the_intervals_hold_futures_with_bursts_about_as_often_as_they_claim():
     """120 IPs of 20-100 sales a day with a weekly cycle whose days burst (three times the flow) with a chance of 8 %,
     history and future alike: the intervals, holding the history's bursts, are near their level (92.7 % held at
@@ -179,6 +182,7 @@ def test_the_intervals_hold_futures_with_bursts_about_as_often_as_they_claim():
     assert 0.92 <= held[95] / n <= 0.98 and above / n <= 0.045, (held[95] / n, above / n)
 
 
+@pytest.mark.slow  # fits hundreds of series
 def test_the_upper_tail_of_an_overdispersed_count_holds_no_more_than_its_share():
     """200 IPs whose daily sales vary more than a Poisson count (a gamma-Poisson mixture around a weekly cycle): the
     95 % interval leaves 1-4.2 % of the next week's days above it (the symmetric intervals left more) and 1-5 %
