@@ -6,7 +6,8 @@ Each IP's true daily new listings (new goods, not relists) and sales, and each g
 the IPs (fitted as segments are), over ``--days`` UTC days, are cut at ``--cuts`` weekly origins ending a week
 before the last day; each cut leaves at least 28 days of history. Every cut is forecast 7 days ahead by the stored
 forecasts' models and by the weekly seasonal naive method, and scored (``lib.forecast.backtest``): MASE and its
-ratio to the naive method's, the 80 % and 95 % intervals' coverage, the scaled pinball loss. Printed per series kind
+ratio to the naive method's, the 80 % and 95 % intervals' coverage, the scaled pinball loss, and the coverage of the
+days' distributions with the counts' steps smoothed out (``lib.forecast.backtest``, "Coverage"). Printed per series kind
 and per IP size. The goods types also as the product forecasts them: each IP's sales of each goods type whose
 history has the flow a segment needs, fitted as its segments are (the IP page's segments table), and those forecasts
 added up over the IPs per goods type (the What sells board's next week), against the same IPs' true sales of it.
@@ -177,8 +178,9 @@ def main(argv: list[str] | None = None) -> int:
     listed, sold, goods = truth.listed, truth.sold, truth.goods
     drawn_in = time.perf_counter() - started
     origins = [o.days - 7 - 7 * k for k in range(o.cuts)]
-    print("| series | cuts | MASE | seasonal naive | ratio | 80 % held | 95 % held | scaled pinball |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| series | cuts | MASE | seasonal naive | ratio | 80 % held | 95 % held | scaled pinball | 80 % smoothed "
+          "| 95 % smoothed |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     fitted = time.perf_counter()
     results: dict[str, list[Scored]] = {}
     for name, series, measure, kind in (("IPs' sales", sold, OUTFLOW, None),
@@ -362,9 +364,11 @@ def breakout_scores(model: MarketModel, series: Mapping[K, list[float]], flagged
 def row(name: str, summary: Summary | None, intervals: bool = True) -> str:
     """A table row; without ``intervals``, the point forecasts' scores only."""
     if summary is None:
-        return f"| {name} | 0 | | | | | | |"
-    held = (f"{100 * summary.coverage80:.1f} % | {100 * summary.coverage95:.1f} % | {summary.pinball:.3f} |"
-            if intervals else "| | |")
+        return f"| {name} | 0 | | | | | | | | |"
+    smooth = ("| |" if summary.smooth_coverage80 is None or summary.smooth_coverage95 is None else
+              f"{100 * summary.smooth_coverage80:.1f} % | {100 * summary.smooth_coverage95:.1f} % |")
+    held = (f"{100 * summary.coverage80:.1f} % | {100 * summary.coverage95:.1f} % | {summary.pinball:.3f} | {smooth}"
+            if intervals else "| | | | |")
     return (f"| {name} | {summary.cuts} | {summary.mase:.3f} | {summary.naive_mase:.3f} | {summary.mase_ratio:.2f} | "
             + held)
 

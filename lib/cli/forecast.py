@@ -123,14 +123,15 @@ def _backtest(args) -> int:
     print(f"Backtest of the stored daily rows: up to {args.cuts} weekly cuts of 7 days ahead per IP, each after at "
           f"least {MIN_HISTORY} tracked days in a row (docs/concepts/forecasts.md)")
     print(f"  {'measure':<8} {'IPs':>5} {'cuts':>5} {'MASE':>7} {'naive':>7} {'ratio':>6} {'80 % held':>10} "
-          f"{'95 % held':>10} {'pinball':>8}")
+          f"{'95 % held':>10} {'pinball':>8} {'80 % smoothed':>14} {'95 % smoothed':>14}")
     for measure, (summary, ips) in results.items():
         if summary is None:
             print(f"  {measure:<8} {ips:>5} {0:>5}   no IP has the history yet")
             continue
         print(f"  {measure:<8} {ips:>5} {summary.cuts:>5} {summary.mase:>7.3f} {summary.naive_mase:>7.3f} "
               f"{summary.mase_ratio:>6.2f} {100 * summary.coverage80:>9.1f}% {100 * summary.coverage95:>9.1f}% "
-              f"{summary.pinball:>8.3f}")
+              f"{summary.pinball:>8.3f} {_percent(summary.smooth_coverage80):>14} "
+              f"{_percent(summary.smooth_coverage95):>14}")
     return 0
 
 
@@ -170,3 +171,7 @@ def _rising(args) -> int:
         print(f"  {r['rank']:>3}. {name:<24} {r['value']:>9.0f}  expected {r['expected']:>8.1f} "
               f"({lo:.0f}-{hi:.0f})  score {r['score']:>6.2f}{'  BREAKOUT' if r['breakout'] else ''}")
     return 0
+
+
+def _percent(share: float | None) -> str:
+    return "" if share is None else f"{100 * share:.1f}%"

@@ -9,7 +9,14 @@ The scores, each the textbook one:
   absolute error of the weekly seasonal naive method over the history (|y_t - y_{t-7}|). A cut whose history never
   changed week to week (that scale is 0) is left out. Averaged over the cuts, as M4 does; ``mase_ratio`` is the
   model's over the seasonal naive method's.
-* **Coverage**: the share of days ahead whose value lies in the 80 % (95 %) interval.
+* **Coverage**: the share of days ahead whose value lies in the 80 % (95 %) interval. A count's interval holds at
+  least its level, more where the count is small: the 80 % interval of a count of mean 0.3 is [0, 1], which holds
+  96 % of its days. So for the flows, whose days ahead keep their distribution (``DayForecast.law``), the coverage
+  of that distribution is also given with the count's steps smoothed out, by the randomized probability integral
+  transform (Czado, Gneiting and Held, 2009): a day of value x stands for a point drawn evenly between F(x − 1) and
+  F(x), and counts as held by the share of that span inside the level's central range (10 % to 90 %, 2.5 % to
+  97.5 %). A calibrated distribution holds its level exactly then, whatever its counts' sizes. A value between two
+  counts (a flow scaled to a whole day) is taken at the count below it.
 * **Scaled pinball loss** (M5's SPL): the quantile loss of the interval ends taken as the 2.5, 10, 90 and 97.5 %
   quantiles and of the point forecast as the median, over the days ahead, divided by the same scale as MASE;
   averaged over the five quantiles and the cuts.
@@ -17,6 +24,7 @@ The scores, each the textbook one:
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -57,6 +65,8 @@ class Scored:
     held95: int
     days: int
     pinball: float
+    smooth80: float | None = None  # the days held at 80 % with the count's steps smoothed out (module docstring)
+    smooth95: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +80,8 @@ class Summary:
     coverage80: float
     coverage95: float
     pinball: float
+    smooth_coverage80: float | None = None  # None: a series without a count's distribution (the price median)
+    smooth_coverage95: float | None = None
 
 
 def cuts(series: Mapping[Hashable, Sequence[float]], origins: Sequence[int], min_history: int) -> list[Cut]:
@@ -106,6 +118,28 @@ def forecasts(selected: Sequence[Cut], measure: str = OUTFLOW,
     return [made[i] for i in range(len(selected))]
 
 
+def smoothed_held(below: float, at: float, level: float) -> float:
+    """How much a day counts as held by a ``level`` interval when its value x has F(x − 1) = ``below`` and F(x) =
+    ``at`` (module docstring, "Coverage"): the share of [below, at] inside the level's central range."""
+    low, high = (1 - level) / 2, (1 + level) / 2
+    if at - below <= 1e-12:
+        return float(low <= at <= high)
+    return max(0.0, min(at, high) - max(below, low)) / (at - below)
+
+
+def smoothed(actual: Sequence[float], days: Sequence[DayForecast]) -> tuple[float, float] | None:
+    """The days held at 80 % and at 95 % with the count's steps smoothed out; None where a day has no distribution."""
+    laws = [d.law for d in days]
+    if not laws or any(law is None for law in laws):
+        return None
+    kept = [law for law in laws if law is not None]
+    xs = [math.floor(a) for a in actual]
+    at = fit.law_cdf_many(kept, xs)
+    below = fit.law_cdf_many(kept, [x - 1 for x in xs])
+    return (sum(smoothed_held(b, a, 0.8) for b, a in zip(below, at, strict=True)),
+            sum(smoothed_held(b, a, 0.95) for b, a in zip(below, at, strict=True)))
+
+
 def score(cut: Cut, days: Sequence[DayForecast]) -> Scored | None:
     """One cut's scores against its forecast (None: its scale is 0)."""
     scale = seasonal_scale(cut.history)
@@ -116,10 +150,12 @@ def score(cut: Cut, days: Sequence[DayForecast]) -> Scored | None:
     naive_mae = statistics.fmean(abs(a - n) for a, n in zip(cut.actual, naive, strict=True))
     losses = [pinball(a, q_value, q) for a, d in zip(cut.actual, days, strict=True)
               for q, q_value in zip(QUANTILES, (d.lo95, d.lo80, d.mean, d.hi80, d.hi95), strict=True)]
+    smooth = smoothed(cut.actual, days)
     return Scored(cut.key, cut.origin, scale, mae / scale, naive_mae / scale,
                   sum(d.lo80 <= a <= d.hi80 for a, d in zip(cut.actual, days, strict=True)),
                   sum(d.lo95 <= a <= d.hi95 for a, d in zip(cut.actual, days, strict=True)),
-                  len(cut.actual), statistics.fmean(losses) / scale)
+                  len(cut.actual), statistics.fmean(losses) / scale,
+                  *(smooth if smooth is not None else (None, None)))
 
 
 def backtest(series: Mapping[Hashable, Sequence[float]], origins: Sequence[int], min_history: int = MIN_HISTORY,
@@ -138,9 +174,12 @@ def summarize(scored: Sequence[Scored]) -> Summary | None:
     mase = statistics.fmean(s.mase for s in scored)
     naive = statistics.fmean(s.naive_mase for s in scored)
     days = sum(s.days for s in scored)
+    smooth = all(s.smooth80 is not None and s.smooth95 is not None for s in scored)
     return Summary(len(scored), mase, naive, mase / naive if naive else float("inf"),
                    sum(s.held80 for s in scored) / days, sum(s.held95 for s in scored) / days,
-                   statistics.fmean(s.pinball for s in scored))
+                   statistics.fmean(s.pinball for s in scored),
+                   sum(s.smooth80 or 0.0 for s in scored) / days if smooth else None,
+                   sum(s.smooth95 or 0.0 for s in scored) / days if smooth else None)
 
 
 def stored(today: datetime, origins_back: int, measures: Sequence[str]) -> dict[str, tuple[Summary | None, int]]:

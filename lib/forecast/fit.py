@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-from lib.forecast.values import HORIZON, LEVELS, MEDIAN_PRICE, DayForecast, Forecast, History
+from lib.forecast.values import HORIZON, LEVELS, MEDIAN_PRICE, CountLaw, DayForecast, Forecast, History
 
 #: The weekly cycle of the flows, in days.
 WEEK = 7
@@ -77,8 +77,8 @@ def _fit(histories: Sequence[History], season: int, fitted_at: float, counts: bo
     if counts:
         days_of = _count_days(histories, fitted, found)
     else:
-        days_of = [[DayForecast(h.days[-1] + timedelta(days=k), *(float(r[c]) for c in _columns(model)))
-                    for k, r in enumerate(rows, start=1)] for h, (model, rows) in zip(histories, fitted, strict=True)]
+        days_of = [[_day(h.days[-1] + timedelta(days=k), r, model) for k, r in enumerate(rows, start=1)]
+                   for h, (model, rows) in zip(histories, fitted, strict=True)]
     return [Forecast(h.ip_id, h.measure, h.days[-1], len(h.days), model, fitted_at, tuple(days),
                      fingerprint=h.fingerprint(), segment=h.segment)
             for h, (model, _), days in zip(histories, fitted, days_of, strict=True)]
@@ -86,6 +86,12 @@ def _fit(histories: Sequence[History], season: int, fitted_at: float, counts: bo
 
 def _columns(model: str) -> tuple[str, ...]:
     return (model, f"{model}-lo-80", f"{model}-hi-80", f"{model}-lo-95", f"{model}-hi-95")
+
+
+def _day(day: datetime, row: dict[str, Any], model: str) -> DayForecast:
+    """A day ahead as the library's row has it: its point forecast and intervals (the price median's)."""
+    mean, lo80, hi80, lo95, hi95 = (float(row[c]) for c in _columns(model))
+    return DayForecast(day, mean, lo80, hi80, lo95, hi95)
 
 
 def _library_forecast(series: Sequence[Sequence[float]], season: int, model: str,
@@ -141,12 +147,14 @@ def _count_days(histories: Sequence[History], fitted: Sequence[tuple[str, list[d
         days = []
         for ahead in range(1, len(rows) + 1):
             day = history.days[-1] + timedelta(days=ahead)
+            law = CountLaw(means[k], sds[k], shares[k], ratios[k])
             if k in mixed:
                 lo80, hi80, lo95, hi95 = mixed[k]
                 days.append(DayForecast(day, means[k], lo80, hi80, lo95, hi95, ordinary_lo95=ordinary[k][2],
-                                        ordinary_hi95=ordinary[k][3]))
+                                        ordinary_hi95=ordinary[k][3], law=law))
             else:
-                days.append(DayForecast(day, means[k], *ordinary[k]))
+                lo80, hi80, lo95, hi95 = ordinary[k]
+                days.append(DayForecast(day, means[k], lo80, hi80, lo95, hi95, law=law))
             k += 1
         out.append(days)
     return out
@@ -238,6 +246,22 @@ def mixture_quantiles_many(means: Sequence[float], sds: Sequence[float], shares:
         columns.append(lo)
     quantiles: list[list[float]] = np.stack(columns, axis=1).astype(float).tolist()
     return quantiles
+
+
+def law_cdf_many(laws: Sequence[CountLaw], xs: Sequence[float]) -> list[float]:
+    """P(count ≤ x) of each day's count (its ``CountLaw``: the mixture ``mixture_quantiles`` takes the quantiles of)
+    at the matching ``x``; 0 below 0."""
+    import numpy as np
+
+    if not laws:
+        return []
+    rate, size, over = _shape([law.mean for law in laws], [law.sd for law in laws])
+    share = np.asarray([law.share for law in laws], dtype=float)
+    burst = rate * np.maximum(np.asarray([law.ratio for law in laws], dtype=float), 1.0)
+    x = np.floor(np.asarray(xs, dtype=float))
+    p = (1 - share) * _cdf(x, rate, size, over) + share * _cdf(x, burst, size, over)
+    cdf: list[float] = np.where(x < 0, 0.0, p).astype(float).tolist()
+    return cdf
 
 
 def burst_risk(values: Sequence[float], bursts: Sequence[tuple[int, float]]) -> tuple[float, float]:

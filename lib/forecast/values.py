@@ -17,11 +17,24 @@ LEVELS = (80, 95)
 
 
 @dataclass(frozen=True, slots=True)
+class CountLaw:
+    """The distribution of a flow's day ahead as fitted (``lib.forecast.fit``): a count of mean ``mean`` and standard
+    deviation ``sd`` (a negative binomial, or a Poisson count where ``sd`` is below a Poisson count's), which is,
+    with probability ``share``, a burst day's: the same count with its mean ``ratio`` times as high."""
+
+    mean: float
+    sd: float
+    share: float = 0.0
+    ratio: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
 class DayForecast:
     """One day ahead: the point forecast and its 80 % and 95 % intervals (flows never below 0). A flow whose
     history had bursts also keeps the 95 % interval of an ordinary day, without a burst (``ordinary_lo95``,
     ``ordinary_hi95``; None: the same as the 95 % interval), which breakouts are judged against
-    (``lib.forecast.fit``, module docstring)."""
+    (``lib.forecast.fit``, module docstring). A flow's day as fitted keeps its distribution (``law``), which the
+    backtests score; a forecast read back from the database has none."""
 
     day: datetime  # naive UTC midnight
     mean: float
@@ -31,6 +44,7 @@ class DayForecast:
     hi95: float
     ordinary_lo95: float | None = None
     ordinary_hi95: float | None = None
+    law: CountLaw | None = field(default=None, compare=False)
 
     @property
     def ordinary95(self) -> tuple[float, float]:

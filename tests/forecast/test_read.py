@@ -113,6 +113,9 @@ def test_the_command_backtests_the_stored_history(db, env):
         assert [s.origin for s in scored] == [35, 28]
         assert answer[measure]["ips"] == 1 and answer[measure]["cuts"] == 2
         assert answer[measure]["mase"] == summary.mase and answer[measure]["coverage95"] == summary.coverage95
+        assert summary.smooth_coverage80 is not None
+        assert answer[measure]["smooth_coverage80"] == summary.smooth_coverage80
     table = run_cli(env, "forecast", "backtest")
     assert table.returncode == 0 and "outflow" in table.stdout and "ratio" in table.stdout
+    assert "80 % smoothed" in table.stdout and f"{100 * summary.smooth_coverage95:.1f}%" in table.stdout
     assert run_cli(env, "forecast", "backtest", "--format", "csv").returncode == 2
