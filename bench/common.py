@@ -62,14 +62,14 @@ def bench_settings(tmp: Path, database: Path | str | None = None, private_redis:
         yield settings
     finally:
         use_settings(None)
-        if "REDIS_URL" not in env:  # started by the app under tmp on its first connection, if any
-            EmbeddedRedis(settings.data_path).stop()
         if "REDIS_URL" in env:  # a benchmark flushes its databases as it goes (cold caches): mark them again
             for url in (env["REDIS_URL"], env["BROKER_URL"]):
                 try:
                     redis.Redis.from_url(url, socket_connect_timeout=1).set(BENCH_OWNED, "1")
                 except redis.RedisError:
                     pass  # gone with the run: the next one finds what it finds
+        else:  # the embedded Redis, started by the app under tmp on its first connection, if any
+            EmbeddedRedis(settings.data_path).stop()
 
 
 #: The key a benchmark leaves in each Redis database it flushed: the next run may flush that database again.

@@ -129,13 +129,12 @@ def smoothed_held(below: float, at: float, level: float) -> float:
 
 def smoothed(actual: Sequence[float], days: Sequence[DayForecast]) -> tuple[float, float] | None:
     """The days held at 80 % and at 95 % with the count's steps smoothed out; None where a day has no distribution."""
-    laws = [d.law for d in days]
-    if not laws or any(law is None for law in laws):
+    laws = [d.law for d in days if d.law is not None]
+    if not laws or len(laws) != len(days):
         return None
-    kept = [law for law in laws if law is not None]
     xs = [math.floor(a) for a in actual]
-    at = fit.law_cdf_many(kept, xs)
-    below = fit.law_cdf_many(kept, [x - 1 for x in xs])
+    cdf = fit.law_cdf_many(laws + laws, xs + [x - 1 for x in xs])  # F(x), then F(x - 1), in one pass
+    at, below = cdf[:len(xs)], cdf[len(xs):]
     return (sum(smoothed_held(b, a, 0.8) for b, a in zip(below, at, strict=True)),
             sum(smoothed_held(b, a, 0.95) for b, a in zip(below, at, strict=True)))
 

@@ -240,7 +240,7 @@ def mixture_quantiles_many(means: Sequence[float], sds: Sequence[float], shares:
         hi = np.maximum(_ppf(level, burst, size, over), lo)
         while bool((lo < hi).any()):
             mid = np.floor((lo + hi) / 2)
-            reached = (1 - share) * _cdf(mid, rate, size, over) + share * _cdf(mid, burst, size, over) >= level
+            reached = _mixture_cdf(mid, rate, burst, share, size, over) >= level
             hi = np.where(reached, mid, hi)
             lo = np.where(reached, lo, mid + 1)
         columns.append(lo)
@@ -259,9 +259,14 @@ def law_cdf_many(laws: Sequence[CountLaw], xs: Sequence[float]) -> list[float]:
     share = np.asarray([law.share for law in laws], dtype=float)
     burst = rate * np.maximum(np.asarray([law.ratio for law in laws], dtype=float), 1.0)
     x = np.floor(np.asarray(xs, dtype=float))
-    p = (1 - share) * _cdf(x, rate, size, over) + share * _cdf(x, burst, size, over)
-    cdf: list[float] = np.where(x < 0, 0.0, p).astype(float).tolist()
+    cdf: list[float] = np.where(x < 0, 0.0, _mixture_cdf(x, rate, burst, share, size, over)).astype(float).tolist()
     return cdf
+
+
+def _mixture_cdf(x: Any, rate: Any, burst: Any, share: Any, size: Any, over: Any) -> Any:
+    """P(count ≤ x) of a day that is, with probability ``share``, a burst day's count (mean ``burst``), else an
+    ordinary day's (mean ``rate``), both of negative binomial ``size`` where ``over`` (``_cdf``)."""
+    return (1 - share) * _cdf(x, rate, size, over) + share * _cdf(x, burst, size, over)
 
 
 def burst_risk(values: Sequence[float], bursts: Sequence[tuple[int, float]]) -> tuple[float, float]:
