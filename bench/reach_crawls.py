@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from lib.market.reach import CrawlReach
+from lib.market.reach import CrawlReach, filled_inflow
 from lib.standins.simulator.model import HOUR, MarketModel
 from lib.standins.simulator.realistic import PAGE_SIZE, RealisticSearch
 from lib.standins.simulator.stories import ON_SALE, SOLD_OUT, TRADING
@@ -27,8 +27,11 @@ class Seen:
     crawls: list[CrawlReach] = field(default_factory=list)
     reference_ages: list[float] = field(default_factory=list)
 
-    def inflow_by_hour(self) -> Counter[int]:
-        return Counter(int(t // HOUR) for t in self.created.values())
+    def inflow_by_hour(self) -> dict[int, float]:
+        """The listings seen created, by hour, filled where the on-sale pages fell short, as the window measures
+        give them to the outflow estimate (``lib.market.reach.filled_inflow``)."""
+        counted = Counter(int(t // HOUR) for t in self.created.values())
+        return filled_inflow({hour: float(n) for hour, n in counted.items()}, self.crawls)
 
 
 def crawl_hourly(model: MarketModel, keyword: str, start: float, end: float, pages: int = 5,

@@ -23,6 +23,7 @@ import bisect
 import functools
 import math
 import statistics
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -76,15 +77,18 @@ class AgeReference:
     Parameters:
       groups: each reference IP's ages at sale, sorted.
       priced: each reference IP's fixed-price sales as (age at sale, price), by age (the price estimate's).
+      pace: the variance between IPs of their mean log age at sale (``pace_variance``).
     """
 
     groups: tuple[tuple[float, ...], ...]
     priced: tuple[tuple[tuple[float, float], ...], ...] = ()
+    pace: float = 0.0
 
     @classmethod
     def of(cls, groups: Sequence[Sequence[float]],
            priced: Sequence[Sequence[tuple[float, float]]] = ()) -> AgeReference:
-        return cls(tuple(tuple(sorted(g)) for g in groups if g), tuple(tuple(sorted(g)) for g in priced if g))
+        kept = tuple(tuple(sorted(g)) for g in groups if g)
+        return cls(kept, tuple(tuple(sorted(g)) for g in priced if g), pace_variance(kept))
 
     @property
     def sales(self) -> int:
@@ -92,8 +96,12 @@ class AgeReference:
 
     def share(self, age: float) -> tuple[float, float]:
         """The share of sales at an age ≤ ``age`` (seconds), and its variance as one more IP's: the pooled
-        estimate's binomial variance plus the spread between IPs beyond their sampling (a method-of-moments
-        between-group variance), raised by ``predictive``: that spread is measured on few IPs."""
+        estimate's binomial variance plus the spread between IPs beyond their sampling, raised by ``predictive``:
+        that spread is measured on few IPs. The spread is the larger of two measures of it: the shares' own at
+        this age (a method-of-moments between-group variance), and the one the IPs' paces imply (``pace``, times
+        the squared slope of the share against the log age: an IP whose goods sell faster has its ages shifted).
+        The first is noisy where few sales fall below the age, and a handful of small reference IPs often
+        measures it as none; the second is one number measured on every sale."""
         total = self.sales
         if total == 0:
             return 0.0, 0.25
@@ -102,6 +110,10 @@ class AgeReference:
         sampling = pooled * (1 - pooled)
         spread = sum((c / len(g) - pooled) ** 2 * len(g) for c, g in zip(counts, self.groups, strict=True)) / total
         between = max(0.0, spread - len(self.groups) * sampling / total)
+        if self.pace > 0:
+            low = sum(bisect.bisect_right(g, age * math.exp(-PACE_STEP)) for g in self.groups) / total
+            high = sum(bisect.bisect_right(g, age * math.exp(PACE_STEP)) for g in self.groups) / total
+            between = max(between, ((high - low) / (2 * PACE_STEP)) ** 2 * self.pace)
         return pooled, (sampling / total + between) * self.predictive
 
     @property
@@ -111,6 +123,29 @@ class AgeReference:
         less one (at least one): with few reference IPs their spread is itself uncertain (×42 with one or two,
         ×1.7 with six, ×1.1 with thirty)."""
         return _prediction_factor(len(self.groups))
+
+
+#: The step (in log age) of the pooled distribution's slope, dF/d(log age).
+PACE_STEP = 0.25
+
+
+def pace_variance(groups: Sequence[Sequence[float]]) -> float:
+    """The variance between IPs of their pace, their mean log age at sale, beyond what their own sampling explains:
+    the method-of-moments estimate of a one-way random-effects model with groups of unequal sizes,
+    (Q − (k − 1)·s²) / (N − Σn²/N), Q the groups' weighted squared deviations from the grand mean, s² the pooled
+    variance within them (0 when negative). An IP whose goods sell faster or slower than the reference's has its
+    whole age distribution shifted. Ages under a minute count as a minute (the search shows a change about then)."""
+    logs = [[math.log(max(age, 60.0)) for age in g] for g in groups if g]
+    if len(logs) < 2:
+        return 0.0
+    sizes = [len(g) for g in logs]
+    total = sum(sizes)
+    means = [sum(g) / len(g) for g in logs]
+    grand = sum(m * n for m, n in zip(means, sizes, strict=True)) / total
+    within = sum((v - m) ** 2 for g, m in zip(logs, means, strict=True) for v in g) / max(1, total - len(logs))
+    q = sum(n * (m - grand) ** 2 for m, n in zip(means, sizes, strict=True))
+    scale = total - sum(n * n for n in sizes) / total
+    return max(0.0, (q - (len(logs) - 1) * within) / scale) if scale > 0 else 0.0
 
 
 @functools.lru_cache(maxsize=64)  # share() asks it once per hour of a listing's life, for every estimate
@@ -220,6 +255,44 @@ def inflow_estimate(created: Sequence[float], crawls: Sequence[CrawlReach], star
         return None
     value = observed + max(added, 0.0)
     return _interval(value, variance, observed, observed)
+
+
+#: An hour whose crawls' on-sale pages saw less than this share of it is not scaled up from what they saw (too
+#: few listings to scale); it counts as the mean of the hours around it.
+MIN_SEEN_SHARE = 0.1
+
+
+def filled_inflow(inflow: Mapping[int, float], crawls: Sequence[CrawlReach]) -> dict[int, float]:
+    """The IP's listings created by hour (``int(t // 3600)``), each hour's count scaled up by the share of it that
+    the crawls' on-sale pages did not reach back to (the unseen spans ``inflow_estimate`` fills): a busy IP's
+    evening hours are counted short, and the outflow estimate weighs ages at sale by them. An hour seen less than
+    ``MIN_SEEN_SHARE`` counts as the mean of the scaled hours within a day of it."""
+    unseen: dict[int, float] = defaultdict(float)
+    newest = {c.at: c.newest for c in crawls}
+    for c in crawls:
+        if c.previous is None or c.on_sale is None:
+            continue
+        before = newest.get(c.previous)
+        low = c.previous if before is None else min(before, c.previous)
+        high = c.on_sale
+        while low < high:
+            hour = int(low // HOUR)
+            edge = min(high, (hour + 1) * HOUR)
+            unseen[hour] += edge - low
+            low = edge
+    filled = {hour: count for hour, count in inflow.items()}
+    blind: list[int] = []
+    for hour, gap in unseen.items():
+        seen = 1 - min(gap, HOUR) / HOUR
+        if seen < MIN_SEEN_SHARE:
+            blind.append(hour)
+        elif hour in filled:
+            filled[hour] = filled[hour] / seen
+    for hour in blind:
+        around = [filled[h] for h in range(hour - 12, hour + 13) if h in filled and h not in blind]
+        if around:
+            filled[hour] = sum(around) / len(around)
+    return filled
 
 
 def outflow_estimate(sales: Sequence[float], crawls: Sequence[CrawlReach], inflow: Mapping[int, float],

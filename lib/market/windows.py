@@ -35,6 +35,7 @@ from lib.core.db import database, is_mysql
 from lib.core.settings import get_settings
 from lib.market import insufficient, intervals, reach, robust, summaries
 from lib.market.columns import CreatedRows, SaleRows
+from lib.market.item_state import ON_SALE
 from lib.market.marks import details_pruned_before
 from lib.market.statistics import hour_bucket, hour_start, tuples
 from lib.market.summaries import Sketch
@@ -325,9 +326,34 @@ def _load_reach(ip_ids: Sequence[int] | None, w: Window, data: dict[int, _IpData
                                      .where(IpStatsHourly.ip_id.in_(short) & (IpStatsHourly.hour_bucket >= since))):
         at = to_timestamp(bucket if isinstance(bucket, datetime) else datetime.fromisoformat(str(bucket)))
         data[ip_id].inflow_hours[int((at or 0.0) // 3600)] = float(inflow or 0)
+    _fill_inflow_hours(short, w, data)
     shared = _reference(w)
     for ip_id in short:
         data[ip_id].reference = shared
+
+
+def _fill_inflow_hours(ip_ids: Sequence[int], w: Window, data: dict[int, _IpData]) -> None:
+    """Each IP's inflow by hour scaled up where its crawls' on-sale pages did not reach back to the crawl before
+    (``reach.filled_inflow``), from its on-sale crawls of the ``REACH_HISTORY`` before the window and those of the
+    window: the outflow estimate weighs ages at sale by these hours."""
+    low = w.start - REACH_HISTORY.total_seconds()
+    history: dict[int, dict[float, tuple[float | None, float | None]]] = defaultdict(dict)
+    for ip_id, at, far, newest in raw(
+            CrawlSearchTotal.select(CrawlSearchTotal.ip_id, CrawlSearchTotal.crawled_at, CrawlSearchTotal.reach,
+                                    CrawlSearchTotal.newest)
+            .where(CrawlSearchTotal.ip_id.in_(list(ip_ids)) & (CrawlSearchTotal.status == ON_SALE)
+                   & (CrawlSearchTotal.crawled_at >= low) & (CrawlSearchTotal.crawled_at < w.start - 2 * 3600.0))):
+        history[ip_id][at] = (far, newest)
+    for ip_id in ip_ids:
+        d = data[ip_id]
+        seen = history.get(ip_id, {}) | {c.at: (c.on_sale, c.newest) for c in d.crawls}
+        chain: list[reach.CrawlReach] = []
+        previous = None
+        for at in sorted(seen):
+            far, newest = seen[at]
+            chain.append(reach.CrawlReach(at, previous, far, None, newest))
+            previous = at
+        d.inflow_hours = reach.filled_inflow(d.inflow_hours, chain)
 
 
 #: At most this many reference sales are read (the newest).

@@ -4,6 +4,7 @@ interval, in JSON too) only where the pages fell short, and their 95 % intervals
 truth (``true_flows``) on simulated IP-days."""
 
 import math
+from collections import defaultdict
 from dataclasses import replace
 
 import pytest
@@ -12,8 +13,17 @@ from bench.reach_crawls import crawl_hourly
 from lib.core.clock import FrozenClock
 from lib.core.redis_client import state_redis
 from lib.core.settings import use_settings
+from lib.market import windows
 from lib.market.processing import CrawlResult, ResultProcessor
-from lib.market.reach import AgeReference, CrawlReach, inflow_estimate, outflow_estimate
+from lib.market.reach import (
+    PACE_STEP,
+    AgeReference,
+    CrawlReach,
+    filled_inflow,
+    inflow_estimate,
+    outflow_estimate,
+    pace_variance,
+)
 from lib.market.values import Estimate, Measure, WindowMeasures
 from lib.market.windows import window_measures
 from lib.scheduling.catalogue import Catalogue
@@ -72,7 +82,7 @@ def test_the_reference_share_is_raised_to_a_prediction_for_one_more_ip():
     """Six reference IPs: the pooled share, the binomial variance plus the method-of-moments spread between them,
     times (t₅/z)², t₅ = 2.5706 from the tables."""
     groups = [[float(a) for a in range(1, 11)], [float(a) for a in range(2, 22, 2)]] * 3
-    reference = AgeReference.of(groups)
+    reference = replace(AgeReference.of(groups), pace=0.0)  # the spread of the shares alone (pace: below)
     share, variance = reference.share(5.0)
     counts, sizes = [5, 2] * 3, [10] * 6
     pooled = sum(counts) / sum(sizes)
@@ -81,6 +91,58 @@ def test_the_reference_share_is_raised_to_a_prediction_for_one_more_ip():
     between = max(0.0, spread - 6 * sampling / sum(sizes))
     assert share == pytest.approx(pooled)
     assert variance == pytest.approx((sampling / sum(sizes) + between) * (2.5706 / Z) ** 2, rel=1e-3)
+
+
+def test_the_pace_variance_is_the_random_effects_method_of_moments_on_log_ages():
+    """Three IPs' ages at sale (minutes): the between-IP variance of their mean log age, (Q − (k − 1)·s²) /
+    (N − Σn²/N), written out here; none between IPs whose ages are alike; never negative."""
+    groups = [[60.0 * a for a in (2, 3, 5, 8)], [60.0 * a for a in (10, 20, 40)], [60.0 * a for a in (1, 2, 4, 6, 9)]]
+    logs = [[math.log(a) for a in g] for g in groups]
+    sizes = [len(g) for g in logs]
+    n = sum(sizes)
+    means = [sum(g) / len(g) for g in logs]
+    grand = sum(m * k for m, k in zip(means, sizes)) / n
+    within = sum((v - m) ** 2 for g, m in zip(logs, means) for v in g) / (n - 3)
+    q = sum(k * (m - grand) ** 2 for m, k in zip(means, sizes))
+    expected = (q - 2 * within) / (n - sum(k * k for k in sizes) / n)
+    assert expected > 0
+    assert pace_variance(groups) == pytest.approx(expected)
+    assert AgeReference.of(groups).pace == pytest.approx(expected)
+    assert pace_variance([groups[0], list(groups[0]), list(groups[0])]) == 0.0
+    assert pace_variance([groups[0]]) == 0.0  # one IP: no spread to measure
+
+
+def test_the_reference_share_takes_the_spread_its_pace_implies_when_larger():
+    """IPs whose shares at an age happen to agree, but whose paces differ: the spread at that age is the pace's
+    variance times the squared slope of the pooled share against the log age (a difference over ± PACE_STEP)."""
+    groups = [[float(a) for a in range(1, 101)]] * 6  # alike: no spread of the shares at any age
+    alike = AgeReference.of(groups)
+    assert alike.pace == 0.0
+    paced = replace(alike, pace=0.04)
+    age = 30.0
+    share, base = alike.share(age)
+    _, variance = paced.share(age)
+    low = sum(a <= age * math.exp(-PACE_STEP) for a in range(1, 101)) / 100
+    high = sum(a <= age * math.exp(PACE_STEP) for a in range(1, 101)) / 100
+    between = ((high - low) / (2 * PACE_STEP)) ** 2 * 0.04
+    t5 = 2.5706  # Student's at five degrees of freedom, 97.5 %, from the tables
+    assert share == pytest.approx(0.30)
+    assert base == pytest.approx(share * (1 - share) / 600 * (t5 / Z) ** 2, rel=1e-3)
+    assert variance == pytest.approx((share * (1 - share) / 600 + between) * (t5 / Z) ** 2, rel=1e-3)
+
+
+def test_filled_inflow_scales_each_hour_by_the_share_its_crawls_saw():
+    """The crawl at 1 h read its on-sale pages back to 0.5 h: hour 0 was half seen, its count doubled. The crawl at
+    3 h (after one at 2 h) read back to 2.95 h only: hour 2 was seen 5 %, too little to scale, and counts as the
+    mean of the other hours within 12 h. Hours the pages covered stay as counted."""
+    crawls = [CrawlReach(0.0, None, None, None), CrawlReach(3600.0, 0.0, 1800.0, None, 3500.0),
+              CrawlReach(7200.0, 3600.0, None, None), CrawlReach(10800.0, 7200.0, 10620.0, None, 10700.0)]
+    inflow = {0: 10.0, 1: 30.0, 2: 1.0, 3: 50.0}
+    filled = filled_inflow(inflow, crawls)
+    assert filled[0] == pytest.approx(20.0)
+    assert filled[1] == 30.0 and filled[3] == 50.0
+    assert filled[2] == pytest.approx((20.0 + 30.0 + 50.0) / 3)
+    assert filled_inflow(inflow, crawls[:1]) == inflow  # no crawl fell short
 
 
 def test_no_outflow_estimate_where_the_sold_pages_reach_back_over_a_listings_life():
@@ -112,6 +174,32 @@ def short_and_whole(settings, t0):
         items = [listing(f"{ip.id}-{k}", "on_sale", int(at)) for k, at in enumerate(created)]
         processor.apply(CrawlResult.parse(ip.id, f"{ip.id}-1", t0 + HOUR, items, pages + 1, None, search))
     return short, whole, created
+
+
+def test_a_window_gives_the_outflow_estimate_its_inflow_hours_filled_where_the_on_sale_pages_fell_short(db, settings):
+    """Crawls at 0 h (a day before the window read), 1 h and 25 h: the one at 1 h read its on-sale pages back to
+    0.5 h only, so hour 0's ten listings are its seen half; the crawl at 25 h read its sold pages back 3 h, short
+    of a listing's life. The hours the outflow estimate weighs ages by are the rows' counts, hour 0's doubled."""
+    clock = FrozenClock(T0)
+    processor = ResultProcessor(settings, state_redis(settings), clock)
+    ip = Catalogue(ScheduleStore(state_redis(settings)), settings, clock).add("鬼滅の刃")
+    created = [T0 + 1800.0 + k * 180.0 for k in range(10)]
+    whole = {"on_sale": {"num_found": 10, "pages": 1, "items": 10}, "sold": {"num_found": 0, "pages": 1, "items": 0}}
+    short = {"on_sale": {"num_found": 10, "pages": 5, "items": 10}, "sold": {"num_found": 1, "pages": 5, "items": 1}}
+    processor.apply(CrawlResult.parse(ip.id, "c0", T0, [], 1, None, whole))
+    clock.set(T0 + HOUR)
+    items = [listing(f"l{k}", "on_sale", int(at)) for k, at in enumerate(created)]
+    processor.apply(CrawlResult.parse(ip.id, "c1", T0 + HOUR, items, 6, None, short))
+    clock.set(T0 + 25 * HOUR)
+    sold = [listing("s", "sold", int(T0 + 22 * HOUR), int(T0 + 24.5 * HOUR))]
+    processor.apply(CrawlResult.parse(ip.id, "c2", T0 + 25 * HOUR, sold, 6, None, short))
+    w = windows.Window(24, T0 + 25 * HOUR + 60)
+    data: dict[int, windows._IpData] = defaultdict(windows._IpData)
+    windows._load_reach([ip.id], w, data)
+    hours = data[ip.id].inflow_hours
+    hour = int(T0 // HOUR)
+    assert hours[hour] == pytest.approx(20.0)  # ten seen in the half hour the pages reached
+    assert hours[hour + 22] == pytest.approx(1.0)  # the sold listing's hour, which the pages covered
 
 
 @pytest.mark.parametrize("on", [True, False], ids=["FLOW_ESTIMATES=true", "false"])
