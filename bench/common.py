@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import os
+import tempfile
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 from lib.core.embedded_redis import EmbeddedRedis
 from lib.core.redis_urls import with_redis_db
@@ -54,7 +58,9 @@ def bench_settings(tmp: Path, database: Path | str | None = None, private_redis:
     except redis.ConnectionError:
         pass  # embedded Redis under tmp
     settings = load_settings(env)
+    held = None
     if "REDIS_URL" in env:  # start from empty databases, whatever an earlier benchmark left
+        held = hold_redis_databases(env["REDIS_URL"], env["BROKER_URL"])
         for url in (env["REDIS_URL"], env["BROKER_URL"]):
             claim_redis_database(url)
     use_settings(settings)
@@ -62,6 +68,8 @@ def bench_settings(tmp: Path, database: Path | str | None = None, private_redis:
         yield settings
     finally:
         use_settings(None)
+        if held is not None:
+            held.close()  # and its lock with it
         if "REDIS_URL" in env:  # a benchmark flushes its databases as it goes (cold caches): mark them again
             for url in (env["REDIS_URL"], env["BROKER_URL"]):
                 try:
@@ -75,6 +83,22 @@ def bench_settings(tmp: Path, database: Path | str | None = None, private_redis:
 #: The key a benchmark leaves in each Redis database it flushed: the next run may flush that database again.
 #: Outside the application's namespace (``lib.core.keys``), which the broker's maintenance scans.
 BENCH_OWNED = "animetop-bench:owned"
+
+
+def hold_redis_databases(state: str, broker: str) -> IO[bytes]:
+    """An exclusive lock on the pair of Redis databases a benchmark runs on, for as long as the returned file is
+    open (the process's end lets it go, however it ends): a second benchmark started on the same pair would flush
+    and write the first one's keys mid-run, and both would print numbers of neither. The lock is a file of this
+    machine's temporary directory, so it holds among the runs of one machine."""
+    name = hashlib.blake2b(f"{state}|{broker}".encode(), digest_size=8).hexdigest()
+    handle = open(Path(tempfile.gettempdir()) / f"animetop-bench-{name}.lock", "wb")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise SystemExit(f"another benchmark is running on the Redis databases {state} and {broker}: run this one "
+                         "after it, or on two other databases (BENCH_REDIS_DBS=STATE,BROKER)") from None
+    return handle
 
 
 def claim_redis_database(url: str) -> None:

@@ -71,3 +71,28 @@ def test_a_bench_refuses_a_redis_database_that_holds_keys_it_did_not_leave(redis
                           text=True, timeout=120)
     assert done.returncode != 0 and "BENCH_REDIS_DBS: the Redis database" in done.stderr, done.stderr
     assert client.get("someone:else") == b"theirs"
+
+
+def test_a_second_bench_on_the_same_redis_databases_stops_while_the_first_runs(redis_server, tmp_path, monkeypatch):
+    """Two benchmarks on one pair of Redis databases would flush and write each other's keys mid-run: while one
+    runs, another started on the same pair stops at once, saying so, and the running one's keys stay; once it ends,
+    the pair is free again."""
+    import redis
+
+    from bench.common import bench_settings, hold_redis_databases
+
+    empty_redis_databases(redis_server)
+    monkeypatch.setenv("BENCH_REDIS_URL", redis_server)
+    monkeypatch.setenv("BENCH_REDIS_DBS", f"{STATE_DB},{BROKER_DB}")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    state, broker = _with_db(redis_server, STATE_DB), _with_db(redis_server, BROKER_DB)
+    with bench_settings(tmp_path) as settings:
+        assert settings.redis_url == state
+        client = redis.Redis.from_url(state)
+        client.set("animetop:running:bench", "1")
+        done = subprocess.run([sys.executable, "-m", "bench", "process_result"], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode != 0
+        assert f"another benchmark is running on the Redis databases {state} and {broker}" in done.stderr
+        assert client.get("animetop:running:bench") == b"1"
+    hold_redis_databases(state, broker).close()  # free again
