@@ -266,7 +266,7 @@ def filled_inflow(inflow: Mapping[int, float], crawls: Sequence[CrawlReach]) -> 
     """The IP's listings created by hour (``int(t // 3600)``), each hour's count scaled up by the share of it that
     the crawls' on-sale pages did not reach back to (the unseen spans ``inflow_estimate`` fills): a busy IP's
     evening hours are counted short, and the outflow estimate weighs ages at sale by them. An hour seen less than
-    ``MIN_SEEN_SHARE`` counts as the mean of the scaled hours within a day of it."""
+    ``MIN_SEEN_SHARE`` counts as the mean of the other hours within 12 hours of it."""
     unseen: dict[int, float] = defaultdict(float)
     newest = {c.at: c.newest for c in crawls}
     for c in crawls:
