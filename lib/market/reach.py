@@ -24,7 +24,7 @@ import functools
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from lib.market import intervals
@@ -212,6 +212,21 @@ def mixture_quantile(seen: Sequence[float], unseen_share: float, shift: float, q
     return math.exp(high)
 
 
+def unseen_spans(crawls: Sequence[CrawlReach]) -> Iterator[tuple[CrawlReach, float, float]]:
+    """Each crawl whose on-sale pages did not reach back to the crawl before, with its unseen span (begin, reach):
+    the listings created in it are on none of the two crawls' on-sale pages. The span begins at the previous
+    crawl's newest listing, not at its time: the ones listed in the minute before that crawl were not in its
+    search yet, and are older than this crawl's reach."""
+    newest = {c.at: c.newest for c in crawls}
+    for c in crawls:
+        if c.previous is None or c.on_sale is None:
+            continue
+        before = newest.get(c.previous)
+        begin = c.previous if before is None else min(before, c.previous)
+        if c.on_sale > begin:
+            yield c, begin, c.on_sale
+
+
 def inflow_estimate(created: Sequence[float], crawls: Sequence[CrawlReach], start: float,
                     end: float) -> Estimate | None:
     """The inflow of [start, end) where some crawl's on-sale pages did not reach back to the previous crawl;
@@ -227,25 +242,16 @@ def inflow_estimate(created: Sequence[float], crawls: Sequence[CrawlReach], star
 
     observed = count(start, end)
     added, variance, gaps = 0.0, 0.0, 0
-    # the unseen span starts at the previous crawl's newest listing: the ones listed in the minute before that
-    # crawl were not in its search yet, and are older than this crawl's reach
-    newest = {c.at: c.newest for c in crawls}
-    for c in crawls:
-        if c.previous is None or c.on_sale is None:
-            continue
-        before = newest.get(c.previous)
-        begin = c.previous if before is None else min(before, c.previous)
-        if c.on_sale <= begin:
-            continue
-        low, high = max(begin, start), min(c.on_sale, end)
+    for c, begin, reach in unseen_spans(crawls):
+        low, high = max(begin, start), min(reach, end)
         if high <= low:
             continue
         last = c.newest if c.newest is not None else c.at
-        visible = last - c.on_sale
+        visible = last - reach
         if visible <= 0:
             continue
         # the listings strictly after the oldest one, over the span from it: the spacing of a Poisson process
-        seen = count(c.on_sale, last + 1e-6) - 1
+        seen = count(reach, last + 1e-6) - 1
         rate = max(seen, 0) / visible
         gap = high - low
         added += rate * gap - count(low, high)
@@ -268,13 +274,7 @@ def filled_inflow(inflow: Mapping[int, float], crawls: Sequence[CrawlReach]) -> 
     evening hours are counted short, and the outflow estimate weighs ages at sale by them. An hour seen less than
     ``MIN_SEEN_SHARE`` counts as the mean of the other hours within 12 hours of it."""
     unseen: dict[int, float] = defaultdict(float)
-    newest = {c.at: c.newest for c in crawls}
-    for c in crawls:
-        if c.previous is None or c.on_sale is None:
-            continue
-        before = newest.get(c.previous)
-        low = c.previous if before is None else min(before, c.previous)
-        high = c.on_sale
+    for _, low, high in unseen_spans(crawls):
         while low < high:
             hour = int(low // HOUR)
             edge = min(high, (hour + 1) * HOUR)
