@@ -281,14 +281,14 @@ def filled_inflow(inflow: Mapping[int, float], crawls: Sequence[CrawlReach]) -> 
             unseen[hour] += edge - low
             low = edge
     filled = {hour: count for hour, count in inflow.items()}
-    blind: list[int] = []
+    blind: set[int] = set()
     for hour, gap in unseen.items():
         seen = 1 - min(gap, HOUR) / HOUR
         if seen < MIN_SEEN_SHARE:
-            blind.append(hour)
+            blind.add(hour)
         elif hour in filled:
             filled[hour] = filled[hour] / seen
-    for hour in blind:
+    for hour in sorted(blind):
         around = [filled[h] for h in range(hour - 12, hour + 13) if h in filled and h not in blind]
         if around:
             filled[hour] = sum(around) / len(around)

@@ -281,6 +281,8 @@ def _load(ip_ids: Sequence[int] | None, w: Window) -> dict[int, _IpData]:
 
 #: How long before a window the reference ages at sale and the inflow by hour are read (a listing's life).
 REACH_HISTORY = timedelta(hours=reach.MAX_AGE_HOURS)
+#: The window's crawls are read from this long before its start, so that its first hours have the crawl before them.
+WINDOW_CRAWLS_FROM = 2 * 3600.0
 
 
 def _load_reach(ip_ids: Sequence[int] | None, w: Window, data: dict[int, _IpData]) -> None:
@@ -291,7 +293,7 @@ def _load_reach(ip_ids: Sequence[int] | None, w: Window, data: dict[int, _IpData
         return
     of_ips = (CrawlSearchTotal.ip_id.in_(list(ip_ids)) if ip_ids is not None
               else CrawlSearchTotal.ip_id.is_null(False))
-    in_window = (CrawlSearchTotal.crawled_at >= w.start - 2 * 3600.0) & (CrawlSearchTotal.crawled_at <= w.now)
+    in_window = (CrawlSearchTotal.crawled_at >= w.start - WINDOW_CRAWLS_FROM) & (CrawlSearchTotal.crawled_at <= w.now)
     # only the IPs with a crawl whose pages fell short of a listing's life are read crawl by crawl: most IPs'
     # searches end on their pages (no reach) or reach back further
     short_ips = [ip_id for (ip_id,) in raw(
@@ -342,7 +344,8 @@ def _fill_inflow_hours(ip_ids: Sequence[int], w: Window, data: dict[int, _IpData
             CrawlSearchTotal.select(CrawlSearchTotal.ip_id, CrawlSearchTotal.crawled_at, CrawlSearchTotal.reach,
                                     CrawlSearchTotal.newest)
             .where(CrawlSearchTotal.ip_id.in_(list(ip_ids)) & (CrawlSearchTotal.status == ON_SALE)
-                   & (CrawlSearchTotal.crawled_at >= low) & (CrawlSearchTotal.crawled_at < w.start - 2 * 3600.0))):
+                   & (CrawlSearchTotal.crawled_at >= low)
+                   & (CrawlSearchTotal.crawled_at < w.start - WINDOW_CRAWLS_FROM))):
         history[ip_id][at] = (far, newest)
     for ip_id in ip_ids:
         d = data[ip_id]
