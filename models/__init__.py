@@ -24,6 +24,7 @@ from .market import (
                      ListingEvent,
                      ListingRelist,
                      ListingSighting,
+                     RelistUndecided,
 )
 from .pool import Content, Title
 from .retention import IpDayPending, IpStatsDaily, StorageMark
@@ -34,14 +35,14 @@ from .window import IpWindowMeasures, IpWindowPending
 ALL_MODELS: list[type[BaseModel]] = [
     IpMetadata, JobExecutionState, ItemSnapshot, IpStatsHourly, IpAlert, AppliedResult, Title, Content,
     CollectionTask, CollectedRow, AlertDelivery, CrawlSearchTotal, ListingSighting, ListingEvent, ListingRelist,
-    IpStatsDaily, IpDayPending, StorageMark, IpWindowMeasures, IpWindowPending, IpCharacter, ListingSegment,
-    SegmentStatsDaily, IpForecast, IpDailyChanged, IpForecastCheck, IpBreakout, SegmentDailyFlow, SegmentForecast,
-    SegmentForecastCheck, SegmentBreakout,
+    RelistUndecided, IpStatsDaily, IpDayPending, StorageMark, IpWindowMeasures, IpWindowPending, IpCharacter,
+    ListingSegment, SegmentStatsDaily, IpForecast, IpDailyChanged, IpForecastCheck, IpBreakout, SegmentDailyFlow,
+    SegmentForecast, SegmentForecastCheck, SegmentBreakout,
 ]
 
 __all__ = ["ALL_MODELS", "AlertDelivery", "AppliedResult", "BaseModel", "CollectedRow", "CollectionTask", "Content",
            "CrawlSearchTotal", "IpAlert", "IpBreakout", "IpCharacter", "IpDailyChanged", "IpDayPending",
            "IpForecast", "IpForecastCheck", "IpMetadata", "IpStatsDaily", "IpStatsHourly", "IpWindowMeasures",
            "IpWindowPending", "ItemSnapshot", "JobExecutionState", "ListingEvent", "ListingRelist", "ListingSegment",
-           "ListingSighting", "SegmentBreakout", "SegmentDailyFlow", "SegmentForecast", "SegmentForecastCheck",
-           "SegmentStatsDaily", "StorageMark", "Title"]
+           "ListingSighting", "RelistUndecided", "SegmentBreakout", "SegmentDailyFlow", "SegmentForecast",
+           "SegmentForecastCheck", "SegmentStatsDaily", "StorageMark", "Title"]

@@ -130,6 +130,26 @@ class ListingRelist(BaseModel):
         indexes = ((("ip_id", "goods_id"), False), (("ip_id", "relist_of"), False), (("ip_id", "relisted_at"), False))
 
 
+class RelistUndecided(BaseModel):
+    """A listing new to the IP that may relist an earlier listing of its seller's with a title it may have had, where
+    no crawl had yet read back past that earlier listing when it was applied (docs/concepts/measures.md,
+    definition 2). A later crawl that reads back that far decides it; ``created``: when the new listing was
+    created; ``back``: the latest such earlier listing's creation, which that crawl must read back to. Keyed by IP
+    and the new listing, with no row id."""
+
+    ip_id = peewee.IntegerField()
+    source_id = ListingIdField()
+    created = peewee.DoubleField()
+    back = peewee.DoubleField()
+
+    class Meta:
+        table_name = "relist_undecided"
+        model_metadata_class = NaturalKeyMetadata
+        primary_key = peewee.CompositeKey("ip_id", "source_id")
+        without_rowid = True
+        indexes = ((("ip_id", "back"), False),)
+
+
 class IpAlert(BaseModel):
     """A market alert; at most one per IP, rule and hour."""
 

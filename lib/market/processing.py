@@ -21,6 +21,7 @@ import dataclasses
 import logging
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import peewee
@@ -44,7 +45,7 @@ from lib.market.facts import (
 from lib.market.item_state import ON_SALE, SOLD, STATUSES, Change, CrawlItem, ItemState, ItemStateStore, decide
 from lib.market.page_plans import crawl_pages, next_plan, reached_share, sold_outran
 from lib.market.read_side import invalidate_caches
-from lib.market.relists import find_relists, store_relists
+from lib.market.relists import decide_undecided, find_relists, keep_undecided, store_relists
 from lib.market.retention import details_pruned_before
 from lib.market.statistics import (
     adjusted_weight,
@@ -251,22 +252,28 @@ class ResultProcessor:
             times = CrawlTimes.read(result.ip_id, result.crawled_at)
             AppliedResult.create(task_id=result.task_id, ip_id=result.ip_id, crawled_at=result.crawled_at,
                                  applied_at=self.clock.now(), items=len(result.items), inflow=0, outflow=0)
-            self._insert_search_totals(result)
+            reaches = self._insert_search_totals(result)
             # a listing whose state says its stored title is this one was stored and segmented with it: only the
             # others' titles are read (new listings, retitled ones, states that do not know)
             unsure = [c for c in changes if c.before is None or c.before.title_key != c.after.title_key]
             previous_titles = stored_titles(result.ip_id, [c.item.source_id for c in unsure])
             # listings the IP never stored: a relist of an earlier one is not new goods (lib/market/relists.py)
             new = [c.item for c in unsure if c.item.source_id not in previous_titles]
-            relists = find_relists(result.ip_id, result.crawled_at, new, self.settings.relist_within,
-                                   {i.source_id for i in result.items if i.status != SOLD})
-            outcome.relisted = len(relists)
-            store_relists(result.ip_id, relists, new, result.crawled_at)
+            on_sale = {i.source_id for i in result.items if i.status != SOLD}
+            relists = find_relists(result.ip_id, result.crawled_at, new, self.settings.relist_within, on_sale)
+            store_relists(result.ip_id, relists.links, new, result.crawled_at)
             self._upsert_snapshots(result.ip_id, changes)
+            # the listings earlier results could not tell from relists, that this crawl's on-sale pages may tell
+            told = reaches.get(ON_SALE)
+            late = {} if told is None or told["newest"] is None else decide_undecided(
+                result.ip_id, result.crawled_at, told["reach"], self.settings.relist_within, on_sale)
+            keep_undecided(result.ip_id, relists.undecided, new, result.crawled_at)
+            outcome.relisted = len(relists.links) + len(late)
             segment_applied(result.ip_id, {c.item.source_id: c.item.title for c in unsure}, previous_titles,
                             lambda: Segmenter.for_ip(self.settings, result.ip_id))
             facts = self._apply_facts(result, changes, times)
-            window_rows.mark_pending(result.ip_id, facts.hours, result.crawled_at, self.clock.now(),
+            hours = (facts.hours or set()) | self._apply_late_relists(result, times, late)
+            window_rows.mark_pending(result.ip_id, hours, result.crawled_at, self.clock.now(),
                                      window_rows.precomputed_windows(self.settings.leaderboard_precompute))
             outcome.inflow, outcome.outflow = max(facts.inflow, 0), max(facts.outflow, 0)
             AppliedResult.update(inflow=outcome.inflow, outflow=outcome.outflow) \
@@ -318,15 +325,29 @@ class ResultProcessor:
         refresh_hours(ip_id, facts.hours or set(), tracked)
         return facts
 
-    def _insert_search_totals(self, result: CrawlResult) -> None:
+    def _apply_late_relists(self, result: CrawlResult, times: CrawlTimes, late: dict[str, str]) -> set[datetime]:
+        """Derive again the goods of the relists decided late (``decide_undecided``): a relist's creation is no
+        longer inflow, and its goods' sale is timed from their first listing. The hours that changed."""
+        if not late:
+            return set()
+        baseline_at = times.baseline_with(result.crawled_at)
+        facts = rederive(result.ip_id, sorted(set(late) | set(late.values())), baseline_at, self.floor)
+        latest = max(times.latest or result.crawled_at, result.crawled_at)
+        refresh_hours(result.ip_id, facts.hours or set(), (hour_bucket(baseline_at), hour_bucket(latest)))
+        return facts.hours or set()
+
+    def _insert_search_totals(self, result: CrawlResult) -> dict[str, dict[str, float | None]]:
+        """Store the result's searches' totals; each search's reach (``search_reach``), by status."""
+        reaches = {total.status: search_reach(result.items, total.status,
+                                              _ended(result, total, self._caps[total.status]))
+                   for total in result.search}
         if result.search:
-            planned = self._caps
             CrawlSearchTotal.insert_many([{
                 "task_id": result.task_id, "ip_id": result.ip_id, "crawled_at": result.crawled_at,
                 "status": total.status, "num_found": total.num_found, "pages_read": total.pages_read,
-                "items_read": total.items_read, "items_missed": total.items_missed,
-                **search_reach(result.items, total.status, _ended(result, total, planned[total.status])),
+                "items_read": total.items_read, "items_missed": total.items_missed, **reaches[total.status],
             } for total in result.search]).execute()
+        return reaches
 
     def _upsert_snapshots(self, ip_id: int, changes: list[Change]) -> None:
         rows = []

@@ -42,7 +42,7 @@ from lib.core.db import ParameterList, insert_rows
 from lib.market.item_state import ON_SALE, CrawlItem
 from lib.market.statistics import tuples
 from lib.segments.title_keys import earlier_titles
-from models import CrawlSearchTotal, ItemSnapshot, ListingRelist
+from models import CrawlSearchTotal, ItemSnapshot, ListingRelist, RelistUndecided
 
 CHUNK = 500
 #: A seller with more of the IP's listings than this within RELIST_WITHIN is taken for a shop: its same-titled
@@ -65,14 +65,27 @@ def _when(item: CrawlItem, crawled_at: float) -> float:
     return item.created if item.created is not None else crawled_at
 
 
+@dataclass(frozen=True)
+class Relists:
+    """What ``find_relists`` found of new listings: ``links``, relist → the listing it replaced; ``undecided``, a
+    listing that may relist an earlier one no crawl has yet read back past → that earlier listing's creation (the
+    latest such one's)."""
+
+    links: dict[str, str]
+    undecided: dict[str, float]
+
+
 def find_relists(ip_id: int, crawled_at: float, new: Sequence[CrawlItem], within: float,
-                 on_sale: Collection[str] = ()) -> dict[str, str]:
-    """Of these listings new to the IP, the relists: relist → the listing it replaced. ``on_sale``: the listings
-    the result saw on sale (seen now, after the new ones were created: not deleted)."""
+                 on_sale: Collection[str] = (), apart: Collection[str] | None = None) -> Relists:
+    """Of these listings new to the IP, the relists, and those not yet known to be or not to be. ``on_sale``: the
+    listings the result saw on sale (seen now, after the new ones were created: not deleted); ``apart``: listings
+    not taken for an earlier one (None: ``new``, listings of one result are not each other's)."""
+    none = Relists({}, {})
     wanted = {item.source_id: (item, earlier_titles(item.title)) for item in new if item.seller is not None}
     wanted = {sid: (item, keys) for sid, (item, keys) in wanted.items() if keys}
     if not wanted:
-        return {}
+        return none
+    apart = wanted.keys() if apart is None else apart
     sellers = sorted({item.seller for item, _ in wanted.values() if item.seller is not None})
     keys = sorted({key for _, found in wanted.values() for key in found})
     earliest = min(_when(item, crawled_at) for item, _ in wanted.values()) - within
@@ -87,24 +100,75 @@ def find_relists(ip_id: int, crawled_at: float, new: Sequence[CrawlItem], within
                        & (ItemSnapshot.status == ON_SALE) & (ItemSnapshot.last_seen >= earliest))):
             found[seller].append(Candidate(sid, key, first_seen if created is None else created, last_seen))
     if not found:
-        return {}
+        return none
     # a listing relisted already was deleted then: another listing of its title is other goods
     replaced = _relisted(ip_id, sorted({c.source_id for found_of in found.values() for c in found_of}))
     gone = _gone(ip_id, earliest, crawled_at)
     few = _few_listings(ip_id, sorted(found), earliest, crawled_at)
-    links: dict[str, str] = {}
+    out = Relists({}, {})
     for sid, (item, titles) in sorted(wanted.items(), key=lambda w: (_when(w[1][0], crawled_at), w[0])):
         at = _when(item, crawled_at)
-        earlier = [c for c in found.get(item.seller or "", []) if c.source_id not in wanted
+        earlier = [c for c in found.get(item.seller or "", []) if c.source_id not in apart and c.source_id != sid
                    and c.source_id not in on_sale and c.source_id not in replaced and c.title_match in titles
                    and at - within <= c.created < at and c.last_seen < at]
         if not earlier:
             continue
         latest = max(earlier, key=lambda c: (c.created, c.source_id))
         if gone(latest) or (len(earlier) == 1 and item.seller in few):
-            links[sid] = latest.source_id
+            out.links[sid] = latest.source_id
             replaced.add(latest.source_id)
-    return links
+        else:
+            out.undecided[sid] = latest.created
+    return out
+
+
+def decide_undecided(ip_id: int, crawled_at: float, reach: float | None, within: float,
+                     on_sale: Collection[str] = ()) -> dict[str, str]:
+    """Decide the IP's undecided listings (``RelistUndecided``) that a crawl at ``crawled_at`` reading the on-sale
+    search back to ``reach`` (None: whole) may tell: those waiting for a read back to ``reach`` or less far. Those
+    it tells are no longer undecided; the relists among them are returned (relist → the listing it replaced) and
+    stored, with the goods they join (``store_relists``). Those created more than ``within`` ago are dropped: no
+    listing that old is anyone's earlier one any more, and they stay new listings."""
+    RelistUndecided.delete().where((RelistUndecided.ip_id == ip_id)
+                                   & (RelistUndecided.created < crawled_at - within)).execute()
+    waiting = RelistUndecided.select(RelistUndecided.source_id).where(RelistUndecided.ip_id == ip_id)
+    if reach is not None:
+        waiting = waiting.where(RelistUndecided.back >= reach)
+    ids = sorted(sid for (sid,) in tuples(waiting))
+    if not ids:
+        return {}
+    items: list[CrawlItem] = []
+    for start in range(0, len(ids), CHUNK):
+        items += [CrawlItem(sid, title, None, ON_SALE, created=first_seen if created is None else created,
+                            seller=seller)
+                  for sid, title, seller, created, first_seen in tuples(
+                      ItemSnapshot.select(ItemSnapshot.source_id, ItemSnapshot.title, ItemSnapshot.seller,
+                                          ItemSnapshot.created, ItemSnapshot.first_seen)
+                      .where((ItemSnapshot.ip_id == ip_id)
+                             & ItemSnapshot.source_id.in_(ParameterList(ids[start:start + CHUNK]))))]
+    found = find_relists(ip_id, crawled_at, items, within, on_sale, apart=())
+    decided = [sid for sid in ids if sid not in found.undecided]
+    for start in range(0, len(decided), CHUNK):
+        chunk = ParameterList(decided[start:start + CHUNK])
+        RelistUndecided.delete().where((RelistUndecided.ip_id == ip_id)
+                                       & RelistUndecided.source_id.in_(chunk)).execute()
+    keep_undecided(ip_id, found.undecided, items, crawled_at)
+    store_relists(ip_id, found.links, items, crawled_at)
+    # a listing decided late may be the first listing of goods relisted since: those relists join its goods
+    goods = goods_of(ip_id, sorted(found.links))
+    for sid in sorted(found.links):
+        ListingRelist.update(goods_id=goods[sid]).where((ListingRelist.ip_id == ip_id)
+                                                        & (ListingRelist.goods_id == sid)).execute()
+    return found.links
+
+
+def keep_undecided(ip_id: int, undecided: dict[str, float], items: Sequence[CrawlItem], crawled_at: float) -> None:
+    """Store (or bring up to date) the listings ``find_relists`` left undecided."""
+    when = {item.source_id: _when(item, crawled_at) for item in items}
+    insert_rows(RelistUndecided, [{"ip_id": ip_id, "source_id": sid, "created": when[sid], "back": back}
+                                  for sid, back in undecided.items()],
+                conflict="update", target=[RelistUndecided.ip_id, RelistUndecided.source_id],
+                preserve=[RelistUndecided.back])
 
 
 def _gone(ip_id: int, since: float, until: float) -> Callable[[Candidate], bool]:

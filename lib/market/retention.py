@@ -58,6 +58,7 @@ from models import (
     ListingRelist,
     ListingSegment,
     ListingSighting,
+    RelistUndecided,
     SegmentBreakout,
     SegmentDailyFlow,
     SegmentStatsDaily,
@@ -293,6 +294,8 @@ def _prune_ip(ip_id: int, limit: float, detail: float, report: PruneReport, *, d
         report.segments += ListingSegment.delete().where((ListingSegment.ip_id == ip_id)
                                                          & ListingSegment.source_id.in_(chunk)).execute()
         ListingRelist.delete().where((ListingRelist.ip_id == ip_id) & ListingRelist.source_id.in_(chunk)).execute()
+        RelistUndecided.delete().where((RelistUndecided.ip_id == ip_id)
+                                       & RelistUndecided.source_id.in_(chunk)).execute()
     crawled = AppliedResult.crawled_at
     first, last = (AppliedResult.select(peewee.fn.MIN(crawled), peewee.fn.MAX(crawled))
                    .where(AppliedResult.ip_id == ip_id).scalar(as_tuple=True))

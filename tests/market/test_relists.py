@@ -160,6 +160,63 @@ def test_a_relist_seen_gone_is_recognised_whoever_the_seller(proc, ip):
     assert (out.inflow, out.relisted) == (0, 1) and links(ip) == {"r": "e"}
 
 
+def undecided(ip):
+    from models import RelistUndecided
+
+    return dict(tuples(RelistUndecided.select(RelistUndecided.source_id, RelistUndecided.back)
+                       .where(RelistUndecided.ip_id == ip.id)))
+
+
+@pytest.mark.parametrize("later", ["gone", "still on sale", "not read back far enough"])
+def test_a_shops_listing_no_crawl_could_tell_is_decided_by_a_later_crawl_that_reads_back_past_it(proc, ip, later):
+    """A shop's new listing of a title whose earlier listing no crawl had read back past stays new but undecided;
+    a later crawl whose on-sale pages reach back past the earlier listing's creation decides it: not seen there, it
+    was deleted, and the new listing is its relist (no longer inflow, in the hour it was counted in); seen there,
+    they are two copies on sale; not reached, it waits."""
+    crawl = Crawls(proc, ip)
+    crawl(T0 + 60, item("base", T0 - H, "ちいかわ ぬいぐるみ", seller=OTHER))
+    first = T0 + H - 600
+    crawl(T0 + H, item("e", first), *shop(first - 60))
+    out = crawl(T0 + DAY, item("r", T0 + DAY - 600), whole=False)
+    assert (out.inflow, out.relisted) == (1, 0) and links(ip) == {} and undecided(ip) == {"r": first}
+    inflow = flows(ip)[0]
+    # the pages of the later crawl end at a listing created before the first one (or after it: not reached)
+    oldest = item("old", T0 - 2 * H if later != "not read back far enough" else first + 60, "鬼滅の刃 ポスター",
+                  seller=OTHER)
+    seen = [item("e", first)] if later == "still on sale" else []
+    out = crawl(T0 + DAY + H, item("r", T0 + DAY - 600), *seen, oldest, whole=False)
+    if later == "gone":
+        assert out.relisted == 1 and links(ip) == {"r": "e"} and undecided(ip) == {}
+        assert flows(ip)[0] == inflow - 1
+        assert [e[:3] for e in events(ip) if e[0] in ("e", "r")] == [("e", "created", 0)]
+    elif later == "still on sale":
+        assert out.relisted == 0 and links(ip) == {} and undecided(ip) == {} and flows(ip)[0] == inflow
+    else:
+        assert out.relisted == 0 and links(ip) == {} and undecided(ip) == {"r": first}
+
+
+def test_a_listing_decided_late_takes_its_own_relists_into_its_goods(proc, ip):
+    """An undecided listing relisted again before it is decided: once decided, the later relist's goods are the
+    first listing's too, and its sale is the goods' sale."""
+    crawl = Crawls(proc, ip)
+    crawl(T0 + 60, item("base", T0 - H, "ちいかわ ぬいぐるみ", seller=OTHER))
+    first = T0 + H - 600
+    crawl(T0 + H, item("e", first), *shop(first - 60))
+    crawl(T0 + DAY, item("r1", T0 + DAY - 600), whole=False)
+    assert undecided(ip) == {"r1": first}
+    # pages back past r1's creation, not e's: r1 is gone, and r2 its relist; r1 is still undecided
+    crawl(T0 + 2 * DAY, item("r2", T0 + 2 * DAY - 600, TITLE + " 再出品"),
+          item("mid", T0 + 2 * H, "鬼滅の刃 ポスター", seller=OTHER), whole=False)
+    assert links(ip) == {"r2": "r1"} and undecided(ip) == {"r1": first}
+    crawl(T0 + 2 * DAY + H, item("r2", T0 + 2 * DAY - 600, TITLE + " 再出品"),
+          item("old", T0 - 2 * H, "鬼滅の刃 ポスター", seller=OTHER), whole=False)
+    assert links(ip) == {"r1": "e", "r2": "e"} and undecided(ip) == {}
+    crawl(T0 + 2 * DAY + 2 * H, item("r2", T0 + 2 * DAY - 600, TITLE + " 再出品", "sold", updated=T0 + 2 * DAY + H))
+    assert [e[:3] for e in events(ip) if e[0] in ("e", "r1", "r2")] == [("e", "created", 0), ("e", "sold", 0)]
+    # new goods: e, the shop's others and "mid" (created after the baseline; "old" before it)
+    assert flows(ip) == (2 + len(shop(first - 60)), 1)
+
+
 def test_an_auction_counts_in_the_flows_and_stays_out_of_the_fixed_price_statistics(proc, ip):
     crawl = Crawls(proc, ip)
     crawl(T0 + 60, item("base", T0 - H, "ちいかわ ぬいぐるみ", seller=OTHER))
