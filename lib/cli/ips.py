@@ -98,14 +98,14 @@ def _pin(catalogue, args) -> int:
 
 def _print_ips(catalogue, fmt: str) -> None:
     from lib.core.parsers import format_duration
-    from lib.crawling.page_plan import caps, load_plans, most_sold_pages
+    from lib.crawling.page_plan import caps, load_plans, most_on_sale_pages, most_sold_pages
     from lib.scheduling.budget_plan import CostStore
     from lib.scheduling.catalogue import aliases_of
     from lib.scheduling.schedule import interval_reason, planned_interval
 
     settings = catalogue.settings
     ips = catalogue.list()
-    plans = load_plans(catalogue.schedule.client, [ip.id for ip in ips], settings.scheduler_pages_on_sale,
+    plans = load_plans(catalogue.schedule.client, [ip.id for ip in ips], most_on_sale_pages(settings),
                        most_sold_pages(settings)) if settings.scheduler_page_plan else {}
     fixed = caps(settings)
     costs = CostStore(catalogue.schedule.client)

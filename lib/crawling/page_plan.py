@@ -95,13 +95,16 @@ class CrawlPlan:
     """One crawl's depth, per search; ``made_at``: the crawl it was planned after (None: no plan, the caps);
     ``flow``: the IP's new listings an hour as its crawls saw them (None: not known yet), which its interval follows
     (``lib.scheduling.schedule.planned_interval``); ``sold_shallow``: this crawl reads only the sold search's
-    newest page, the how-manyth in a row since its last deep read (0: it reads as deep as ``sold`` allows)."""
+    newest page, the how-manyth in a row since its last deep read (0: it reads as deep as ``sold`` allows);
+    ``relists_read_at``: the crawl after which the latest read back to what undecided new listings may relist was
+    planned (``lib.market.page_plans``; None: none yet)."""
 
     on_sale: SearchPlan
     sold: SearchPlan
     made_at: float | None = None
     flow: float | None = None
     sold_shallow: int = 0
+    relists_read_at: float | None = None
 
     @classmethod
     def caps(cls, pages_on_sale: int, pages_sold: int) -> CrawlPlan:
@@ -131,7 +134,7 @@ class CrawlPlan:
         if not isinstance(shallow, int) or isinstance(shallow, bool) or shallow < 0:
             raise ValueError(f"a plan's sold_shallow is a whole number of at least 0, got {shallow!r:.40}")
         return cls(_search(raw.get("on_sale"), pages_on_sale), _search(raw.get("sold"), pages_sold),
-                   _time(raw.get("made_at")), flow, shallow)
+                   _time(raw.get("made_at")), flow, shallow, _time(raw.get("relists_read_at")))
 
 
 def _search(raw: object, cap: int) -> SearchPlan:
@@ -190,13 +193,19 @@ def most_sold_pages(settings: Settings) -> int:
     return max(deep_sold_pages(settings), spare_sold_pages(settings))
 
 
+def most_on_sale_pages(settings: Settings) -> int:
+    """The most pages any plan's on-sale search reads: a read back to what undecided listings may relist
+    (SCHEDULER_RELIST_PAGES), or the cap."""
+    return max(settings.scheduler_pages_on_sale, settings.scheduler_relist_pages)
+
+
 def plan_for(client: redis.Redis, ip_id: int, settings: Settings) -> CrawlPlan:
     """The plan the IP's next crawl reads: its stored one with SCHEDULER_PAGE_PLAN on (``load_plan``), else the
     caps."""
     if not settings.scheduler_page_plan:
         return caps(settings)
     return load_plan(client, ip_id, settings.scheduler_pages_on_sale, settings.scheduler_pages_sold,
-                     most_sold_pages(settings))
+                     most_sold_pages(settings), most_on_sale_pages(settings))
 
 
 def load_plans(client: redis.Redis, ip_ids: Sequence[int], pages_on_sale: int,
@@ -216,10 +225,10 @@ def load_plans(client: redis.Redis, ip_ids: Sequence[int], pages_on_sale: int,
 
 
 def load_plan(client: redis.Redis, ip_id: int, pages_on_sale: int, pages_sold: int,
-              sold_most: int | None = None) -> CrawlPlan:
+              sold_most: int | None = None, on_sale_most: int | None = None) -> CrawlPlan:
     """The IP's plan for its next crawl; the caps when it has none, or when it cannot be read (the crawl then costs
-    what a crawl without a plan costs, and loses nothing). ``sold_most``: the most pages a planned sold read may
-    take (``most_sold_pages``; None: ``pages_sold``)."""
+    what a crawl without a plan costs, and loses nothing). ``sold_most``, ``on_sale_most``: the most pages a
+    planned read of each search may take (``most_sold_pages``, ``most_on_sale_pages``; None: the cap)."""
     caps = CrawlPlan.caps(pages_on_sale, pages_sold)
     try:
         text = client.get(keys.crawl_plan(ip_id))
@@ -229,7 +238,7 @@ def load_plan(client: redis.Redis, ip_id: int, pages_on_sale: int, pages_sold: i
     if text is None:
         return caps
     try:
-        return CrawlPlan.from_json(text, pages_on_sale, sold_most or pages_sold)
+        return CrawlPlan.from_json(text, on_sale_most or pages_on_sale, sold_most or pages_sold)
     except ValueError as e:
         logger.warning("IP %s: its stored crawl plan is unreadable (%s): reading the page caps", ip_id, e)
         return caps

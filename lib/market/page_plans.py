@@ -23,6 +23,7 @@ the estimates take over as before.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
@@ -43,11 +44,13 @@ from lib.segments.title_keys import title_match
 
 
 def next_plan(crawled_at: float, items: Sequence[CrawlItem], ended: Mapping[str, bool], settings: Settings,
-              last: CrawlPlan | None = None, spare_pages: int = 0) -> CrawlPlan:
+              last: CrawlPlan | None = None, spare_pages: int = 0, undecided: Sequence[float] = ()) -> CrawlPlan:
     """The plan of the crawl after one made at ``crawled_at`` that read ``items`` (the IP's listings), each search
     having ``ended`` on its pages or not; ``last``: the plan this crawl read (its watch, its flow); ``spare_pages``:
     the sold pages the request budget's spare requests pay for, for an IP whose sales outrun the cap
-    (``Price.sold_pages``; 0: the cap)."""
+    (``Price.sold_pages``; 0: the cap); ``undecided``: the creation times of the earlier listings the IP's
+    undecided new listings may relist (``lib.market.relists``), which the on-sale search is read back to now and
+    then (``relists_read``)."""
     limits = caps(settings)
     newest = max((i.created for i in items if i.status == ON_SALE and i.created is not None), default=None)
     watch = listings_on_sale(crawled_at - settings.relist_within, limits.on_sale.pages * PAGE_SIZE, items,
@@ -61,8 +64,33 @@ def next_plan(crawled_at: float, items: Sequence[CrawlItem], ended: Mapping[str,
     else:
         on_sale = SearchPlan(limits.on_sale.pages, min(newest, crawled_at) - LATE_INDEXING,
                              "back to the newest listing the last crawl saw", watch)
+    read_at = last.relists_read_at if last is not None else None
+    deeper = None if ended.get("on_sale") or newest is None else relists_read(crawled_at, undecided, flow, read_at,
+                                                                              settings)
+    if deeper is not None:
+        on_sale, read_at = dataclasses.replace(deeper, watch=watch), crawled_at
     sold, shallow = sold_plan(crawled_at, items, ended, settings, last, spare_pages)
-    return CrawlPlan(on_sale, sold, made_at=crawled_at, flow=flow, sold_shallow=shallow)
+    return CrawlPlan(on_sale, sold, made_at=crawled_at, flow=flow, sold_shallow=shallow, relists_read_at=read_at)
+
+
+def relists_read(crawled_at: float, undecided: Sequence[float], flow: float | None, read_at: float | None,
+                 settings: Settings) -> SearchPlan | None:
+    """A read of the on-sale search back to the earlier listings that the IP's undecided new listings may relist
+    (``undecided``: when each was created), where one is due (SCHEDULER_RELIST_EVERY since the last, planned after
+    the crawl at ``read_at``) and SCHEDULER_RELIST_PAGES reach at least one of them at the IP's ``flow`` (None:
+    not known yet, no such read): back to the oldest of those they reach. The on-sale search holds fewer listings
+    than were created (the sold ones left it), so the pages reach at least that far. None: no such read."""
+    pages = settings.scheduler_relist_pages
+    if pages <= settings.scheduler_pages_on_sale or not undecided or flow is None:
+        return None
+    if read_at is not None and crawled_at - read_at < settings.scheduler_relist_every:
+        return None
+    span = pages * PAGE_SIZE / flow * HOUR if flow > 0 else float("inf")
+    reached = [back for back in undecided if back >= crawled_at - span]
+    if not reached:
+        return None
+    return SearchPlan(pages, min(reached) - LATE_INDEXING,
+                      f"back to the listings {len(reached)} undecided new ones may relist")
 
 
 def sold_outran(items: Sequence[CrawlItem], ended: Mapping[str, bool], last: CrawlPlan | None) -> bool:

@@ -31,7 +31,7 @@ from lib.core.clock import Clock, get_clock, naive_utc, to_timestamp
 from lib.core.db import ParameterList, insert_rows, select_tuples, write_transaction
 from lib.core.errors import BadMessage
 from lib.core.settings import Settings
-from lib.crawling.page_plan import load_plan, most_sold_pages, store_plan
+from lib.crawling.page_plan import load_plan, most_on_sale_pages, most_sold_pages, store_plan
 from lib.market import listing_urls, window_rows
 from lib.market.facts import (
     CrawlTimes,
@@ -45,7 +45,7 @@ from lib.market.facts import (
 from lib.market.item_state import ON_SALE, SOLD, STATUSES, Change, CrawlItem, ItemState, ItemStateStore, decide
 from lib.market.page_plans import crawl_pages, next_plan, reached_share, sold_outran
 from lib.market.read_side import invalidate_caches
-from lib.market.relists import decide_undecided, find_relists, keep_undecided, store_relists
+from lib.market.relists import decide_undecided, find_relists, keep_undecided, store_relists, undecided_backs
 from lib.market.retention import details_pruned_before
 from lib.market.statistics import (
     adjusted_weight,
@@ -388,12 +388,13 @@ class ResultProcessor:
         ended = {total.status: _ended(result, total, self._caps[total.status]) for total in result.search}
         if self.settings.scheduler_page_plan:
             last = load_plan(self.client, ip.id, self._caps["on_sale"], self._caps[SOLD],
-                             most_sold_pages(self.settings))
+                             most_sold_pages(self.settings), most_on_sale_pages(self.settings))
             flow = last.flow  # a late result plans nothing: the newer crawl's plan and flow stand
             if result.crawled_at >= newest:
                 outran = last.sold_shallow > 0 or sold_outran(result.items, ended, last)
                 spare = price.sold_pages if price is not None and self._needs_depth(result, outran) else 0
-                plan = next_plan(result.crawled_at, result.items, ended, self.settings, last, spare)
+                undecided = undecided_backs(ip.id, result.crawled_at - self.settings.relist_within)
+                plan = next_plan(result.crawled_at, result.items, ended, self.settings, last, spare, undecided)
                 store_plan(self.client, ip.id, plan)
                 flow = plan.flow
                 seen = reached_share(result.crawled_at, result.items, bool(ended.get(ON_SALE)), last)

@@ -162,6 +162,12 @@ def decide_undecided(ip_id: int, crawled_at: float, reach: float | None, within:
     return found.links
 
 
+def undecided_backs(ip_id: int, since: float) -> list[float]:
+    """When the earlier listings were created that the IP's listings undecided since ``since`` may relist."""
+    return [back for (back,) in tuples(RelistUndecided.select(RelistUndecided.back)
+                                       .where((RelistUndecided.ip_id == ip_id) & (RelistUndecided.created >= since)))]
+
+
 def keep_undecided(ip_id: int, undecided: dict[str, float], items: Sequence[CrawlItem], crawled_at: float) -> None:
     """Store (or bring up to date) the listings ``find_relists`` left undecided."""
     when = {item.source_id: _when(item, crawled_at) for item in items}

@@ -350,3 +350,64 @@ def test_the_pages_a_crawl_spends_whatever_its_interval():
     assert crawl_pages([on_sale, sold], {"on_sale": False, "sold": False}, 5, False) == 1 + 2
     assert crawl_pages([on_sale, SearchTotal("sold", None, 1, 120)], {"on_sale": False}, 5, True) == 1 + 5
     assert crawl_pages([], {}, 5, False) == 2
+
+
+def relist_plan(settings, undecided, flow=40.0, read_at=None, at=T0 + 48 * H):
+    last = CrawlPlan(SearchPlan(5), SearchPlan(5), made_at=at - H, flow=flow, relists_read_at=read_at)
+    return next_plan(at, items(item("a", created=at - 600)), {"on_sale": False, "sold": False}, settings, last,
+                     undecided=undecided)
+
+
+def test_the_on_sale_search_is_read_back_to_what_undecided_listings_may_relist_once_a_day(settings):
+    """SCHEDULER_RELIST_PAGES (30) at the IP's flow (about 30 new listings an hour) reach back about 120 hours:
+    the read goes back to the oldest earlier listing within them, and a crawl within SCHEDULER_RELIST_EVERY (24 h)
+    of the last such read does not."""
+    at = T0 + 48 * H
+    plan = relist_plan(settings, [at - 30 * H, at - 80 * H, at - 200 * H])
+    assert 80 * H < settings.scheduler_relist_pages * 120 / plan.flow * H < 200 * H
+    assert (plan.on_sale.pages, plan.on_sale.until) == (30, at - 80 * H - LATE_INDEXING)
+    assert plan.relists_read_at == at and "2 undecided" in plan.on_sale.why
+    # the next crawl, an hour later: not due; the crawl a day after the read: due again
+    assert relist_plan(settings, [at - 30 * H], read_at=at, at=at + H).on_sale.pages == 5
+    assert relist_plan(settings, [at - 30 * H], read_at=at, at=at + H).relists_read_at == at
+    assert relist_plan(settings, [at - 30 * H], read_at=at, at=at + 24 * H).on_sale.pages == 30
+
+
+@pytest.mark.parametrize("case", ["none undecided", "out of reach", "flow unknown", "pages at the cap", "ended"])
+def test_no_read_back_for_relists_where_it_would_tell_nothing_or_is_off(settings, case):
+    at = T0 + 48 * H
+    undecided = [] if case == "none undecided" else [at - 80 * H]
+    flow = 1200.0 if case == "out of reach" else None if case == "flow unknown" else 40.0
+    s = dataclasses.replace(settings, scheduler_relist_pages=5) if case == "pages at the cap" else settings
+    if case in ("ended", "flow unknown"):  # the search read whole; the IP's first plan
+        last = CrawlPlan(SearchPlan(5), SearchPlan(5), made_at=at - H, flow=flow) if case == "ended" else None
+        plan = next_plan(at, items(item("a", created=at - 600)), {"on_sale": case == "ended", "sold": False}, s,
+                         last, undecided=undecided)
+    else:
+        plan = relist_plan(s, undecided, flow)
+    assert plan.on_sale.pages == 5 and plan.relists_read_at is None
+
+
+def test_a_stored_read_back_for_relists_keeps_its_pages_and_the_time_it_was_planned(settings):
+    from lib.crawling.page_plan import most_on_sale_pages, plan_for
+
+    plan = relist_plan(settings, [T0])
+    assert CrawlPlan.from_json(plan.to_json(), most_on_sale_pages(settings), 5) == plan
+    assert CrawlPlan.from_json(plan.to_json(), 5, 5).on_sale.pages == 5  # the most lowered since: it holds
+    r = state_redis(settings)
+    r.set(keys.crawl_plan(77), plan.to_json())
+    assert plan_for(r, 77, settings) == plan  # the crawler reads all its pages
+
+
+def test_the_worker_plans_a_read_back_to_an_undecided_listing_s_earlier_listing(settings, clock, ip):
+    """A shop's listing left undecided: the worker's next plan reads the on-sale search back to its earlier
+    listing, and that crawl decides it (tests/market/test_relists.py)."""
+    from lib.crawling.page_plan import plan_for
+
+    shop = [by(f"s{k}", "shop", T0 - 2 * H - k, title="鬼滅の刃 缶バッジ") for k in range(12)]
+    apply(settings, clock, ip, 1, T0, [by("e", "shop", T0 - H), *shop], SEARCH)
+    apply(settings, clock, ip, 2, T0 + H, [by("x", "other", T0 + H - 900)], SEARCH)  # a second crawl: a flow
+    apply(settings, clock, ip, 3, T0 + 30 * H, [by("r", "shop", T0 + 30 * H - 600, title="鬼滅の刃 e")], SEARCH)
+    plan = plan_for(state_redis(settings), ip.id, settings)
+    assert plan.on_sale.pages == settings.scheduler_relist_pages
+    assert plan.on_sale.until == T0 - H - LATE_INDEXING

@@ -11,7 +11,7 @@ import pytest
 from lib.core.clock import FrozenClock
 from lib.core.redis_client import state_redis
 from lib.core.settings import load_settings
-from lib.crawling.page_plan import load_plan
+from lib.crawling.page_plan import plan_for
 from lib.market.processing import CrawlResult, ResultProcessor
 from lib.market.statistics import tuples
 from lib.market.windows import window_measures
@@ -66,7 +66,7 @@ def week(tmp_path_factory, redis_server):
     for n, at in enumerate(crawls):
         clock.set(at)
         # each crawl as deep as the IP's page plan, as the crawler reads it (docs/concepts/crawling.md)
-        plan = load_plan(client, ip.id, settings.scheduler_pages_on_sale, settings.scheduler_pages_sold)
+        plan = plan_for(client, ip.id, settings)
         message = past_crawl(sim, KEYWORD, ip.id, f"w{n}", at, settings, plan=plan)
         proc.apply(CrawlResult.parse(**message))
     yield Run(ip.id, model, crawls)
@@ -100,9 +100,10 @@ def test_relists_are_recognised_and_not_counted_as_new_supply(week, facts):
     assert len(right) >= 0.95 * len(links), (len(right), len(links))
     # recall: five on-sale pages of this IP reach back about a day, and its sellers relist after one to four:
     # a relist is recognised when a crawl saw its first listing gone, or its seller lists few of the IP's
-    # listings (lib/market/relists.py); a shop's relist of a listing out of reach counts as new
+    # listings (lib/market/relists.py), or, a shop's, once a day's read back to what its undecided listings may
+    # relist reaches its first listing (SCHEDULER_RELIST_PAGES); one that no such read reached counts as new
     as_new = [s for s in relists if s.id in created]
-    assert len(as_new) <= 0.4 * len(relists), (len(as_new), len(relists))
+    assert len(as_new) <= 0.15 * len(relists), (len(as_new), len(relists))
 
 
 def test_daily_inflow_and_sell_through_are_the_truths(week, facts):
@@ -121,7 +122,7 @@ def test_daily_inflow_and_sell_through_are_the_truths(week, facts):
         assert abs(measured.inflow.value - expected) <= 0.01 * expected, (measured.inflow, expected, truth)
         # with every relist counted as new, inflow would be off by their share of the day's listings
         assert truth.relisted > 0.06 * truth.listed
-        assert abs(measured.inflow.value - truth.listed) < truth.relisted
+        assert abs(measured.inflow.value - truth.listed) <= 0.02 * truth.listed, (measured.inflow, truth)
         assert abs(measured.sell_through.value - truth.sell_through) <= 0.03, (measured.sell_through, truth)
 
 
