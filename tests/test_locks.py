@@ -113,7 +113,9 @@ def test_a_held_lock_that_vanished_from_the_state_is_taken_back(broker, settings
     keeper.hold(lock)
     token = client.get("animetop:lock:{vanish}")
     client.delete("animetop:lock:{vanish}")
-    wait_for(lambda: client.get("animetop:lock:{vanish}") == token, timeout=10, what="the lock set again")
+    # the keeper's thread sets the lock, then logs: wait for both, or the log is read before it is written
+    wait_for(lambda: client.get("animetop:lock:{vanish}") == token
+             and any("taken back" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING),
+             timeout=10, what="the lock set again, with its warning")
     assert keeper.release(lock)
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
-    assert any("taken back" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
