@@ -102,13 +102,12 @@ class Settings:
             "SCHEDULER_PAGES_SOLD, or with SCHEDULER_SOLD_DEEP_EVERY above 1: never deeper.")
     scheduler_relist_pages: int = setting("30", parsers.non_negative_int,
             "The most on-sale pages a crawl reads back to the earlier listings that the IP's undecided new listings "
-            "may relist (docs/concepts/crawling.md, Pages that follow change): at once where that decides at least "
-            "one a page, and once every SCHEDULER_RELIST_EVERY back to all that many pages reach at the IP's flow; "
-            "at or below SCHEDULER_PAGES_ON_SALE: never (a shop's relist no crawl reads back past counts as new "
-            "goods).")
+            "may relist (docs/concepts/crawling.md, Pages that follow change), once every SCHEDULER_RELIST_EVERY, "
+            "when the IP's flow lets that many pages reach at least one of them; at or below "
+            "SCHEDULER_PAGES_ON_SALE: never (a shop's relist no crawl reads back past counts as new goods).")
     scheduler_relist_every: float = setting("24h", parsers.parse_duration,
-            "How often an IP with undecided new listings has its on-sale search read back to all the earlier "
-            "listings they may relist that SCHEDULER_RELIST_PAGES reach.")
+            "How often an IP with undecided new listings has its on-sale search read back to what they may relist "
+            "(SCHEDULER_RELIST_PAGES).")
     scheduler_page_plan: bool = setting("true", parsers.boolean,
             "Read each search of a crawl only as deep as what changed since the IP's last crawl needs, within "
             "SCHEDULER_PAGES_ON_SALE and SCHEDULER_PAGES_SOLD (docs/concepts/crawling.md, Pages that follow "

@@ -24,7 +24,6 @@ the estimates take over as before.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
@@ -66,43 +65,32 @@ def next_plan(crawled_at: float, items: Sequence[CrawlItem], ended: Mapping[str,
         on_sale = SearchPlan(limits.on_sale.pages, min(newest, crawled_at) - LATE_INDEXING,
                              "back to the newest listing the last crawl saw", watch)
     read_at = last.relists_read_at if last is not None else None
-    deeper, whole = (None, False) if ended.get("on_sale") or newest is None else relists_read(
-        crawled_at, undecided, flow, read_at, settings)
-    if deeper is not None and on_sale.until is not None and deeper.until is not None and deeper.until < on_sale.until:
-        on_sale = dataclasses.replace(deeper, watch=watch)
-        read_at = crawled_at if whole else read_at
+    deeper = None if ended.get("on_sale") or newest is None else relists_read(crawled_at, undecided, flow, read_at,
+                                                                              settings)
+    if deeper is not None:
+        on_sale, read_at = dataclasses.replace(deeper, watch=watch), crawled_at
     sold, shallow = sold_plan(crawled_at, items, ended, settings, last, spare_pages)
     return CrawlPlan(on_sale, sold, made_at=crawled_at, flow=flow, sold_shallow=shallow, relists_read_at=read_at)
 
 
 def relists_read(crawled_at: float, undecided: Sequence[float], flow: float | None, read_at: float | None,
-                 settings: Settings) -> tuple[SearchPlan | None, bool]:
+                 settings: Settings) -> SearchPlan | None:
     """A read of the on-sale search back to the earlier listings that the IP's undecided new listings may relist
-    (``undecided``: when each was created), within SCHEDULER_RELIST_PAGES at the IP's ``flow`` (120 listings a
-    page; None: not known yet, no such read). The on-sale search holds fewer listings than were created (the sold
-    ones left it), so the pages reach at least that far. Read as soon as it decides at least one undecided listing
-    a page (the cost of reading each earlier listing's own page), back to the oldest it reaches at that rate;
-    and once every SCHEDULER_RELIST_EVERY (since the last such read, planned after the crawl at ``read_at``), back
-    to the oldest the pages reach. The read (None: none), and whether it is one of the latter."""
+    (``undecided``: when each was created), where one is due (SCHEDULER_RELIST_EVERY since the last, planned after
+    the crawl at ``read_at``) and SCHEDULER_RELIST_PAGES reach at least one of them at the IP's ``flow`` (None:
+    not known yet, no such read): back to the oldest of those they reach. The on-sale search holds fewer listings
+    than were created (the sold ones left it), so the pages reach at least that far. None: no such read."""
     pages = settings.scheduler_relist_pages
     if pages <= settings.scheduler_pages_on_sale or not undecided or flow is None:
-        return None, False
-
-    def needed(back: float) -> int:  # the pages that reach back to ``back``
-        return 1 if flow <= 0 else max(1, math.ceil(flow * max(0.0, crawled_at - back) / HOUR / PAGE_SIZE))
-
-    reached = sorted((back for back in undecided if needed(back) <= pages), reverse=True)
+        return None
+    if read_at is not None and crawled_at - read_at < settings.scheduler_relist_every:
+        return None
+    span = pages * PAGE_SIZE / flow * HOUR if flow > 0 else float("inf")
+    reached = [back for back in undecided if back >= crawled_at - span]
     if not reached:
-        return None, False
-    if read_at is None or crawled_at - read_at >= settings.scheduler_relist_every:
-        return SearchPlan(pages, reached[-1] - LATE_INDEXING,
-                          f"back to the listings {len(reached)} undecided new ones may relist"), True
-    paid = [back for k, back in enumerate(reached, 1) if k >= needed(back)]
-    if not paid:
-        return None, False
-    deciding = sum(1 for back in reached if back >= paid[-1])
-    return SearchPlan(pages, paid[-1] - LATE_INDEXING,
-                      f"back to the listings {deciding} undecided new ones may relist, a page or less each"), False
+        return None
+    return SearchPlan(pages, min(reached) - LATE_INDEXING,
+                      f"back to the listings {len(reached)} undecided new ones may relist")
 
 
 def sold_outran(items: Sequence[CrawlItem], ended: Mapping[str, bool], last: CrawlPlan | None) -> bool:

@@ -373,18 +373,6 @@ def test_the_on_sale_search_is_read_back_to_what_undecided_listings_may_relist_o
     assert relist_plan(settings, [at - 30 * H], read_at=at, at=at + 24 * H).on_sale.pages == 30
 
 
-def test_a_read_back_that_decides_a_listing_a_page_or_better_is_made_at_once(settings):
-    """Three undecided listings whose earlier listings the first page after the newest reaches: read now, though a
-    read back was made an hour ago, as deep as they are and no deeper (the fourth's would cost seven pages)."""
-    at = T0 + 48 * H
-    plan = relist_plan(settings, [at - 2 * H] * 3 + [at - 30 * H], read_at=at - H)
-    assert (plan.on_sale.pages, plan.on_sale.until) == (30, at - 2 * H - LATE_INDEXING)
-    # it is no daily read: the next one stays due a day after the last
-    assert plan.relists_read_at == at - H and "3 undecided" in plan.on_sale.why
-    # one alone is not worth the seven pages it takes: it waits for the daily read
-    assert relist_plan(settings, [at - 30 * H], read_at=at - H).on_sale.pages == 5
-
-
 @pytest.mark.parametrize("case", ["none undecided", "out of reach", "flow unknown", "pages at the cap", "ended"])
 def test_no_read_back_for_relists_where_it_would_tell_nothing_or_is_off(settings, case):
     at = T0 + 48 * H
