@@ -56,7 +56,7 @@ from lib.market.statistics import (
     refresh_hours,
     settled_hours,
 )
-from lib.scheduling.budget_plan import CostStore, CrawlCost
+from lib.scheduling.budget_plan import CostStore, CrawlCost, RelistReads
 from lib.scheduling.execution_state import ExecutionState
 from lib.scheduling.schedule import CRAWL_JOB, ScheduleStore, longest_interval, planned_interval
 from lib.segments.stored import Segmenter, segment_applied, stored_titles
@@ -390,6 +390,10 @@ class ResultProcessor:
             last = load_plan(self.client, ip.id, self._caps["on_sale"], self._caps[SOLD],
                              most_sold_pages(self.settings), most_on_sale_pages(self.settings))
             flow = last.flow  # a late result plans nothing: the newer crawl's plan and flow stand
+            if result.crawled_at >= newest and last.made_at is not None and last.relists_read_at == last.made_at:
+                # this crawl read back for undecided relists: its on-sale pages past the first are their cost
+                pages = sum(t.pages_read for t in result.search if t.status == ON_SALE)
+                RelistReads(self.client).record(result.crawled_at, max(0, pages - 1))
             if result.crawled_at >= newest:
                 outran = last.sold_shallow > 0 or sold_outran(result.items, ended, last)
                 spare = price.sold_pages if price is not None and self._needs_depth(result, outran) else 0

@@ -108,6 +108,9 @@ def _crawl_rate_line(status: dict[str, Any]) -> str:
                     if plan["price"] > 0 else "every IP at its own interval")
                  + (" (OVER: even the longest intervals spend more; the rate limit holds the rest)"
                     if plan["over"] else "") + f", as of {_when(plan['at'])}")
+        if plan.get("relist_reads"):
+            line += (f"\n  reads back for undecided relists: {plan['relist_reads']:.1f} requests an hour over the last "
+                     f"day, taken off the budget before the intervals")
         if plan["reached"] is not None:
             line += (f"\n  new listings the last crawls' on-sale pages reached back to the crawl before: "
                      f"{plan['reached']:.1%} (the rest is estimated)")

@@ -32,7 +32,7 @@ import json
 import logging
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import redis
 
@@ -158,6 +158,8 @@ class Price:
       sold_pages: the pages the sold search of an IP that outruns its cap reads, deeper than the cap where the
         budget has requests to spare at the IPs' own intervals (``planned`` includes them); 0: no deeper.
       deepened: the IPs whose sold search outruns its cap (read ``sold_pages`` deep when that is above 0).
+      relist_reads: the requests an hour the reads back for undecided relists spend whatever the intervals
+        (``RelistReads``: over the last day), in ``planned``; the intervals share what is left of the budget.
     """
 
     price: float
@@ -170,6 +172,7 @@ class Price:
     reached: float | None = None
     sold_pages: int = 0
     deepened: int = 0
+    relist_reads: float = 0.0
 
     @property
     def over(self) -> bool:
@@ -200,11 +203,15 @@ class Costs:
 
 
 def plan(costs: Iterable[CrawlCost] | Costs, budget: float, at: float = 0.0,
-         sold: tuple[int, int] = (1, 1)) -> Price:
+         sold: tuple[int, int] = (1, 1), fixed: float = 0.0) -> Price:
     """The least price at which the IPs' intervals spend at most ``budget`` requests an hour (all at their
     longest, if none does), and what they spend and see at it. ``sold``: the sold page cap and the most pages
     (``lib.crawling.page_plan.spare_sold_pages``) that requests the budget has to spare may read the sold search of
-    the IPs that outrun the cap (``spare_depth``)."""
+    the IPs that outrun the cap (``spare_depth``); ``fixed``: the requests an hour spent whatever the intervals (the
+    reads back for undecided relists), which the intervals leave of the budget."""
+    if fixed > 0:
+        price = plan(costs, max(0.0, budget - fixed), at, sold)
+        return replace(price, budget=budget, planned=price.planned + fixed, relist_reads=fixed)
     c = costs if isinstance(costs, Costs) else Costs.of(costs)
     total = sum(c.flow)
     reached = sum(f * s for f, s in zip(c.flow, c.seen, strict=True)) / total if total > 0 else None
@@ -380,6 +387,37 @@ class CostStore:
         self.client.delete(keys.CRAWL_PRICE)
 
 
+class RelistReads:
+    """The requests the reads back for undecided relists spend (``lib.market.page_plans.relists_read``), by hour,
+    fleet-wide: one hash, kept two days. They are made once a day per IP whatever its interval, so the planner takes
+    their mean over the last day off the budget before it plans the intervals."""
+
+    KEPT = 48
+
+    def __init__(self, client: redis.Redis) -> None:
+        self.client = client
+
+    def record(self, at: float, requests: float) -> None:
+        hour = int(at // HOUR)
+        self.client.hincrbyfloat(keys.RELIST_READS, str(hour), requests)
+        old = [f for f in self.client.hkeys(keys.RELIST_READS) if not f.isdigit() or int(f) < hour - self.KEPT]
+        if old:
+            self.client.hdel(keys.RELIST_READS, *old)
+
+    def per_hour(self, now: float) -> float:
+        """The requests an hour they spent over the 24 hours before ``now``."""
+        hour = int(now // HOUR)
+        spent: Mapping[bytes, bytes] = self.client.hgetall(keys.RELIST_READS)
+        total = 0.0
+        for field, value in spent.items():
+            try:
+                if hour - 24 <= int(field) < hour:
+                    total += float(value)
+            except ValueError:
+                continue
+        return total / 24
+
+
 def price_if_due(settings: Settings, client: redis.Redis, now: float) -> Price | None:
     """Set the price from every IP's cost and the fleet's budget, when the last one is PRICE_EVERY old (the
     scheduler's tick); the price set, or None when it was not due. Without a budget the price is removed: the
@@ -393,7 +431,8 @@ def price_if_due(settings: Settings, client: redis.Redis, now: float) -> Price |
         store.clear_price()
         return None
     price = plan(store.columns(now), budget, at=now,
-                 sold=(settings.scheduler_pages_sold, spare_sold_pages(settings)))
+                 sold=(settings.scheduler_pages_sold, spare_sold_pages(settings)),
+                 fixed=RelistReads(client).per_hour(now))
     store.set_price(price)
     if price.over and (last is None or not last.over):  # said once, when it starts
         logger.warning("the IPs' longest intervals spend %.0f requests an hour, over the budget of %.0f: the rate "

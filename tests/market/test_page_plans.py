@@ -24,6 +24,7 @@ from lib.market.item_state import CrawlItem
 from lib.market.page_plans import FALL, RISE, crawl_pages, next_plan, reached_share
 from lib.market.processing import CrawlResult, ResultProcessor
 from lib.market.reach import MAX_AGE_HOURS
+from lib.scheduling.budget_plan import RelistReads
 from lib.scheduling.catalogue import Catalogue
 from lib.scheduling.schedule import (
     FILL,
@@ -411,3 +412,11 @@ def test_the_worker_plans_a_read_back_to_an_undecided_listing_s_earlier_listing(
     plan = plan_for(state_redis(settings), ip.id, settings)
     assert plan.on_sale.pages == settings.scheduler_relist_pages
     assert plan.on_sale.until == T0 - H - LATE_INDEXING
+    # the crawl reads 12 pages back: the 11 past the first are the read's cost, which the budget's planner takes
+    # off the budget (lib.scheduling.budget_plan.RelistReads); the crawl after it, a usual one, costs it nothing
+    deep = {**SEARCH, "on_sale": {"num_found": None, "pages": 12, "items": 2, "ended": False}}
+    apply(settings, clock, ip, 4, T0 + 31 * H, [by("r", "shop", T0 + 30 * H - 600, title="鬼滅の刃 e"),
+                                                  by("old", "other", T0 - 3 * H)], deep)
+    apply(settings, clock, ip, 5, T0 + 32 * H, [by("r", "shop", T0 + 30 * H - 600, title="鬼滅の刃 e")], deep)
+    assert RelistReads(state_redis(settings)).per_hour(T0 + 33 * H) == pytest.approx(11 / 24)
+    assert plan_for(state_redis(settings), ip.id, settings).on_sale.pages == settings.scheduler_pages_on_sale

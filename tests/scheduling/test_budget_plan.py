@@ -21,6 +21,7 @@ from lib.scheduling.budget_plan import (
     CostStore,
     CrawlCost,
     Price,
+    RelistReads,
     fleet_budget,
     plan,
     price_if_due,
@@ -85,6 +86,31 @@ def test_a_budget_to_spare_changes_no_interval():
     price = plan(ips, sum(spend(ip, ip.least) for ip in ips) + 1)
     assert price.price == 0 and price.lengthened == 0
     assert [ip.interval_at(price.price) for ip in ips] == [ip.least for ip in ips]
+
+
+def test_the_reads_back_for_relists_come_off_the_budget_before_the_intervals_share_it():
+    """Requests spent whatever the intervals: the intervals are planned as on the budget less them, and the plan's
+    spend counts them."""
+    ips = random_ips(random.Random(2), 12)
+    own = sum(spend(ip, ip.least) for ip in ips)
+    alone = plan(ips, own - 10)
+    with_reads = plan(ips, own + 5, fixed=15)
+    assert with_reads.price == alone.price and with_reads.price > 0
+    assert with_reads.budget == own + 5 and with_reads.relist_reads == 15
+    assert with_reads.planned == pytest.approx(alone.planned + 15)
+    assert plan(ips, own + 20, fixed=15).price == 0  # still to spare: no interval moves
+
+
+def test_the_reads_back_for_relists_are_counted_by_hour_over_the_last_day(settings):
+    r = state_redis(settings)
+    reads = RelistReads(r)
+    reads.record(T0 - 30 * H, 100)  # more than a day before: not counted
+    reads.record(T0 - 5 * H + 60, 30)
+    reads.record(T0 - 5 * H + 120, 18)
+    reads.record(T0 - H, 24)
+    assert reads.per_hour(T0) == pytest.approx((30 + 18 + 24) / 24)
+    reads.record(T0 + 60 * H, 1)  # two days on: the hours before are dropped
+    assert r.hkeys(keys.RELIST_READS) == [str(int((T0 + 60 * H) // H)).encode()]
 
 
 def test_quiet_ips_are_lengthened_first_and_a_busier_one_is_crawled_more_often():
@@ -298,6 +324,15 @@ def test_status_and_metrics_show_the_plan_against_the_budget(env, db, broker):
     CostStore(r).set_price(dataclasses.replace(over, reached=0.8125, deepened=3, sold_pages=12))
     assert "\n  IPs whose sales outrun their sold pages: 3, read 12 pages deep with the requests to spare" \
         in render(gather(settings, broker, r))
+    assert "reads back for undecided relists" not in render(gather(settings, broker, r))
+    # the reads back for relists of the last day: the tick takes them off the budget and says so
+    RelistReads(r).record(T0 + PRICE_EVERY - 2 * H, 36)
+    price = price_if_due(settings, r, T0 + PRICE_EVERY)
+    assert price is not None and price.relist_reads == 1.5
+    assert price.planned == pytest.approx(6 + 30 / 120 + 1 + 0.2 / 120 + 1.5)
+    assert "\n  reads back for undecided relists: 1.5 requests an hour over the last day, taken off the budget " \
+        "before the intervals" in render(gather(settings, broker, r))
+    CostStore(r).set_price(dataclasses.replace(over, reached=0.8125, deepened=3, sold_pages=12))
     use_settings(settings)
     try:
         families = {f.name: f for f in StateCollector().collect()}
