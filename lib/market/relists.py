@@ -108,7 +108,7 @@ def find_relists(ip_id: int, crawled_at: float, new: Sequence[CrawlItem], within
     out = Relists({}, {})
     for sid, (item, titles) in sorted(wanted.items(), key=lambda w: (_when(w[1][0], crawled_at), w[0])):
         at = _when(item, crawled_at)
-        earlier = [c for c in found.get(item.seller or "", []) if c.source_id not in apart and c.source_id != sid
+        earlier = [c for c in found.get(item.seller or "", []) if c.source_id not in apart
                    and c.source_id not in on_sale and c.source_id not in replaced and c.title_match in titles
                    and at - within <= c.created < at and c.last_seen < at]
         if not earlier:
