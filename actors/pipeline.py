@@ -20,8 +20,9 @@ from .notify import notify_alert
                         lock_key=lambda ip_id, *_, **__: f"ip:{ip_id}", max_retries=8, time_limit=300_000)
 def process_result(ip_id: int, task_id: str, crawled_at: float, items: list[Any], pages_crawled: int = 0,
                    errors: dict[str, str] | None = None, duration: float = 0.0,
-                   search: dict[str, Any] | None = None, relevance: dict[str, Any] | None = None) -> None:
-    result = CrawlResult.parse(ip_id, task_id, crawled_at, items, pages_crawled, errors, search, relevance)
+                   search: dict[str, Any] | None = None, relevance: dict[str, Any] | None = None,
+                   checks: dict[str, str] | None = None) -> None:
+    result = CrawlResult.parse(ip_id, task_id, crawled_at, items, pages_crawled, errors, search, relevance, checks)
     settings = get_settings()
     started = time.perf_counter()
     ResultProcessor(settings, state_redis()).apply(result)

@@ -39,6 +39,7 @@ from lib.core.clock import FrozenClock
 from lib.core.db import bind_database, database
 from lib.core.redis_client import state_redis
 from lib.core.settings import use_settings
+from lib.crawling.item_read import answered_state
 from lib.crawling.listings import item_from_api
 from lib.crawling.page_plan import CrawlPlan, plan_for
 from lib.market import windows
@@ -87,9 +88,10 @@ class Served:
 
 
 def crawl(search: RealisticSearch, keyword: str, t: float, plan: CrawlPlan, base_url: str,
-          served: Served) -> tuple[list[dict], dict[str, dict]]:
+          served: Served) -> tuple[list[dict], dict[str, dict], dict[str, str]]:
     """One crawl at ``t``: each search's pages in turn until the plan's depth (``lib.crawling.page_plan``) or the
-    last page, each answer's items as the crawler reads them; the totals as the crawler reports them."""
+    last page, each answer's items as the crawler reads them; the totals as the crawler reports them; then the
+    plan's checks, each listing's state as its page's item API answers (``lib.crawling.item_read``)."""
     items: dict[str, dict] = {}
     totals: dict[str, dict] = {}
     matcher = title_matcher(keyword)
@@ -139,7 +141,9 @@ def crawl(search: RealisticSearch, keyword: str, t: float, plan: CrawlPlan, base
         total.setdefault("ended", False)
         total["items"] = len(read)
         totals[label] = total
-    return list(items.values()), totals
+    checks = {source_id: answered_state(*search.item(source_id, t)) for source_id in plan.checks}
+    served.requests += len(checks)
+    return list(items.values()), totals, checks
 
 
 #: The site's totals (``numFound``) of each IP's searches, by (keyword, search, quarter of a day).
@@ -240,10 +244,10 @@ def run_market(model: MarketModel, keywords: Sequence[str], days: int, settings,
         for k, kw in enumerate(keywords):
             t = T0 + hour * HOUR + 60.0 * k  # the IPs a minute apart, as a scheduler spreads them
             clock.set(t)
-            items, totals = crawl(search, kw, t, plan_for(r, ids[kw], settings), settings.mercari_base_url,
-                                  served[kw])
+            items, totals, checks = crawl(search, kw, t, plan_for(r, ids[kw], settings), settings.mercari_base_url,
+                                          served[kw])
             processor.apply(CrawlResult.parse(ids[kw], f"{kw}-{hour}", t, items, sum(
-                total["pages"] for total in totals.values()), None, totals))
+                total["pages"] for total in totals.values()), None, totals, checks=checks))
         if progress and hour % 24 == 0:
             print(f"  … day {hour // 24} of {days} crawled (from {-warmup})", file=sys.stderr, flush=True)
     rows = []

@@ -156,11 +156,12 @@ def run(model: MarketModel, keywords: Sequence[str], o: Options, settings: Setti
         clock.set(t)
         price_if_due(settings, r, t)
         before = served[kw].requests
-        items, totals = crawl(search, kw, t, plan_for(r, ids[kw], settings), settings.mercari_base_url, served[kw])
+        items, totals, checks = crawl(search, kw, t, plan_for(r, ids[kw], settings), settings.mercari_base_url,
+                                      served[kw])
         if t >= T0:
             requests[(kw, int((t - T0) // DAY))] += served[kw].requests - before
         processor.apply(CrawlResult.parse(ids[kw], f"{kw}-{crawls}", t, items, sum(
-            total["pages"] for total in totals.values()), None, totals))
+            total["pages"] for total in totals.values()), None, totals, checks=checks))
         crawls += 1
         heapq.heappush(due, (schedule.time_of(ids[kw]) or t + settings.scheduler_max_interval, k))
     rows = []

@@ -141,6 +141,9 @@ class RelistUndecided(BaseModel):
     source_id = ListingIdField()
     created = peewee.DoubleField()
     back = peewee.DoubleField()
+    #: that earlier listing, whose page a crawl may read instead (``lib.crawling.item_read``; None once a read
+    #: told nothing, or stored before the reads)
+    earlier = ListingIdField(null=True)
 
     class Meta:
         table_name = "relist_undecided"

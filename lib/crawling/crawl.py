@@ -10,6 +10,10 @@ The result message for ``process_result`` carries, besides the items, each searc
 search matched the IP and how many did not (``relevance``: ``{status: {"matched": …, "missed": …}}``) and, for the
 crawler process only (popped before sending), the drift record (``drift``: per page, the source read, items, matched
 and missed listings, and anomalies).
+
+After its searches, a crawl whose plan names listings to check (``CrawlPlan.checks``) reads each one's page
+(``lib.crawling.item_read``), each read a request like a page; the result carries their states (``checks``: id →
+state), for the worker to tell relists from other goods.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from lib.core.recorders import observe_rate_wait, observe_tab_recovery
 from lib.core.settings import Settings
 from lib.crawling.browsers import BrowserManager
 from lib.crawling.driver import Browser, DriverError, RenderingStopped, Tab, find_chromium
+from lib.crawling.item_read import item_url, read_item
 from lib.crawling.listings import deployment_seller_key, seller_key
 from lib.crawling.page_fetch import (
     API_GRACE,
@@ -124,11 +129,15 @@ class Crawler:
         search: dict[str, dict[str, Any]] = {}
         page_records: list[dict[str, Any]] = []
         relevance: dict[str, dict[str, int]] = {}
+        checks: dict[str, str] = {}
         plan = plan or caps(self.settings)
         tabs, self._idle_tab = self._idle_tab or _CrawlTab(self.manager), None
         cancelled = False
         try:
-            await self._pages(plan, matcher, ip_id, task_id, tabs, items, errors, search, page_records, relevance)
+            stop = await self._pages(plan, matcher, ip_id, task_id, tabs, items, errors, search, page_records,
+                                     relevance)
+            if plan.checks and not stop and page_records:
+                await self._checks(plan.checks, tabs, f"IP {ip_id} task {task_id}", checks, errors)
             await self.manager.crawl_finished()
         except asyncio.CancelledError:
             cancelled = True  # a page cut short: its tab is closed, not kept (docs/concepts/crawling.md)
@@ -144,14 +153,16 @@ class Crawler:
         duration = round(time.time() - started, 3)
         return {"ip_id": ip_id, "task_id": task_id, "crawled_at": crawled_at, "items": list(items.values()),
                 "pages_crawled": pages, "errors": errors, "duration": duration, "search": search,
-                "relevance": relevance,
+                "relevance": relevance, "checks": checks,
                 "drift": {"ip_id": ip_id, "task_id": task_id, "at": crawled_at, "pages": page_records,
                           "errors": errors}}
 
     async def _pages(self, plan: CrawlPlan, matcher: TitleMatcher, ip_id: int,
                      task_id: str, tabs: _CrawlTab, items: dict[str, dict[str, Any]], errors: dict[str, str],
                      search: dict[str, dict[str, Any]], page_records: list[dict[str, Any]],
-                     relevance: dict[str, dict[str, int]]) -> None:
+                     relevance: dict[str, dict[str, int]]) -> bool:
+        """Read the plan's searches; True when the crawl must stop (no turn left, or the site asks for a wait too
+        long to sit through)."""
         base = self.settings.mercari_base_url
         keyword = matcher.keyword
         stop = False
@@ -208,6 +219,37 @@ class Crawler:
             total["items"] = len(read)
             search[label] = total
             relevance[label] = {"matched": len(read), "missed": len(missed)}
+        return stop
+
+    async def _checks(self, source_ids: tuple[str, ...], tabs: _CrawlTab, who: str, checks: dict[str, str],
+                      errors: dict[str, str]) -> None:
+        """Read each listing's state into ``checks``; one that fails is left out (``errors["check:<id>"]``), and
+        the reads end where a page's failure would end the crawl."""
+        base, timeout = self.settings.mercari_base_url, self.settings.crawl_page_timeout
+        for source_id in source_ids:
+            try:
+                tab = await tabs.get()
+                await self.rate_limit.wait_for_turn(self.rotator.current)
+                checks[source_id] = await read_item(tab, item_url(base, source_id), timeout)
+            except PageError as e:
+                await tabs.drop()
+                errors[f"check:{source_id}"] = e.kind.value
+                logger.warning("%s: the check of listing %s failed (%s)", who, source_id, e)
+                if e.kind is ErrorKind.THROTTLED:
+                    await self._throttled()
+                if await self._after_page(e.kind, e.retry_after):
+                    return
+                continue
+            except NoTurn as e:
+                errors[f"check:{source_id}"] = ErrorKind.RATE_LIMITED.value
+                logger.warning("%s: listing %s not checked: %s", who, source_id, e)
+                return
+            except DriverError as e:
+                await tabs.drop()
+                errors[f"check:{source_id}"] = ErrorKind.UNKNOWN.value
+                logger.warning("%s: browser trouble checking listing %s: %s", who, source_id, e)
+                continue
+            await self._after_page(None)
 
     async def _page(self, tabs: _CrawlTab, url: str, number: int, label: str, who: str) -> PageResult:
         """One page, read again after each recovery step while its tab stops rendering (``TabStalled``)."""

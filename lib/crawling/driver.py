@@ -80,6 +80,9 @@ FRAME_CHECK = 3.0
 WAIT_SLACK = 2.0
 #: The longest a tab's close, a browser's close or a killed Chromium's exit is waited for.
 CLOSE_TIMEOUT = 10.0
+#: The item API a listing's page GETs (``https://api.mercari.jp/items/get?id=m…``, take-kun/mercapi
+#: tests/cassettes/test_item.yml): captured like the search API's answers.
+ITEM_API = re.compile(r"/items/get\?")
 #: The longest Chromium may take to start and accept the CDP connection (pyppeteer's own limit was 30 s, on
 #: only part of the start).
 LAUNCH_TIMEOUT = 30.0
@@ -200,7 +203,8 @@ class Navigation:
 
 @dataclass
 class ApiResponse:
-    """A captured search API response: its HTTP status, headers and JSON body (None if unreadable)."""
+    """A captured API response (the search's, or a listing page's item API): its HTTP status, headers and JSON
+    body (None if unreadable)."""
 
     status: int
     headers: dict[str, str]
@@ -223,7 +227,8 @@ class Tab:
         page.on("response", self._on_response)
 
     def _on_response(self, response: Any) -> None:
-        if self._api.search(response.url) and response.request.method == "POST":
+        method = response.request.method
+        if (method == "POST" and self._api.search(response.url)) or (method == "GET" and ITEM_API.search(response.url)):
             self._captured.append((response, asyncio.ensure_future(response.json())))
             self._arrived.set()
 

@@ -312,6 +312,19 @@ def _detect_block(status: int | None, title: str, text: str) -> str | None:
     return None
 
 
+async def open_page(tab: Tab, url: str, timeout: float) -> None:
+    """Navigate the tab to ``url``; raises ``PageError`` for a navigation that failed or a block page the
+    answer shows (an HTTP 403, 429 or 5xx, or a block's marker in its title or text)."""
+    try:
+        nav = await tab.goto(url, timeout, read_text=False)
+    except Exception as e:
+        raise _classify(e) from None
+    blocked = _detect_block(nav.status, nav.title, nav.text)
+    if blocked:
+        raise PageError(ErrorKind.THROTTLED if nav.status == 429 else ErrorKind.BLOCKED, blocked,
+                        retry_after_seconds(nav.headers.get("retry-after")))
+
+
 async def fetch_page(tab: Tab, url: str, base_url: str, *, timeout: float, first_page: bool,
                      use_api: bool = True, cross_check: bool = False, search_status: str = "on_sale",
                      api_grace: float = API_GRACE, seller_key: bytes | None = None) -> PageResult:
@@ -336,16 +349,9 @@ async def _fetch_page(tab: Tab, url: str, base_url: str, timeout: float, first_p
                       cross_check: bool, search_status: str, api_grace: float,
                       seller_key: bytes | None = None) -> PageResult:
     started = asyncio.get_running_loop().time()
-    try:
-        # a page that loaded normally has its text read with its readiness (a block page shown with a success
-        # status, such as a CAPTCHA, is recognized there, without waiting for the API)
-        nav = await tab.goto(url, timeout, read_text=False)
-    except Exception as e:
-        raise _classify(e) from None
-    blocked = _detect_block(nav.status, nav.title, nav.text)
-    if blocked:
-        raise PageError(ErrorKind.THROTTLED if nav.status == 429 else ErrorKind.BLOCKED, blocked,
-                        retry_after_seconds(nav.headers.get("retry-after")))
+    # a page that loaded normally has its text read with its readiness (a block page shown with a success status,
+    # such as a CAPTCHA, is recognized there, without waiting for the API)
+    await open_page(tab, url, timeout)
     # a person scrolls a little while the page loads (first page only); the API's answer does not
     # wait for the scrolling to end: once the page is read from it, the scrolling stops there (between two steps,
     # before the tab moves on); the DOM is read only after the scrolling ended, back at the top
@@ -571,5 +577,5 @@ def _classify(error: BaseException) -> PageError:
     return PageError(ErrorKind.UNKNOWN, text)
 
 
-__all__ = ["ErrorKind", "PageError", "PageResult", "fetch_page", "item_from_api", "item_from_cell", "page_from_api",
-           "search_url"]
+__all__ = ["ErrorKind", "PageError", "PageResult", "fetch_page", "item_from_api", "item_from_cell", "open_page",
+           "page_from_api", "search_url"]

@@ -29,6 +29,7 @@ import redis
 
 from lib.core import keys
 from lib.core.settings import Settings
+from lib.crawling.item_states import LISTING_ID
 from lib.segments.title_keys import earlier_titles
 
 logger = logging.getLogger(__name__)
@@ -97,7 +98,8 @@ class CrawlPlan:
     (``lib.scheduling.schedule.planned_interval``); ``sold_shallow``: this crawl reads only the sold search's
     newest page, the how-manyth in a row since its last deep read (0: it reads as deep as ``sold`` allows);
     ``relists_read_at``: the crawl after which the latest read back to what undecided new listings may relist was
-    planned (``lib.market.page_plans``; None: none yet)."""
+    planned (``lib.market.page_plans``; None: none yet); ``checks``: the listings whose pages the crawl reads after
+    its searches (``lib.crawling.item_read``: the earlier listings undecided new ones may relist)."""
 
     on_sale: SearchPlan
     sold: SearchPlan
@@ -105,6 +107,7 @@ class CrawlPlan:
     flow: float | None = None
     sold_shallow: int = 0
     relists_read_at: float | None = None
+    checks: tuple[str, ...] = ()
 
     @classmethod
     def caps(cls, pages_on_sale: int, pages_sold: int) -> CrawlPlan:
@@ -133,8 +136,11 @@ class CrawlPlan:
         shallow = raw.get("sold_shallow", 0)
         if not isinstance(shallow, int) or isinstance(shallow, bool) or shallow < 0:
             raise ValueError(f"a plan's sold_shallow is a whole number of at least 0, got {shallow!r:.40}")
+        checks = raw.get("checks") or []
+        if not isinstance(checks, list) or not all(isinstance(c, str) and LISTING_ID.fullmatch(c) for c in checks):
+            raise ValueError(f"a plan's checks are a list of listing ids, got {checks!r:.40}")
         return cls(_search(raw.get("on_sale"), pages_on_sale), _search(raw.get("sold"), pages_sold),
-                   _time(raw.get("made_at")), flow, shallow, _time(raw.get("relists_read_at")))
+                   _time(raw.get("made_at")), flow, shallow, _time(raw.get("relists_read_at")), tuple(checks))
 
 
 def _search(raw: object, cap: int) -> SearchPlan:

@@ -44,13 +44,14 @@ from lib.segments.title_keys import title_match
 
 
 def next_plan(crawled_at: float, items: Sequence[CrawlItem], ended: Mapping[str, bool], settings: Settings,
-              last: CrawlPlan | None = None, spare_pages: int = 0, undecided: Sequence[float] = ()) -> CrawlPlan:
+              last: CrawlPlan | None = None, spare_pages: int = 0, undecided: Sequence[float] = (),
+              checks: Sequence[str] = ()) -> CrawlPlan:
     """The plan of the crawl after one made at ``crawled_at`` that read ``items`` (the IP's listings), each search
     having ``ended`` on its pages or not; ``last``: the plan this crawl read (its watch, its flow); ``spare_pages``:
     the sold pages the request budget's spare requests pay for, for an IP whose sales outrun the cap
     (``Price.sold_pages``; 0: the cap); ``undecided``: the creation times of the earlier listings the IP's
     undecided new listings may relist (``lib.market.relists``), which the on-sale search is read back to now and
-    then (``relists_read``)."""
+    then (``relists_read``); ``checks``: listings whose pages the crawl reads (``CrawlPlan.checks``)."""
     limits = caps(settings)
     newest = max((i.created for i in items if i.status == ON_SALE and i.created is not None), default=None)
     watch = listings_on_sale(crawled_at - settings.relist_within, limits.on_sale.pages * PAGE_SIZE, items,
@@ -70,7 +71,8 @@ def next_plan(crawled_at: float, items: Sequence[CrawlItem], ended: Mapping[str,
     if deeper is not None:
         on_sale, read_at = dataclasses.replace(deeper, watch=watch), crawled_at
     sold, shallow = sold_plan(crawled_at, items, ended, settings, last, spare_pages)
-    return CrawlPlan(on_sale, sold, made_at=crawled_at, flow=flow, sold_shallow=shallow, relists_read_at=read_at)
+    return CrawlPlan(on_sale, sold, made_at=crawled_at, flow=flow, sold_shallow=shallow, relists_read_at=read_at,
+                     checks=tuple(checks))
 
 
 def relists_read(crawled_at: float, undecided: Sequence[float], flow: float | None, read_at: float | None,

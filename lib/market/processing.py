@@ -31,6 +31,7 @@ from lib.core.clock import Clock, get_clock, naive_utc, to_timestamp
 from lib.core.db import ParameterList, insert_rows, select_tuples, write_transaction
 from lib.core.errors import BadMessage
 from lib.core.settings import Settings
+from lib.crawling.item_states import LISTING_ID, STATES
 from lib.crawling.page_plan import load_plan, most_on_sale_pages, most_sold_pages, store_plan
 from lib.market import listing_urls, window_rows
 from lib.market.facts import (
@@ -45,7 +46,15 @@ from lib.market.facts import (
 from lib.market.item_state import ON_SALE, SOLD, STATUSES, Change, CrawlItem, ItemState, ItemStateStore, decide
 from lib.market.page_plans import crawl_pages, next_plan, reached_share, sold_outran
 from lib.market.read_side import invalidate_caches
-from lib.market.relists import decide_undecided, find_relists, keep_undecided, store_relists, undecided_backs
+from lib.market.relists import (
+    decide_checked,
+    decide_undecided,
+    find_relists,
+    keep_undecided,
+    store_relists,
+    to_check,
+    undecided_backs,
+)
 from lib.market.retention import details_pruned_before
 from lib.market.statistics import (
     adjusted_weight,
@@ -141,10 +150,12 @@ class CrawlResult:
     pages_crawled: int = 0
     errors: dict[str, Any] = field(default_factory=dict)  # as the crawler's message carried them
     search: list[SearchTotal] = field(default_factory=list)
+    #: the listings the crawl checked on their pages: id → state (``lib.crawling.item_states``)
+    checks: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, ip_id: Any, task_id: Any, crawled_at: Any, items: Any, pages_crawled: Any = 0,
-              errors: Any = None, search: Any = None, relevance: Any = None) -> CrawlResult:
+              errors: Any = None, search: Any = None, relevance: Any = None, checks: Any = None) -> CrawlResult:
         if not isinstance(task_id, str) or not task_id or len(task_id) > 100:
             raise BadMessage("task_id must be a non-empty string of at most 100 characters")
         if not isinstance(items, (list, tuple)):
@@ -157,11 +168,15 @@ class CrawlResult:
             parsed.setdefault(item.source_id, item)  # the same listing on two pages counts once
         if relevance is not None and not isinstance(relevance, dict):
             raise BadMessage("relevance must be a map of status to matched and missed listings")
+        if checks is not None and not (isinstance(checks, dict) and all(
+                isinstance(k, str) and LISTING_ID.fullmatch(k) and v in STATES for k, v in checks.items())):
+            raise BadMessage(f"checks must map listing ids to one of {', '.join(STATES)}")
         totals = [SearchTotal.parse(status, raw) for status, raw in (search or {}).items()]
         if relevance:
             totals = [t.with_relevance(relevance[t.status]) if t.status in relevance else t for t in totals]
         return cls(ip_id=int(ip_id), task_id=task_id, crawled_at=float(crawled_at), items=list(parsed.values()),
-                   pages_crawled=int(pages_crawled or 0), errors=dict(errors or {}), search=totals)
+                   pages_crawled=int(pages_crawled or 0), errors=dict(errors or {}), search=totals,
+                   checks=dict(checks or {}))
 
 
 @dataclass
@@ -267,6 +282,8 @@ class ResultProcessor:
             told = reaches.get(ON_SALE)
             late = {} if told is None or told["newest"] is None else decide_undecided(
                 result.ip_id, result.crawled_at, told["reach"], self.settings.relist_within, on_sale)
+            # and those whose earlier listing the crawl checked on its page
+            late |= decide_checked(result.ip_id, result.checks)
             keep_undecided(result.ip_id, relists.undecided, new, result.crawled_at)
             outcome.relisted = len(relists.links) + len(late)
             segment_applied(result.ip_id, {c.item.source_id: c.item.title for c in unsure}, previous_titles,
@@ -390,15 +407,21 @@ class ResultProcessor:
             last = load_plan(self.client, ip.id, self._caps["on_sale"], self._caps[SOLD],
                              most_sold_pages(self.settings), most_on_sale_pages(self.settings))
             flow = last.flow  # a late result plans nothing: the newer crawl's plan and flow stand
+            # what the crawl spent on undecided relists: a read back's on-sale pages past the first, and its checks
+            spent = len(result.checks) + sum(1 for key in result.errors if str(key).startswith("check:"))
             if result.crawled_at >= newest and last.made_at is not None and last.relists_read_at == last.made_at:
-                # this crawl read back for undecided relists: its on-sale pages past the first are their cost
-                pages = sum(t.pages_read for t in result.search if t.status == ON_SALE)
-                RelistReads(self.client).record(result.crawled_at, max(0, pages - 1))
+                spent += max(0, sum(t.pages_read for t in result.search if t.status == ON_SALE) - 1)
+            if spent:
+                RelistReads(self.client).record(result.crawled_at, spent)
             if result.crawled_at >= newest:
                 outran = last.sold_shallow > 0 or sold_outran(result.items, ended, last)
                 spare = price.sold_pages if price is not None and self._needs_depth(result, outran) else 0
-                undecided = undecided_backs(ip.id, result.crawled_at - self.settings.relist_within)
-                plan = next_plan(result.crawled_at, result.items, ended, self.settings, last, spare, undecided)
+                checks = to_check(ip.id, self.settings.scheduler_relist_checks) \
+                    if self.settings.scheduler_relist_checks else []
+                # the next crawl's checks decide theirs: a read back is for the others
+                undecided = undecided_backs(ip.id, result.crawled_at - self.settings.relist_within, set(checks))
+                plan = next_plan(result.crawled_at, result.items, ended, self.settings, last, spare, undecided,
+                                 checks)
                 store_plan(self.client, ip.id, plan)
                 flow = plan.flow
                 seen = reached_share(result.crawled_at, result.items, bool(ended.get(ON_SALE)), last)

@@ -33,12 +33,13 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import peewee
 
 from lib.core.db import ParameterList, insert_rows
+from lib.crawling.item_states import DELETED, UNKNOWN
 from lib.market.item_state import ON_SALE, CrawlItem
 from lib.market.statistics import tuples
 from lib.segments.title_keys import earlier_titles
@@ -68,11 +69,11 @@ def _when(item: CrawlItem, crawled_at: float) -> float:
 @dataclass(frozen=True)
 class Relists:
     """What ``find_relists`` found of new listings: ``links``, relist → the listing it replaced; ``undecided``, a
-    listing that may relist an earlier one no crawl has yet read back past → that earlier listing's creation (the
-    latest such one's)."""
+    listing that may relist an earlier one no crawl has yet read back past → that earlier listing (the latest
+    such one)."""
 
     links: dict[str, str]
-    undecided: dict[str, float]
+    undecided: dict[str, Candidate]
 
 
 def find_relists(ip_id: int, crawled_at: float, new: Sequence[CrawlItem], within: float,
@@ -118,7 +119,7 @@ def find_relists(ip_id: int, crawled_at: float, new: Sequence[CrawlItem], within
             out.links[sid] = latest.source_id
             replaced.add(latest.source_id)
         else:
-            out.undecided[sid] = latest.created
+            out.undecided[sid] = latest
     return out
 
 
@@ -153,28 +154,86 @@ def decide_undecided(ip_id: int, crawled_at: float, reach: float | None, within:
         RelistUndecided.delete().where((RelistUndecided.ip_id == ip_id)
                                        & RelistUndecided.source_id.in_(chunk)).execute()
     keep_undecided(ip_id, found.undecided, items, crawled_at)
-    store_relists(ip_id, found.links, items, crawled_at)
-    # a listing decided late may be the first listing of goods relisted since: those relists join its goods
-    goods = goods_of(ip_id, sorted(found.links))
-    for sid in sorted(found.links):
-        ListingRelist.update(goods_id=goods[sid]).where((ListingRelist.ip_id == ip_id)
-                                                        & (ListingRelist.goods_id == sid)).execute()
+    _link_late(ip_id, found.links, {item.source_id: _when(item, crawled_at) for item in items})
     return found.links
 
 
-def undecided_backs(ip_id: int, since: float) -> list[float]:
-    """When the earlier listings were created that the IP's listings undecided since ``since`` may relist."""
-    return [back for (back,) in tuples(RelistUndecided.select(RelistUndecided.back)
-                                       .where((RelistUndecided.ip_id == ip_id) & (RelistUndecided.created >= since)))]
+def undecided_backs(ip_id: int, since: float, checked: Collection[str] = ()) -> list[float]:
+    """When the earlier listings were created that the IP's listings undecided since ``since`` may relist, but for
+    those a crawl checks (``checked``: their ids)."""
+    return [back for back, earlier in tuples(
+        RelistUndecided.select(RelistUndecided.back, RelistUndecided.earlier)
+        .where((RelistUndecided.ip_id == ip_id) & (RelistUndecided.created >= since))) if earlier not in checked]
 
 
-def keep_undecided(ip_id: int, undecided: dict[str, float], items: Sequence[CrawlItem], crawled_at: float) -> None:
+def keep_undecided(ip_id: int, undecided: dict[str, Candidate], items: Sequence[CrawlItem],
+                   crawled_at: float) -> None:
     """Store (or bring up to date) the listings ``find_relists`` left undecided."""
     when = {item.source_id: _when(item, crawled_at) for item in items}
-    insert_rows(RelistUndecided, [{"ip_id": ip_id, "source_id": sid, "created": when[sid], "back": back}
-                                  for sid, back in undecided.items()],
+    insert_rows(RelistUndecided, [{"ip_id": ip_id, "source_id": sid, "created": when[sid], "back": earlier.created,
+                                   "earlier": earlier.source_id}
+                                  for sid, earlier in undecided.items()],
                 conflict="update", target=[RelistUndecided.ip_id, RelistUndecided.source_id],
-                preserve=[RelistUndecided.back])
+                preserve=[RelistUndecided.back, RelistUndecided.earlier])
+
+
+def to_check(ip_id: int, most: int) -> list[str]:
+    """The earlier listings whose pages would decide the IP's undecided listings (``lib.crawling.item_read``):
+    of at most ``most`` of them, the longest undecided first."""
+    rows = (RelistUndecided.select(RelistUndecided.earlier)
+            .where((RelistUndecided.ip_id == ip_id) & RelistUndecided.earlier.is_null(False))
+            .order_by(RelistUndecided.created, RelistUndecided.source_id).limit(most))
+    return list(dict.fromkeys(earlier for (earlier,) in tuples(rows)))
+
+
+def decide_checked(ip_id: int, checks: Mapping[str, str]) -> dict[str, str]:
+    """Decide the IP's undecided listings whose earlier listing a crawl read (``checks``: its id → its state,
+    ``lib.crawling.item_states``): deleted, the new listing relists it (unless another relist took it already); on
+    sale or sold, the new listing is other goods; a read that told nothing leaves the listing to the reads back.
+    The relists are returned (relist → the listing it replaced) and stored, with the goods they join."""
+    if not checks:
+        return {}
+    rows = []
+    earlier_ids = sorted(checks)
+    for start in range(0, len(earlier_ids), CHUNK):
+        rows += list(tuples(RelistUndecided.select(RelistUndecided.source_id, RelistUndecided.earlier,
+                                                   RelistUndecided.created)
+                            .where((RelistUndecided.ip_id == ip_id)
+                                   & RelistUndecided.earlier.in_(ParameterList(earlier_ids[start:start + CHUNK])))))
+    if not rows:
+        return {}
+    replaced = _relisted(ip_id, sorted({earlier for _, earlier, _ in rows}))
+    links: dict[str, str] = {}
+    when: dict[str, float] = {}
+    decided: list[str] = []
+    unknown: list[str] = []
+    for sid, earlier, created in sorted(rows, key=lambda r: (r[2], r[0])):
+        state = checks[earlier]
+        if state == UNKNOWN:
+            unknown.append(sid)
+            continue
+        decided.append(sid)
+        if state == DELETED and earlier not in replaced:
+            links[sid], when[sid] = earlier, created
+            replaced.add(earlier)  # a listing is deleted once: of two new listings, the first relists it
+    for start in range(0, len(decided), CHUNK):
+        RelistUndecided.delete().where((RelistUndecided.ip_id == ip_id) & RelistUndecided.source_id.in_(
+            ParameterList(decided[start:start + CHUNK]))).execute()
+    for start in range(0, len(unknown), CHUNK):
+        RelistUndecided.update(earlier=None).where((RelistUndecided.ip_id == ip_id) & RelistUndecided.source_id.in_(
+            ParameterList(unknown[start:start + CHUNK]))).execute()
+    _link_late(ip_id, links, when)
+    return links
+
+
+def _link_late(ip_id: int, links: dict[str, str], when: Mapping[str, float]) -> None:
+    """Store relists decided after they were applied: each joins the goods of the listing it replaced, and the
+    relists made since of that listing itself (it was the goods' first listing then) join them too."""
+    store_links(ip_id, links, when)
+    goods = goods_of(ip_id, sorted(links))
+    for sid in sorted(links):
+        ListingRelist.update(goods_id=goods[sid]).where((ListingRelist.ip_id == ip_id)
+                                                        & (ListingRelist.goods_id == sid)).execute()
 
 
 def _gone(ip_id: int, since: float, until: float) -> Callable[[Candidate], bool]:
@@ -226,7 +285,11 @@ def _relisted(ip_id: int, source_ids: Sequence[str]) -> set[str]:
 def store_relists(ip_id: int, links: dict[str, str], items: Sequence[CrawlItem], crawled_at: float) -> None:
     """Keep the links ``find_relists`` found (relist → the listing it replaced), in the result's transaction, each
     with its goods' first listing (a relist of a relist is the same goods)."""
-    when = {item.source_id: _when(item, crawled_at) for item in items}
+    store_links(ip_id, links, {item.source_id: _when(item, crawled_at) for item in items})
+
+
+def store_links(ip_id: int, links: dict[str, str], when: Mapping[str, float]) -> None:
+    """``store_relists`` with each relist's creation given (``when``)."""
     goods = goods_of(ip_id, sorted(set(links.values())))
     insert_rows(ListingRelist, [{"ip_id": ip_id, "source_id": sid, "goods_id": goods.get(previous, previous),
                                  "relist_of": previous, "relisted_at": when[sid]}

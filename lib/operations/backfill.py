@@ -35,6 +35,7 @@ def past_crawl(sim: MarketSimulator, keyword: str, ip_id: int, task_id: str, at:
     the listings kept and the paging stopped as the crawler does (``lib.crawling.crawl.after_page``)."""
     from lib.crawling.crawl import ENDED, SEARCHES, add_page, after_page
     from lib.crawling.driver import ApiResponse
+    from lib.crawling.item_read import answered_state
     from lib.crawling.listings import seller_key
     from lib.crawling.page_fetch import page_from_api
     from lib.crawling.page_plan import caps
@@ -67,8 +68,11 @@ def past_crawl(sim: MarketSimulator, keyword: str, ip_id: int, task_id: str, at:
         total["items"] = len(read)
         search[label] = total
         relevance[label] = {"matched": len(read), "missed": len(missed)}
+    # the listings the plan checks, as their pages' item API answered (the realistic market's)
+    checks = {} if sim.realistic is None else {
+        source_id: answered_state(*sim.realistic.item(source_id, at)) for source_id in plan.checks}
     return {"ip_id": ip_id, "task_id": task_id, "crawled_at": at, "items": list(items.values()),
-            "pages_crawled": pages, "errors": {}, "search": search, "relevance": relevance}
+            "pages_crawled": pages, "errors": {}, "search": search, "relevance": relevance, "checks": checks}
 
 
 def crawl_times(end: float, hours: float, step: float, index: int, count: int) -> list[float]:

@@ -109,8 +109,8 @@ def _crawl_rate_line(status: dict[str, Any]) -> str:
                  + (" (OVER: even the longest intervals spend more; the rate limit holds the rest)"
                     if plan["over"] else "") + f", as of {_when(plan['at'])}")
         if plan.get("relist_reads"):
-            line += (f"\n  reads back for undecided relists: {plan['relist_reads']:.1f} requests an hour over the last "
-                     f"day, taken off the budget before the intervals")
+            line += (f"\n  reads back and item checks for undecided relists: {plan['relist_reads']:.1f} requests an "
+                     f"hour over the last day, taken off the budget before the intervals")
         if plan["reached"] is not None:
             line += (f"\n  new listings the last crawls' on-sale pages reached back to the crawl before: "
                      f"{plan['reached']:.1%} (the rest is estimated)")

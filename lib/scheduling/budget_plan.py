@@ -158,7 +158,8 @@ class Price:
       sold_pages: the pages the sold search of an IP that outruns its cap reads, deeper than the cap where the
         budget has requests to spare at the IPs' own intervals (``planned`` includes them); 0: no deeper.
       deepened: the IPs whose sold search outruns its cap (read ``sold_pages`` deep when that is above 0).
-      relist_reads: the requests an hour the reads back for undecided relists spend whatever the intervals
+      relist_reads: the requests an hour the reads back and item checks for undecided relists spend whatever the
+        intervals
         (``RelistReads``: over the last day), in ``planned``; the intervals share what is left of the budget.
     """
 
@@ -208,7 +209,7 @@ def plan(costs: Iterable[CrawlCost] | Costs, budget: float, at: float = 0.0,
     longest, if none does), and what they spend and see at it. ``sold``: the sold page cap and the most pages
     (``lib.crawling.page_plan.spare_sold_pages``) that requests the budget has to spare may read the sold search of
     the IPs that outrun the cap (``spare_depth``); ``fixed``: the requests an hour spent whatever the intervals (the
-    reads back for undecided relists), which the intervals leave of the budget."""
+    reads back and item checks for undecided relists), which the intervals leave of the budget."""
     if fixed > 0:
         price = plan(costs, max(0.0, budget - fixed), at, sold)
         return replace(price, budget=budget, planned=price.planned + fixed, relist_reads=fixed)
@@ -388,9 +389,10 @@ class CostStore:
 
 
 class RelistReads:
-    """The requests the reads back for undecided relists spend (``lib.market.page_plans.relists_read``), by hour,
-    fleet-wide: one hash, kept two days. They are made once a day per IP whatever its interval, so the planner takes
-    their mean over the last day off the budget before it plans the intervals."""
+    """The requests the reads back (``lib.market.page_plans.relists_read``) and the item checks
+    (``lib.crawling.item_read``) for undecided relists spend, by hour, fleet-wide: one hash, kept two days. They
+    follow the undecided listings, whatever the IPs' intervals, so the planner takes their mean over the last day off
+    the budget before it plans the intervals."""
 
     KEPT = 48
 

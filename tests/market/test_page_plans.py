@@ -402,9 +402,12 @@ def test_a_stored_read_back_for_relists_keeps_its_pages_and_the_time_it_was_plan
 
 def test_the_worker_plans_a_read_back_to_an_undecided_listing_s_earlier_listing(settings, clock, ip):
     """A shop's listing left undecided: the worker's next plan reads the on-sale search back to its earlier
-    listing, and that crawl decides it (tests/market/test_relists.py)."""
+    listing, and that crawl decides it (tests/market/test_relists.py). With item checks on, a listing the next crawl
+    checks is left to its check."""
     from lib.crawling.page_plan import plan_for
 
+    checking = settings
+    settings = dataclasses.replace(settings, scheduler_relist_checks=0)
     shop = [by(f"s{k}", "shop", T0 - 2 * H - k, title="鬼滅の刃 缶バッジ") for k in range(12)]
     apply(settings, clock, ip, 1, T0, [by("e", "shop", T0 - H), *shop], SEARCH)
     apply(settings, clock, ip, 2, T0 + H, [by("x", "other", T0 + H - 900)], SEARCH)  # a second crawl: a flow
@@ -420,3 +423,30 @@ def test_the_worker_plans_a_read_back_to_an_undecided_listing_s_earlier_listing(
     apply(settings, clock, ip, 5, T0 + 32 * H, [by("r", "shop", T0 + 30 * H - 600, title="鬼滅の刃 e")], deep)
     assert RelistReads(state_redis(settings)).per_hour(T0 + 33 * H) == pytest.approx(11 / 24)
     assert plan_for(state_redis(settings), ip.id, settings).on_sale.pages == settings.scheduler_pages_on_sale
+    apply(checking, clock, ip, 6, T0 + 60 * H, [by("r2", "shop", T0 + 60 * H - 600, title="鬼滅の刃 e")], SEARCH)
+    plan = plan_for(state_redis(settings), ip.id, settings)
+    assert plan.checks == ("r",) and plan.on_sale.pages == settings.scheduler_pages_on_sale
+
+
+def test_the_worker_plans_checks_of_undecided_listings_and_counts_them_against_the_budget(settings, clock, ip):
+    """A shop's listing left undecided: the worker's next plan checks its earlier listing on its page (at most
+    SCHEDULER_RELIST_CHECKS, the longest undecided first); the checks the crawl made, read or failed, are requests
+    the budget's planner takes off the budget (lib.scheduling.budget_plan.RelistReads)."""
+    from lib.crawling.page_plan import plan_for
+
+    settings = dataclasses.replace(settings, scheduler_relist_pages=0)  # no read back: the checks alone
+    shop = [by(f"s{k}", "shop", T0 - 2 * H - k, title="鬼滅の刃 缶バッジ") for k in range(12)]
+    apply(settings, clock, ip, 1, T0, [by("e1", "shop", T0 - H, title="鬼滅の刃 ア"),
+                                       by("e2", "shop", T0 - H + 1, title="鬼滅の刃 イ"), *shop], SEARCH)
+    apply(settings, clock, ip, 2, T0 + H, [by("r2", "shop", T0 + H - 900, title="鬼滅の刃 イ"),
+                                           by("r1", "shop", T0 + H - 600, title="鬼滅の刃 ア")], SEARCH)
+    r = state_redis(settings)
+    assert plan_for(r, ip.id, settings).checks == ("e2", "e1")
+    clock.set(T0 + 2 * H)
+    ResultProcessor(settings, r, clock).apply(CrawlResult.parse(
+        ip.id, "t3", T0 + 2 * H, [], errors={"check:e1": "timeout"}, search=SEARCH, checks={"e2": "on_sale"}))
+    assert RelistReads(r).per_hour(T0 + 3 * H) == pytest.approx(2 / 24)
+    assert plan_for(r, ip.id, settings).checks == ("e1",)  # e2's listing decided; e1's not read yet
+    ResultProcessor(dataclasses.replace(settings, scheduler_relist_checks=0), r, clock).apply(CrawlResult.parse(
+        ip.id, "t4", T0 + 3 * H, [], search=SEARCH))
+    assert plan_for(r, ip.id, settings).checks == ()

@@ -167,6 +167,16 @@ def undecided(ip):
                        .where(RelistUndecided.ip_id == ip.id)))
 
 
+def undecided_after(crawl, *new):
+    """A shop's listing "e" seen on sale, then a day later ``new`` listings no crawl could tell from its relists
+    (the crawl read 5 pages, not back past "e"). When "e" was created."""
+    crawl(T0 + 60, item("base", T0 - H, "ちいかわ ぬいぐるみ", seller=OTHER))
+    first = T0 + H - 600
+    crawl(T0 + H, item("e", first), *shop(first - 60))
+    crawl(T0 + DAY, *new, whole=False)
+    return first
+
+
 @pytest.mark.parametrize("later", ["gone", "still on sale", "not read back far enough"])
 def test_a_shops_listing_no_crawl_could_tell_is_decided_by_a_later_crawl_that_reads_back_past_it(proc, ip, later):
     """A shop's new listing of a title whose earlier listing no crawl had read back past stays new but undecided;
@@ -199,10 +209,7 @@ def test_a_listing_decided_late_takes_its_own_relists_into_its_goods(proc, ip):
     """An undecided listing relisted again before it is decided: once decided, the later relist's goods are the
     first listing's too, and its sale is the goods' sale."""
     crawl = Crawls(proc, ip)
-    crawl(T0 + 60, item("base", T0 - H, "ちいかわ ぬいぐるみ", seller=OTHER))
-    first = T0 + H - 600
-    crawl(T0 + H, item("e", first), *shop(first - 60))
-    crawl(T0 + DAY, item("r1", T0 + DAY - 600), whole=False)
+    first = undecided_after(crawl, item("r1", T0 + DAY - 600))
     assert undecided(ip) == {"r1": first}
     # pages back past r1's creation, not e's: r1 is gone, and r2 its relist; r1 is still undecided
     crawl(T0 + 2 * DAY, item("r2", T0 + 2 * DAY - 600, TITLE + " 再出品"),
@@ -281,3 +288,50 @@ def test_a_relisted_goods_is_pruned_whole_once_all_its_listings_are_dormant(proc
     assert [e[:3] for e in events(ip)] == [("e", "created", 0), ("e", "sold", 0)] and links(ip) == {"r": "e"}
     prune(small, T0 + 30 * DAY)  # now all of it is dormant: pruned together, its link too
     assert events(ip) == [] and links(ip) == {}
+
+
+@pytest.mark.parametrize("state", ["deleted", "on_sale", "sold_out", "unknown"])
+def test_a_shops_listing_is_decided_by_a_check_of_its_earlier_listing(proc, ip, settings, state):
+    """The worker plans a check of the earlier listing an undecided listing may relist (``CrawlPlan.checks``); the
+    crawl's check decides it: deleted, the new listing is its relist (no longer inflow, in the hour it was counted
+    in); on sale or sold, they are other goods; a check that told nothing leaves it to the reads back, unchecked
+    again."""
+    from lib.crawling.page_plan import plan_for
+
+    crawl = Crawls(proc, ip)
+    first = undecided_after(crawl, item("r", T0 + DAY - 600))
+    assert undecided(ip) == {"r": first}
+    plan = plan_for(state_redis(settings), ip.id, settings)
+    assert plan.checks == ("e",)
+    inflow = flows(ip)[0]
+    search = {status: {"num_found": None, "pages": 5, "items": 1 if status == "on_sale" else 0}
+              for status in ("on_sale", "sold")}
+    out = proc.apply(CrawlResult.parse(ip.id, "checked", T0 + DAY + H, [item("r", T0 + DAY - 600)], 10, None,
+                                       search, checks={"e": state}))
+    if state == "deleted":
+        assert out.relisted == 1 and links(ip) == {"r": "e"} and undecided(ip) == {}
+        assert flows(ip)[0] == inflow - 1
+        assert [e[:3] for e in events(ip) if e[0] in ("e", "r")] == [("e", "created", 0)]
+    elif state == "unknown":
+        assert out.relisted == 0 and links(ip) == {} and undecided(ip) == {"r": first}
+        assert plan_for(state_redis(settings), ip.id, settings).checks == ()
+    else:
+        assert out.relisted == 0 and links(ip) == {} and undecided(ip) == {} and flows(ip)[0] == inflow
+
+
+def test_of_two_new_listings_checked_gone_the_first_relists_it(proc, ip):
+    """A deleted listing is relisted once: of two undecided listings that may relist it, the earlier created is the
+    relist and the other stays new goods."""
+    crawl = Crawls(proc, ip)
+    first = undecided_after(crawl, item("r1", T0 + DAY - 900), item("r2", T0 + DAY - 600))
+    assert undecided(ip) == {"r1": first, "r2": first}
+    out = proc.apply(CrawlResult.parse(ip.id, "checked", T0 + DAY + H, [], 0, None, None, checks={"e": "deleted"}))
+    assert out.relisted == 1 and links(ip) == {"r1": "e"} and undecided(ip) == {}
+
+
+@pytest.mark.parametrize("checks", [["e"], {"e": "gone"}, {"e/1": "deleted"}, {"e": None}])
+def test_a_result_with_malformed_checks_is_refused(checks):
+    from lib.core.errors import BadMessage
+
+    with pytest.raises(BadMessage, match="checks"):
+        CrawlResult.parse(1, "t", T0, [], checks=checks)

@@ -324,13 +324,14 @@ def test_status_and_metrics_show_the_plan_against_the_budget(env, db, broker):
     CostStore(r).set_price(dataclasses.replace(over, reached=0.8125, deepened=3, sold_pages=12))
     assert "\n  IPs whose sales outrun their sold pages: 3, read 12 pages deep with the requests to spare" \
         in render(gather(settings, broker, r))
-    assert "reads back for undecided relists" not in render(gather(settings, broker, r))
+    assert "reads back and item checks for undecided relists" not in render(gather(settings, broker, r))
     # the reads back for relists of the last day: the tick takes them off the budget and says so
     RelistReads(r).record(T0 + PRICE_EVERY - 2 * H, 36)
     price = price_if_due(settings, r, T0 + PRICE_EVERY)
     assert price is not None and price.relist_reads == 1.5
     assert price.planned == pytest.approx(6 + 30 / 120 + 1 + 0.2 / 120 + 1.5)
-    assert "\n  reads back for undecided relists: 1.5 requests an hour over the last day, taken off the budget " \
+    assert "\n  reads back and item checks for undecided relists: 1.5 requests an hour over the last day, taken off " \
+           "the budget " \
         "before the intervals" in render(gather(settings, broker, r))
     CostStore(r).set_price(dataclasses.replace(over, reached=0.8125, deepened=3, sold_pages=12))
     use_settings(settings)

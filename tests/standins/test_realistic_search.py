@@ -195,3 +195,39 @@ def test_the_cli_chooses_the_market_and_its_seed():
     assert (args.market, args.seed) == ("realistic", 3)
     assert build_parser().parse_args(["simulator"]).market == "deterministic"
     assert build_parser().parse_args(["demo", "--market", "realistic"]).market == "realistic"
+
+
+def test_the_item_api_tells_a_served_listings_state_and_not_found_once_it_left_unsold(search):
+    """``GET /items/get``: a listing the search served, at a later time, is on sale, trading or sold out as its story
+    says, or, deleted (relisted, withdrawn), not found (HTTP 404, ``RecordNotFoundException``); an id no page served
+    is not found either."""
+    page = search.page("big", ON, 1, T - 3 * DAY)
+    seen = {"on_sale": 0, "trading": 0, "sold_out": 0, "gone": 0}
+    for served in page.items:
+        story = served.story
+        status, body = search.item(story.id, T)
+        truth = story.status_at(T)
+        if truth is None:
+            assert status == 404 and body["errors"][0]["code"] == "RecordNotFoundException"
+            seen["gone"] += 1
+        else:
+            assert status == 200 and body["data"]["status"] == truth and body["data"]["id"] == story.id
+            assert body["data"]["name"] == story.title and body["data"]["price"] == story.price_at(T)
+            seen[truth] += 1
+    assert all(seen.values()), seen  # three days on, page 1 holds listings of every fate
+    assert search.item("m99999999999", T)[0] == 404
+
+
+def test_the_server_serves_a_listings_page_and_its_item_api_to_the_page_s_script_only():
+    model = MarketModel(4, sizes={"niche": 0.3})
+    sim = MarketSimulator(at=T, speed=0, market="realistic", model=model, rate_limit=False).start()
+    try:
+        status, answer = post_api(sim, "niche")
+        listing = next(item["id"] for item in answer["items"])
+        with urllib.request.urlopen(f"{sim.url}/item/{listing}", timeout=30) as page:
+            assert "/items/get?id=" in page.read().decode()
+        with pytest.raises(urllib.error.HTTPError) as refused:  # no DPoP proof, no X-Platform: not the page's script
+            urllib.request.urlopen(f"{sim.url}/items/get?id={listing}", timeout=30)
+        assert refused.value.code == 401 and sim.counters["api_refused"] == 1
+    finally:
+        sim.stop()

@@ -18,6 +18,19 @@ lean on that the real site lacks):
 The markup follows the real site's test ids (lib/crawling/selectors.py).
 """
 
+#: The proof the real page's script sends with each API request: the shape of a signed JWT (the signature is not
+#: checked), naming the request's method and URL.
+DPOP = r"""  function b64url(text) {
+    return btoa(unescape(encodeURIComponent(text))).replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_");
+  }
+  function dpop(method, url) {
+    const random = () => Math.random().toString(36).slice(2);
+    return b64url(JSON.stringify({typ: "dpop+jwt", alg: "ES256", jwk: {crv: "P-256", kty: "EC", x: random(), y: random()}}))
+      + "." + b64url(JSON.stringify({iat: Math.floor(Date.now() / 1000), jti: random() + random(), htu: url, htm: method,
+                                     uuid: random()}))
+      + "." + b64url(random() + random() + random());
+  }"""
+
 SEARCH_PAGE = r"""<!DOCTYPE html>
 <html lang="ja"><head><meta charset="utf-8"><title>%(keyword)s の検索結果 - メルカリ</title>
 <style>
@@ -58,16 +71,7 @@ SEARCH_PAGE = r"""<!DOCTYPE html>
       order: "ORDER_" + (params.get("order") || "desc").toUpperCase(),
     },
   };
-  function b64url(text) {
-    return btoa(unescape(encodeURIComponent(text))).replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_");
-  }
-  function dpop(method, url) {  // the shape of the real page's proof (a signed JWT); the signature is not checked
-    const random = () => Math.random().toString(36).slice(2);
-    return b64url(JSON.stringify({typ: "dpop+jwt", alg: "ES256", jwk: {crv: "P-256", kty: "EC", x: random(), y: random()}}))
-      + "." + b64url(JSON.stringify({iat: Math.floor(Date.now() / 1000), jti: random() + random(), htu: url, htm: method,
-                                     uuid: random()}))
-      + "." + b64url(random() + random() + random());
-  }
+/*DPOP*/
   const grid = document.getElementById("grid");
   const sentinel = document.getElementById("sentinel");
   for (let i = 0; i < 8; i++) {  // skeletons until the data arrives
@@ -174,6 +178,30 @@ SEARCH_PAGE = r"""<!DOCTYPE html>
 })();
 </script></body></html>
 """
+
+SEARCH_PAGE = SEARCH_PAGE.replace("/*DPOP*/", DPOP)
+
+#: A listing's page (``/item/<id>``): a shell whose script GETs the item API (``/items/get?id=…``, with the same
+#: headers as the search's) and shows the listing, its status, or that it was deleted.
+ITEM_PAGE = r"""<!DOCTYPE html>
+<html lang="ja"><head><meta charset="utf-8"><title>メルカリ</title></head>
+<body><main id="item"></main>
+<script>
+(function () {
+/*DPOP*/
+  const id = location.pathname.split("/").pop();
+  const api = "/items/get?id=" + encodeURIComponent(id);
+  const main = document.getElementById("item");
+  fetch(api, {headers: {"X-Platform": "web", "DPoP": dpop("GET", location.origin + api)}})
+    .then(r => r.json())
+    .then(data => {
+      if (data.result !== "OK") { main.textContent = "該当する商品は削除されています。"; return; }
+      document.title = data.data.name + " - メルカリ";
+      main.textContent = data.data.name + (data.data.status === "on_sale" ? "" : " 売り切れました");
+    });
+})();
+</script></body></html>
+""".replace("/*DPOP*/", DPOP)
 
 SCRIM = '<div data-testid="merModalBaseScrim" id="scrim" onclick="this.remove()"></div>'
 

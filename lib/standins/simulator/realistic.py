@@ -1,6 +1,7 @@
 """The realistic market's search, as the site answers it: newest first, each listing as it was its indexing delay
 ago, pages padded past the real results, an undercounted and capped ``numFound``, auctions with ``auction_info``.
-The search API's answers (``answer``) and the truth of each page (``truth``), for lib/standins/simulator/server.py.
+The search API's answers (``answer``), the truth of each page (``truth``) and the item API's answers about the
+listings the search served (``item``), for lib/standins/simulator/server.py.
 """
 
 from __future__ import annotations
@@ -14,6 +15,12 @@ from lib.standins.simulator.stories import ON_SALE, SOLD_OUT, TRADING, ListingSt
 
 PAGE_SIZE = 120
 API_STATUS = {ON_SALE: "ITEM_STATUS_ON_SALE", TRADING: "ITEM_STATUS_TRADING", SOLD_OUT: "ITEM_STATUS_SOLD_OUT"}
+#: The item API's statuses (``GET /items/get``: "sold_out" in take-kun/mercapi tests/cassettes/test_item.yml).
+ITEM_STATUS = {ON_SALE: "on_sale", TRADING: "trading", SOLD_OUT: "sold_out"}
+#: The item API's answer (HTTP 404) for an id it holds no listing under (take-kun/mercapi
+#: tests/cassettes/test_item_not_found.yml): a listing deleted by its seller, withdrawn or relisted is no record.
+ITEM_NOT_FOUND: dict[str, object] = {
+    "result": "error", "errors": [{"code": "RecordNotFoundException", "message": "見つかりませんでした"}], "meta": {}}
 
 
 @dataclass(frozen=True)
@@ -45,6 +52,8 @@ class RealisticSearch:
     def __init__(self, model: MarketModel) -> None:
         self.model = model
         self._padding: dict[tuple[str, bool, int, int], list[ListingStory]] = {}
+        #: every listing a page served: its IP and creation (the item API answers about these)
+        self._served: dict[str, tuple[str, float]] = {}
 
     def _horizon(self, statuses: frozenset[str]) -> float:
         """How far back (seconds) a search's listings can have been created."""
@@ -91,7 +100,25 @@ class RealisticSearch:
             items += [Served(story, story.search_status_at(t) or SOLD_OUT, True)
                       for story in padded[skip:skip + end - start - len(items)]]
         has_next = len(real) > end or end < len(real) + pad
+        for served in items:
+            if not served.padded:
+                self._served[served.story.id] = (served.story.keyword, served.story.created)
         return Page(tuple(items), self.num_found(keyword, statuses, t), has_next)
+
+    def item(self, listing_id: str, t: float) -> tuple[int, dict[str, object]]:
+        """The item API's answer (``GET /items/get?id=…``: HTTP status, body) about a listing at ``t``: its own
+        record, so its state at ``t`` (no indexing delay), or ``ITEM_NOT_FOUND`` once it left the market unsold. Ids
+        no page served are not found (a crawler learns ids from the search)."""
+        known = self._served.get(listing_id)
+        story = None if known is None else next(
+            (s for s in self.model.listings(known[0], known[1], known[1] + 1) if s.id == listing_id), None)
+        status = None if story is None else story.status_at(t)
+        if story is None or status is None:
+            return 404, ITEM_NOT_FOUND
+        return 200, {"result": "OK", "data": {
+            "id": story.id, "seller": {"id": int(story.seller_id)}, "status": ITEM_STATUS[status],
+            "name": story.title, "price": story.price_at(t), "created": int(story.created),
+            "updated": int(story.updated_at(t + story.index_delay))}, "meta": {}}
 
     def _padded(self, keyword: str, sold: bool, t: float, count: int) -> list[ListingStory]:
         """``padding``, kept for the hour it stays the same in (a crawl reads several pages of it)."""

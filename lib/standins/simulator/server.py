@@ -3,6 +3,9 @@
     GET  /search?keyword=…&status=on_sale|sold_out%7Ctrading&sort=created_time&order=desc[&page_token=v1:N]
     POST /v2/entities:search            the JSON API the page's script calls (refused, 401, without the page's
                                         DPoP proof and X-Platform headers)
+    GET  /item/<id>                     a listing's page (realistic market): its script GETs the item API
+    GET  /items/get?id=…                the item API: the listing's state, or 404 once deleted (refused, 401, without
+                                        the page's headers; realistic market)
     GET  /_truth?keyword=…&status=…&page=N   ground truth of that page at the simulator's current time
     POST /_control  {"mode": "403|429|challenge|captcha|soft_block|slow|malformed|priceless_cells|scrim|cut_short|
                               normal",
@@ -29,12 +32,21 @@ from urllib.parse import parse_qs, urlsplit
 from lib.core.local_server import LocalHttpServer
 from lib.standins.simulator import market
 from lib.standins.simulator.model import MarketModel
-from lib.standins.simulator.page import CAPTCHA, CLOUDFLARE_403, CLOUDFLARE_CHALLENGE, SCRIM, SEARCH_PAGE, TOO_MANY
+from lib.standins.simulator.page import (
+    CAPTCHA,
+    CLOUDFLARE_403,
+    CLOUDFLARE_CHALLENGE,
+    ITEM_PAGE,
+    SCRIM,
+    SEARCH_PAGE,
+    TOO_MANY,
+)
 from lib.standins.simulator.rate_limit import AddressRateLimiter
 from lib.standins.simulator.realistic import RealisticSearch
 
 PAGE_SIZE = 120
 API_PATH = "/v2/entities:search"
+ITEM_API_PATH = "/items/get"
 STATUS_OF = {"STATUS_ON_SALE": market.ON_SALE, "STATUS_TRADING": market.TRADING, "STATUS_SOLD_OUT": market.SOLD_OUT}
 API_STATUS = {market.ON_SALE: "ITEM_STATUS_ON_SALE", market.TRADING: "ITEM_STATUS_TRADING",
               market.SOLD_OUT: "ITEM_STATUS_SOLD_OUT"}
@@ -88,7 +100,8 @@ class MarketSimulator(LocalHttpServer):
         self.mode_left: int | None = None
         self.delay_ms = 0
         self.retry_after = 1
-        self.counters = {"pages": 0, "api": 0, "blocked": 0, "api_refused": 0, "rate_limited": 0, "empty": 0}
+        self.counters = {"pages": 0, "api": 0, "blocked": 0, "api_refused": 0, "rate_limited": 0, "empty": 0,
+                         "item_api": 0}
         #: (monotonic time, mode) of every search page load, in order.
         self.page_log: list[tuple[float, str]] = []
         self._lock = threading.Lock()
@@ -262,6 +275,10 @@ class MarketSimulator(LocalHttpServer):
                 if parts.path == "/_control":
                     return self._json(200, {"mode": sim.mode, "mode_left": sim.mode_left, "time": sim.clock.now(),
                                             "speed": sim.clock.speed, **sim.counters})
+                if parts.path == ITEM_API_PATH and sim.realistic is not None:
+                    return self._item_api(query.get("id", ""))
+                if parts.path.startswith("/item/") and sim.realistic is not None:
+                    return self._send(200, ITEM_PAGE)
                 if parts.path.startswith(("/item/", "/shops/product/")):
                     return self._send(200, "<html><body>item</body></html>")
                 self._send(404, "not found")
@@ -304,21 +321,40 @@ class MarketSimulator(LocalHttpServer):
                         return self._json(400, {"error": str(e)})
                     return self._json(200, {"ok": True})
                 if parts.path == API_PATH:
-                    refused = _refusal(self.headers)
+                    refused = _refusal(self.headers, "POST", API_PATH)
                     if refused:
                         sim.counters["api_refused"] += 1
                         return self._json(401, {"code": 16, "message": refused})
                     return self._api(body, parse_qs(parts.query).get("mode", ["normal"])[0])
                 self._json(404, {"error": "not found"})
 
+            def _limited(self) -> bool:
+                """Answer 429 when this request is past the site's rate for its address (True: answered)."""
+                if not sim.rate_limited(self.client_address[0]):
+                    return False
+                sim.counters["rate_limited"] += 1
+                assert sim.limiter is not None
+                retry = str(sim.limiter.limit.retry_after_seconds)
+                self._send(429, json.dumps({"code": 8, "message": "too many requests"}), "application/json",
+                           headers={"Retry-After": retry})
+                return True
+
+            def _item_api(self, listing_id: str) -> None:
+                refused = _refusal(self.headers, "GET", ITEM_API_PATH)
+                if refused:
+                    sim.counters["api_refused"] += 1
+                    return self._json(401, {"code": 16, "message": refused})
+                sim.counters["item_api"] += 1
+                if self._limited():
+                    return None
+                assert sim.realistic is not None
+                status, body = sim.realistic.item(listing_id, sim.clock.now())
+                self._json(status, body)
+
             def _api(self, body: dict, mode: str) -> None:
                 sim.counters["api"] += 1
-                if sim.rate_limited(self.client_address[0]):
-                    sim.counters["rate_limited"] += 1
-                    assert sim.limiter is not None
-                    retry = str(sim.limiter.limit.retry_after_seconds)
-                    return self._send(429, json.dumps({"code": 8, "message": "too many requests"}),
-                                      "application/json", headers={"Retry-After": retry})
+                if self._limited():
+                    return None
                 condition = body.get("searchCondition") or {}
                 statuses = {STATUS_OF[s] for s in condition.get("status", []) if s in STATUS_OF} or {market.ON_SALE}
                 token = body.get("pageToken") or ""
@@ -337,9 +373,10 @@ class MarketSimulator(LocalHttpServer):
         return Handler
 
 
-def _refusal(headers) -> str | None:
-    """Why an API request lacks what the real page's script sends (None: it has it). Only the page's own script
-    can fetch the API: a DPoP proof (a JWT whose payload names the method and URL) and ``X-Platform: web``."""
+def _refusal(headers, method: str, path: str) -> str | None:
+    """Why an API request (``method`` to ``path``) lacks what the real page's script sends (None: it has it). Only
+    the page's own script can fetch the API: a DPoP proof (a JWT whose payload names the method and URL) and
+    ``X-Platform: web``."""
     if headers.get("X-Platform") != "web":
         return "missing X-Platform"
     proof = headers.get("DPoP") or ""
@@ -350,7 +387,7 @@ def _refusal(headers) -> str | None:
         claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
     except (binascii.Error, ValueError):
         return "unreadable DPoP proof"
-    if not isinstance(claims, dict) or claims.get("htm") != "POST" or urlsplit(str(claims.get("htu"))).path != API_PATH:
+    if not isinstance(claims, dict) or claims.get("htm") != method or urlsplit(str(claims.get("htu"))).path != path:
         return "DPoP proof for another request"
     return None
 
