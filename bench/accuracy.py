@@ -107,6 +107,7 @@ def crawl(search: RealisticSearch, keyword: str, t: float, plan: CrawlPlan, base
         for number in range(1, depth.pages + 1):
             if len(real) > wanted:
                 page = Page(tuple(real[(number - 1) * PAGE_SIZE:number * PAGE_SIZE]), num_found, True)
+                search.record(page.items)
             else:
                 page = search.page(keyword, statuses, number, t)
             answer = search.answer_of(page, number, t)

@@ -108,7 +108,7 @@ class Settings:
     scheduler_relist_every: float = setting("24h", parsers.parse_duration,
             "How often an IP with undecided new listings has its on-sale search read back to what they may relist "
             "(SCHEDULER_RELIST_PAGES).")
-    scheduler_relist_checks: int = setting("50", parsers.non_negative_int,
+    scheduler_relist_checks: int = setting("20", parsers.non_negative_int,
             "The most listings a crawl checks on their own pages after its searches (docs/concepts/crawling.md, Item "
             "checks): the earlier listings that the IP's longest undecided new listings may relist, each check one "
             "request. 0: none (undecided listings wait for the reads back, SCHEDULER_RELIST_PAGES).")

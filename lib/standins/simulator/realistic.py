@@ -7,6 +7,7 @@ listings the search served (``item``), for lib/standins/simulator/server.py.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from lib.standins.simulator.model import HOUR, MarketModel, digest
@@ -100,10 +101,14 @@ class RealisticSearch:
             items += [Served(story, story.search_status_at(t) or SOLD_OUT, True)
                       for story in padded[skip:skip + end - start - len(items)]]
         has_next = len(real) > end or end < len(real) + pad
+        self.record(items)
+        return Page(tuple(items), self.num_found(keyword, statuses, t), has_next)
+
+    def record(self, items: Iterable[Served]) -> None:
+        """Remember listings a page served (``page`` does): the item API answers about them."""
         for served in items:
             if not served.padded:
                 self._served[served.story.id] = (served.story.keyword, served.story.created)
-        return Page(tuple(items), self.num_found(keyword, statuses, t), has_next)
 
     def item(self, listing_id: str, t: float) -> tuple[int, dict[str, object]]:
         """The item API's answer (``GET /items/get?id=…``: HTTP status, body) about a listing at ``t``: its own
