@@ -416,8 +416,10 @@ class ResultProcessor:
             if result.crawled_at >= newest:
                 outran = last.sold_shallow > 0 or sold_outran(result.items, ended, last)
                 spare = price.sold_pages if price is not None and self._needs_depth(result, outran) else 0
-                checks = to_check(ip.id, self.settings.scheduler_relist_checks) \
-                    if self.settings.scheduler_relist_checks else []
+                # checks are made where the request budget does not bind: a budget that lengthens intervals buys
+                # more with pages than with checks (docs/concepts/crawling.md, "Item checks")
+                checking = self.settings.scheduler_relist_checks if price is None or price.price == 0 else 0
+                checks = to_check(ip.id, checking) if checking else []
                 # the next crawl's checks decide theirs: a read back is for the others
                 undecided = undecided_backs(ip.id, result.crawled_at - self.settings.relist_within, set(checks))
                 plan = next_plan(result.crawled_at, result.items, ended, self.settings, last, spare, undecided,

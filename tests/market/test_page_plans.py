@@ -450,3 +450,10 @@ def test_the_worker_plans_checks_of_undecided_listings_and_counts_them_against_t
     ResultProcessor(dataclasses.replace(settings, scheduler_relist_checks=0), r, clock).apply(CrawlResult.parse(
         ip.id, "t4", T0 + 3 * H, [], search=SEARCH))
     assert plan_for(r, ip.id, settings).checks == ()
+    # a request budget that binds (a price above 0): no checks; one that does not: checks
+    from lib.scheduling.budget_plan import CostStore, Price
+
+    for price, checks in ((0.5, ()), (0.0, ("e1",))):
+        CostStore(r).set_price(Price(price=price, budget=500, planned=100, ips=1, lengthened=0, unseen=1, at=T0))
+        apply(settings, clock, ip, f"p{price}", T0 + 4 * H, [], SEARCH)
+        assert plan_for(r, ip.id, settings).checks == checks
