@@ -85,6 +85,8 @@ class Served:
     #: every listing served, relist or not: the listing it relists (None: new goods)
     relist_of: dict[str, str | None] = field(default_factory=dict)
     requests: int = 0
+    #: of the requests, the item checks (``lib.crawling.item_read``)
+    checks: int = 0
 
 
 def crawl(search: RealisticSearch, keyword: str, t: float, plan: CrawlPlan, base_url: str,
@@ -144,6 +146,7 @@ def crawl(search: RealisticSearch, keyword: str, t: float, plan: CrawlPlan, base
         totals[label] = total
     checks = {source_id: answered_state(*search.item(source_id, t)) for source_id in plan.checks}
     served.requests += len(checks)
+    served.checks += len(checks)
     return list(items.values()), totals, checks
 
 
@@ -241,7 +244,7 @@ def run_market(model: MarketModel, keywords: Sequence[str], days: int, settings,
     for hour in range(-warmup * 24, days * 24 + 1):
         if hour == 0:
             for kw in keywords:  # from the crawl at T0 on, as a run without a warm-up counts them
-                served[kw].requests = 0
+                served[kw].requests = served[kw].checks = 0
         for k, kw in enumerate(keywords):
             t = T0 + hour * HOUR + 60.0 * k  # the IPs a minute apart, as a scheduler spreads them
             clock.set(t)
@@ -444,6 +447,8 @@ def main(argv: list[str] | None = None) -> int:
         rows, served = run_market(model, keywords, o.days, settings, warmup=o.warmup)
     for line in table(rows, served):
         print(line)
+    checks = sum(s.checks for s in served.values())
+    print(f"  of the {sum(s.requests for s in served.values()):,} requests, {checks:,} item checks")
     if o.rows is not None:
         write_rows(rows, o.rows)
     print(f"  ({time.perf_counter() - started:.0f} s)")

@@ -109,11 +109,12 @@ def test_ip_list_shows_how_deep_each_ip_s_next_crawl_reads(cli_env, settings, da
     store_plan(state_redis(settings), first, CrawlPlan(
         SearchPlan(5, at - 600, "back to the newest listing the last crawl saw"),
         SearchPlan(5, at - 192 * 3600 - 600, "back to listings created 192 h before the last crawl"), made_at=at,
-        flow=400.0))
+        flow=400.0, checks=("m1", "m2")))
     listed = {r["id"]: r for r in json.loads(run_cli(cli_env, "ip", "list", "--format", "json").stdout)}
     assert listed[first]["pages"]["on_sale"] == {"most": 5, "back_to": "2027-01-15T07:50:00+00:00",
                                                  "why": "back to the newest listing the last crawl saw"}
     assert listed[first]["pages"]["sold"]["back_to"] == "2027-01-07T07:50:00+00:00"
+    assert (listed[first]["checks"], listed[second]["checks"]) == (2, 0)
     # its flow shortens its interval from the heat's 2 hours to the least one (1 hour)
     assert (listed[first]["flow_per_hour"], listed[first]["interval_s"]) == (400.0, 3600)
     assert listed[first]["interval_why"] == "flow: 400 new listings an hour fill 50% of 5 pages in 45m, held at the " \

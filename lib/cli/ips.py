@@ -126,6 +126,7 @@ def _print_ips(catalogue, fmt: str) -> None:
             "next_crawl_at": datetime.fromtimestamp(next_at, timezone.utc).isoformat() if next_at else None,
             "pages": {label: {"most": depth.pages, "back_to": _iso(depth.until), "why": depth.why}
                       for label, depth in (("on_sale", plan.on_sale), ("sold", plan.sold))},
+            "checks": len(plan.checks),
         })
     if fmt == "json":
         print(json.dumps(rows, ensure_ascii=False, indent=2))
