@@ -49,6 +49,9 @@ CHUNK = 500
 #: A seller with more of the IP's listings than this within RELIST_WITHIN is taken for a shop: its same-titled
 #: listings nobody saw deleted are copies, not relists (``python -m bench accuracy`` scores the choice).
 FEW_LISTINGS = 10
+#: An IP whose undecided listings waiting for a check are more than this many crawls' checks gets none
+#: (``to_check``; ``python -m bench accuracy`` scores the choice).
+BACKLOG_CRAWLS = 24
 
 
 @dataclass(frozen=True)
@@ -179,7 +182,13 @@ def keep_undecided(ip_id: int, undecided: dict[str, Candidate], items: Sequence[
 
 def to_check(ip_id: int, most: int) -> list[str]:
     """The earlier listings whose pages would decide the IP's undecided listings (``lib.crawling.item_read``):
-    of at most ``most`` of them, the longest undecided first."""
+    of at most ``most`` of them, the longest undecided first. None where more than ``BACKLOG_CRAWLS`` crawls' checks
+    wait: the checks do not keep up with the IP's shops, and would decide a small share of their listings (most
+    of them copies, not relists) for a crawl's worth of requests each time."""
+    waiting = RelistUndecided.select().where((RelistUndecided.ip_id == ip_id)
+                                             & RelistUndecided.earlier.is_null(False))
+    if waiting.limit(BACKLOG_CRAWLS * most + 1).count() > BACKLOG_CRAWLS * most:
+        return []
     rows = (RelistUndecided.select(RelistUndecided.earlier)
             .where((RelistUndecided.ip_id == ip_id) & RelistUndecided.earlier.is_null(False))
             .order_by(RelistUndecided.created, RelistUndecided.source_id).limit(most))

@@ -335,3 +335,19 @@ def test_a_result_with_malformed_checks_is_refused(checks):
 
     with pytest.raises(BadMessage, match="checks"):
         CrawlResult.parse(1, "t", T0, [], checks=checks)
+
+
+def test_checks_are_planned_only_where_they_keep_up_with_the_undecided_listings(ip):
+    """At most ``most`` checks, the longest undecided first; none once more than BACKLOG_CRAWLS crawls' checks
+    wait, and none of a listing whose check told nothing."""
+    from lib.market.relists import BACKLOG_CRAWLS, to_check
+    from models import RelistUndecided
+
+    most = 3
+    rows = [{"ip_id": ip.id, "source_id": f"n{k}", "created": T0 + k, "back": T0 - DAY, "earlier": f"e{k}"}
+            for k in range(BACKLOG_CRAWLS * most)]
+    RelistUndecided.insert_many([*rows, {"ip_id": ip.id, "source_id": "told", "created": T0 - H, "back": T0 - DAY,
+                                         "earlier": None}]).execute()
+    assert to_check(ip.id, most) == ["e0", "e1", "e2"]
+    RelistUndecided.insert(ip_id=ip.id, source_id="one_more", created=T0 + DAY, back=T0, earlier="e").execute()
+    assert to_check(ip.id, most) == []
