@@ -156,7 +156,8 @@ def crawl_plan(ip_id: int) -> str:
 CRAWL_COSTS = f"{PREFIX}:crawl-costs"
 #: The budget's price now (JSON), set by the scheduler's tick.
 CRAWL_PRICE = f"{PREFIX}:crawl-price"
-#: Hash: hour (Unix hours) → the requests the reads back for undecided relists spent in it, fleet-wide.
+#: Hash: hour (Unix hours) → the requests the reads back and item checks for undecided relists spent in it,
+#: fleet-wide.
 RELIST_READS = f"{PREFIX}:relist-reads"
 
 

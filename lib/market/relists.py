@@ -185,13 +185,11 @@ def to_check(ip_id: int, most: int) -> list[str]:
     of at most ``most`` of them, the longest undecided first. None where more than ``BACKLOG_CRAWLS`` crawls' checks
     wait: the checks do not keep up with the IP's shops, and would decide a small share of their listings (most
     of them copies, not relists) for a crawl's worth of requests each time."""
-    waiting = RelistUndecided.select().where((RelistUndecided.ip_id == ip_id)
-                                             & RelistUndecided.earlier.is_null(False))
+    waiting = RelistUndecided.select(RelistUndecided.earlier).where((RelistUndecided.ip_id == ip_id)
+                                                                    & RelistUndecided.earlier.is_null(False))
     if waiting.limit(BACKLOG_CRAWLS * most + 1).count() > BACKLOG_CRAWLS * most:
         return []
-    rows = (RelistUndecided.select(RelistUndecided.earlier)
-            .where((RelistUndecided.ip_id == ip_id) & RelistUndecided.earlier.is_null(False))
-            .order_by(RelistUndecided.created, RelistUndecided.source_id).limit(most))
+    rows = waiting.order_by(RelistUndecided.created, RelistUndecided.source_id).limit(most)
     return list(dict.fromkeys(earlier for (earlier,) in tuples(rows)))
 
 

@@ -159,8 +159,8 @@ class Price:
         budget has requests to spare at the IPs' own intervals (``planned`` includes them); 0: no deeper.
       deepened: the IPs whose sold search outruns its cap (read ``sold_pages`` deep when that is above 0).
       relist_reads: the requests an hour the reads back and item checks for undecided relists spend whatever the
-        intervals
-        (``RelistReads``: over the last day), in ``planned``; the intervals share what is left of the budget.
+        intervals (``RelistReads``: over the last day), in ``planned``; the intervals share what is left of the
+        budget.
     """
 
     price: float

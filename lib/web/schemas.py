@@ -362,9 +362,8 @@ class CrawlPlan(BaseModel):
                                            "budget has requests to spare at the IPs' own intervals (included in "
                                            "planned); 0: the cap")
     relist_reads: float = Field(0.0, description="requests an hour the reads back and item checks for undecided "
-                                                 "relists spent over "
-                                                 "the last day, whatever the intervals (included in planned; the "
-                                                 "intervals share the rest of the budget)")
+                                                 "relists spent over the last day, whatever the intervals (included "
+                                                 "in planned; the intervals share the rest of the budget)")
 
 
 class Status(BaseModel):
