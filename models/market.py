@@ -133,9 +133,10 @@ class ListingRelist(BaseModel):
 class RelistUndecided(BaseModel):
     """A listing new to the IP that may relist an earlier listing of its seller's with a title it may have had, where
     no crawl had yet read back past that earlier listing when it was applied (docs/concepts/measures.md,
-    definition 2). A later crawl that reads back that far decides it; ``created``: when the new listing was
-    created; ``back``: the latest such earlier listing's creation, which that crawl must read back to. Keyed by IP
-    and the new listing, with no row id."""
+    definition 2). A later crawl that reads back that far, or checks the earlier listing, decides it (``relist``);
+    the row stays, decided or not, until retention prunes the listing: the window's inflow estimate reads them.
+    ``created``: when the new listing was created; ``back``: the latest such earlier listing's creation, which that
+    crawl must read back to. Keyed by IP and the new listing, with no row id."""
 
     ip_id = peewee.IntegerField()
     source_id = ListingIdField()
@@ -144,13 +145,18 @@ class RelistUndecided(BaseModel):
     #: that earlier listing, whose page a crawl may read instead (``lib.crawling.item_read``; None once a read
     #: told nothing, or stored before the reads)
     earlier = ListingIdField(null=True)
+    #: the chance it had of being drawn into the IP's sample of checks, where it was drawn (None: not drawn, or
+    #: stored before the samples); the sample's relist share estimates the undecided ones' (lib/market/relist_share.py)
+    share = peewee.DoubleField(null=True)
+    #: once decided: whether it relists an earlier listing (True) or is other goods (False); None while undecided
+    relist = peewee.BooleanField(null=True)
 
     class Meta:
         table_name = "relist_undecided"
         model_metadata_class = NaturalKeyMetadata
         primary_key = peewee.CompositeKey("ip_id", "source_id")
         without_rowid = True
-        indexes = ((("ip_id", "back"), False),)
+        indexes = ((("ip_id", "back"), False), (("ip_id", "created"), False))
 
 
 class IpAlert(BaseModel):

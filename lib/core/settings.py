@@ -111,8 +111,10 @@ class Settings:
     scheduler_relist_checks: int = setting("20", parsers.non_negative_int,
             "The most listings a crawl checks on their own pages after its searches (docs/concepts/crawling.md, Item "
             "checks): the earlier listings that the IP's longest undecided new listings may relist, each check one "
-            "request; planned only while the request budget does not bind, and not for an IP with more than 24 "
-            "crawls' checks waiting. 0: none (undecided listings wait for the reads back, SCHEDULER_RELIST_PAGES).")
+            "request; planned only while the request budget does not bind. Where a result leaves more undecided "
+            "listings than this, a sample of this many is drawn and checked first, and the others only while at "
+            "most 24 crawls' checks of them wait. 0: none (undecided listings wait for the reads back, "
+            "SCHEDULER_RELIST_PAGES).")
     scheduler_page_plan: bool = setting("true", parsers.boolean,
             "Read each search of a crawl only as deep as what changed since the IP's last crawl needs, within "
             "SCHEDULER_PAGES_ON_SALE and SCHEDULER_PAGES_SOLD (docs/concepts/crawling.md, Pages that follow "

@@ -51,6 +51,7 @@ from lib.market.relists import (
     decide_undecided,
     find_relists,
     keep_undecided,
+    sample_share,
     store_relists,
     to_check,
     undecided_backs,
@@ -284,7 +285,8 @@ class ResultProcessor:
                 result.ip_id, result.crawled_at, told["reach"], self.settings.relist_within, on_sale)
             # and those whose earlier listing the crawl checked on its page
             late |= decide_checked(result.ip_id, result.checks)
-            keep_undecided(result.ip_id, relists.undecided, new, result.crawled_at)
+            keep_undecided(result.ip_id, relists.undecided, new, result.crawled_at,
+                           sample_share(len(relists.undecided), self.settings.scheduler_relist_checks))
             outcome.relisted = len(relists.links) + len(late)
             segment_applied(result.ip_id, {c.item.source_id: c.item.title for c in unsure}, previous_titles,
                             lambda: Segmenter.for_ip(self.settings, result.ip_id))
@@ -419,9 +421,10 @@ class ResultProcessor:
                 # checks are made where the request budget does not bind: a budget that lengthens intervals buys
                 # more with pages than with checks (docs/concepts/crawling.md, "Item checks")
                 checking = self.settings.scheduler_relist_checks if price is None or price.price == 0 else 0
-                checks = to_check(ip.id, checking) if checking else []
+                waiting_since = result.crawled_at - self.settings.relist_within
+                checks = to_check(ip.id, checking, waiting_since) if checking else []
                 # the next crawl's checks decide theirs: a read back is for the others
-                undecided = undecided_backs(ip.id, result.crawled_at - self.settings.relist_within, set(checks))
+                undecided = undecided_backs(ip.id, waiting_since, set(checks))
                 plan = next_plan(result.crawled_at, result.items, ended, self.settings, last, spare, undecided,
                                  checks)
                 store_plan(self.client, ip.id, plan)

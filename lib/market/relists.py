@@ -27,11 +27,16 @@ events are derived from the sightings of all its listings and kept under the fir
 
 The link is made when the relist is first applied, from the listings stored then: a relist whose earlier listing
 reaches the database only later (a late result of an older crawl) stays a new listing.
+
+A listing left undecided keeps its row in ``relist_undecided``, decided or not, until retention prunes it: each is
+drawn into the IP's sample of checks with a chance ``sample_share`` gives, the drawn ones are checked first
+(``to_check``), and their share of relists estimates the undecided ones' (``lib.market.relist_share``).
 """
 
 from __future__ import annotations
 
 import bisect
+import hashlib
 from collections import defaultdict
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -130,12 +135,12 @@ def decide_undecided(ip_id: int, crawled_at: float, reach: float | None, within:
                      on_sale: Collection[str] = ()) -> dict[str, str]:
     """Decide the IP's undecided listings (``RelistUndecided``) that a crawl at ``crawled_at`` reading the on-sale
     search back to ``reach`` (None: whole) may tell: those waiting for a read back to ``reach`` or less far. Those
-    it tells are no longer undecided; the relists among them are returned (relist → the listing it replaced) and
-    stored, with the goods they join (``store_relists``). Those created more than ``within`` ago are dropped: no
-    listing that old is anyone's earlier one any more, and they stay new listings."""
-    RelistUndecided.delete().where((RelistUndecided.ip_id == ip_id)
-                                   & (RelistUndecided.created < crawled_at - within)).execute()
-    waiting = RelistUndecided.select(RelistUndecided.source_id).where(RelistUndecided.ip_id == ip_id)
+    it tells are decided (``RelistUndecided.relist``); the relists among them are returned (relist → the listing it
+    replaced) and stored, with the goods they join (``store_relists``). Those created more than ``within`` ago wait
+    no more: no listing that old is anyone's earlier one any more, and they stay new listings, undecided."""
+    waiting = RelistUndecided.select(RelistUndecided.source_id).where(
+        (RelistUndecided.ip_id == ip_id) & RelistUndecided.relist.is_null()
+        & (RelistUndecided.created >= crawled_at - within))
     if reach is not None:
         waiting = waiting.where(RelistUndecided.back >= reach)
     ids = sorted(sid for (sid,) in tuples(waiting))
@@ -151,11 +156,7 @@ def decide_undecided(ip_id: int, crawled_at: float, reach: float | None, within:
                       .where((ItemSnapshot.ip_id == ip_id)
                              & ItemSnapshot.source_id.in_(ParameterList(ids[start:start + CHUNK]))))]
     found = find_relists(ip_id, crawled_at, items, within, on_sale, apart=())
-    decided = [sid for sid in ids if sid not in found.undecided]
-    for start in range(0, len(decided), CHUNK):
-        chunk = ParameterList(decided[start:start + CHUNK])
-        RelistUndecided.delete().where((RelistUndecided.ip_id == ip_id)
-                                       & RelistUndecided.source_id.in_(chunk)).execute()
+    _decided(ip_id, [sid for sid in ids if sid not in found.undecided], found.links)
     keep_undecided(ip_id, found.undecided, items, crawled_at)
     _link_late(ip_id, found.links, {item.source_id: _when(item, crawled_at) for item in items})
     return found.links
@@ -166,31 +167,54 @@ def undecided_backs(ip_id: int, since: float, checked: Collection[str] = ()) -> 
     those a crawl checks (``checked``: their ids)."""
     return [back for back, earlier in tuples(
         RelistUndecided.select(RelistUndecided.back, RelistUndecided.earlier)
-        .where((RelistUndecided.ip_id == ip_id) & (RelistUndecided.created >= since))) if earlier not in checked]
+        .where((RelistUndecided.ip_id == ip_id) & RelistUndecided.relist.is_null()
+               & (RelistUndecided.created >= since))) if earlier not in checked]
 
 
 def keep_undecided(ip_id: int, undecided: dict[str, Candidate], items: Sequence[CrawlItem],
-                   crawled_at: float) -> None:
-    """Store (or bring up to date) the listings ``find_relists`` left undecided."""
+                   crawled_at: float, share: float = 0.0) -> None:
+    """Store (or bring up to date) the listings ``find_relists`` left undecided; a new one is drawn into the IP's
+    sample of checks with chance ``share`` (``sample_share``)."""
     when = {item.source_id: _when(item, crawled_at) for item in items}
     insert_rows(RelistUndecided, [{"ip_id": ip_id, "source_id": sid, "created": when[sid], "back": earlier.created,
-                                   "earlier": earlier.source_id}
+                                   "earlier": earlier.source_id, "share": share if drawn(sid, share) else None}
                                   for sid, earlier in undecided.items()],
                 conflict="update", target=[RelistUndecided.ip_id, RelistUndecided.source_id],
                 preserve=[RelistUndecided.back, RelistUndecided.earlier])
 
 
-def to_check(ip_id: int, most: int) -> list[str]:
-    """The earlier listings whose pages would decide the IP's undecided listings (``lib.crawling.item_read``):
-    of at most ``most`` of them, the longest undecided first. None where more than ``BACKLOG_CRAWLS`` crawls' checks
-    wait: the checks do not keep up with the IP's shops, and would decide a small share of their listings (most
-    of them copies, not relists) for a crawl's worth of requests each time."""
-    waiting = RelistUndecided.select(RelistUndecided.earlier).where((RelistUndecided.ip_id == ip_id)
-                                                                    & RelistUndecided.earlier.is_null(False))
-    if waiting.limit(BACKLOG_CRAWLS * most + 1).count() > BACKLOG_CRAWLS * most:
-        return []
-    rows = waiting.order_by(RelistUndecided.created, RelistUndecided.source_id).limit(most)
-    return list(dict.fromkeys(earlier for (earlier,) in tuples(rows)))
+def sample_share(undecided: int, most: int) -> float:
+    """The chance each of a result's ``undecided`` new listings has of being drawn into the IP's sample of checks:
+    a crawl's ``most`` checks keep up with that many drawn a result, so an IP whose shops list fewer undecided
+    listings a crawl than that has them all drawn, and checked."""
+    return min(1.0, most / undecided) if most > 0 and undecided > 0 else 0.0
+
+
+def drawn(source_id: str, share: float) -> bool:
+    """Whether a listing is drawn into a sample taken with chance ``share``: a uniform number from a hash of its
+    id, the same on every worker and at every retry, and unrelated to whether it relists."""
+    digest = hashlib.blake2b(source_id.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") < share * 2.0 ** 64
+
+
+def to_check(ip_id: int, most: int, since: float | None = None) -> list[str]:
+    """The earlier listings whose pages would decide the IP's undecided listings created since ``since``
+    (``lib.crawling.item_read``), at most ``most``: those of the listings drawn into the sample first, then the
+    others', the longest undecided first. The others only while at most ``BACKLOG_CRAWLS`` crawls' checks of them
+    wait: past that the checks do not keep up with the IP's shops, and would decide a small share of their
+    listings (most of them copies, not relists) for a crawl's worth of requests each time; the sample's share of
+    relists then estimates theirs (``lib.market.relist_share``)."""
+    waiting = RelistUndecided.select(RelistUndecided.earlier).where(
+        (RelistUndecided.ip_id == ip_id) & RelistUndecided.relist.is_null() & RelistUndecided.earlier.is_null(False))
+    if since is not None:
+        waiting = waiting.where(RelistUndecided.created >= since)
+    order = (RelistUndecided.created, RelistUndecided.source_id)
+    out = [earlier for (earlier,) in tuples(waiting.where(RelistUndecided.share.is_null(False))
+                                            .order_by(*order).limit(most))]
+    others = waiting.where(RelistUndecided.share.is_null())
+    if len(out) < most and others.limit(BACKLOG_CRAWLS * most + 1).count() <= BACKLOG_CRAWLS * most:
+        out += [earlier for (earlier,) in tuples(others.order_by(*order).limit(most - len(out)))]
+    return list(dict.fromkeys(out))
 
 
 def decide_checked(ip_id: int, checks: Mapping[str, str]) -> dict[str, str]:
@@ -205,7 +229,7 @@ def decide_checked(ip_id: int, checks: Mapping[str, str]) -> dict[str, str]:
     for start in range(0, len(earlier_ids), CHUNK):
         rows += list(tuples(RelistUndecided.select(RelistUndecided.source_id, RelistUndecided.earlier,
                                                    RelistUndecided.created)
-                            .where((RelistUndecided.ip_id == ip_id)
+                            .where((RelistUndecided.ip_id == ip_id) & RelistUndecided.relist.is_null()
                                    & RelistUndecided.earlier.in_(ParameterList(earlier_ids[start:start + CHUNK])))))
     if not rows:
         return {}
@@ -223,14 +247,24 @@ def decide_checked(ip_id: int, checks: Mapping[str, str]) -> dict[str, str]:
         if state == DELETED and earlier not in replaced:
             links[sid], when[sid] = earlier, created
             replaced.add(earlier)  # a listing is deleted once: of two new listings, the first relists it
-    for start in range(0, len(decided), CHUNK):
-        RelistUndecided.delete().where((RelistUndecided.ip_id == ip_id) & RelistUndecided.source_id.in_(
-            ParameterList(decided[start:start + CHUNK]))).execute()
+    _decided(ip_id, decided, links)
+    # a drawn listing whose check told nothing leaves the sample: a read back may decide it, but not at random
     for start in range(0, len(unknown), CHUNK):
-        RelistUndecided.update(earlier=None).where((RelistUndecided.ip_id == ip_id) & RelistUndecided.source_id.in_(
-            ParameterList(unknown[start:start + CHUNK]))).execute()
+        RelistUndecided.update(earlier=None, share=None).where(
+            (RelistUndecided.ip_id == ip_id)
+            & RelistUndecided.source_id.in_(ParameterList(unknown[start:start + CHUNK]))).execute()
     _link_late(ip_id, links, when)
     return links
+
+
+def _decided(ip_id: int, decided: Sequence[str], links: Mapping[str, str]) -> None:
+    """Mark these undecided listings decided: relists where ``links`` has them, other goods otherwise."""
+    for relist in (True, False):
+        ids = [sid for sid in decided if (sid in links) == relist]
+        for start in range(0, len(ids), CHUNK):
+            RelistUndecided.update(relist=relist).where(
+                (RelistUndecided.ip_id == ip_id)
+                & RelistUndecided.source_id.in_(ParameterList(ids[start:start + CHUNK]))).execute()
 
 
 def _link_late(ip_id: int, links: dict[str, str], when: Mapping[str, float]) -> None:

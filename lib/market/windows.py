@@ -33,7 +33,7 @@ import peewee
 from lib.core.clock import naive_utc, to_timestamp
 from lib.core.db import database, is_mysql
 from lib.core.settings import get_settings
-from lib.market import insufficient, intervals, reach, robust, summaries
+from lib.market import insufficient, intervals, reach, relist_share, robust, summaries
 from lib.market.columns import CreatedRows, SaleRows
 from lib.market.item_state import ON_SALE
 from lib.market.marks import details_pruned_before
@@ -47,6 +47,7 @@ from models import (
     ItemSnapshot,
     ListingEvent,
     ListingSegment,
+    RelistUndecided,
     SegmentStatsDaily,
 )
 
@@ -126,6 +127,7 @@ class _IpData:
     reference: reach.AgeReference | None = None  # ages at sale where pages reached back (outflow estimate)
     sold_totals: list[tuple[float, int]] = field(default_factory=list)
     summaries: _Summaries | None = None  # pruned listings' daily summaries in reach (long windows)
+    relists: relist_share.RelistSample | None = None  # the window's undecided listings and their sample (estimates)
 
 
 class Window:
@@ -274,9 +276,25 @@ def _load(ip_ids: Sequence[int] | None, w: Window) -> dict[int, _IpData]:
         if num_found is not None:
             data[ip_id].sold_totals.append((at, num_found))
     _load_reach(ip_ids, w, data)
+    _load_relist_samples(ip_ids, w, data)
     if w.long:
         _load_summaries(ip_ids, w, data)
     return data
+
+
+def _load_relist_samples(ip_ids: Sequence[int] | None, w: Window, data: dict[int, _IpData]) -> None:
+    """Each IP's listings created in the window that were ever undecided relists, with their sample
+    (``lib.market.relist_share``). Nothing with FLOW_ESTIMATES off, nor for a window reaching before the detail
+    horizon, whose earlier listings' rows are pruned with them."""
+    if not get_settings().flow_estimates or w.long:
+        return
+    r = RelistUndecided
+    of_ips = r.ip_id.in_(list(ip_ids)) if ip_ids is not None else r.ip_id.is_null(False)
+    rows = sorted(raw(r.select(r.ip_id, r.created, r.share, r.relist)
+                      .where(of_ips & (r.created >= w.start) & (r.created <= w.now))), key=itemgetter(0))
+    for ip_id, of_ip in groupby(rows, key=itemgetter(0)):
+        data[ip_id].relists = relist_share.RelistSample.of(
+            (created, share, None if relist is None else bool(relist)) for _, created, share, relist in of_ip)
 
 
 #: How long before a window the reference ages at sale and the inflow by hour are read (a listing's life).
@@ -714,11 +732,14 @@ def _estimated_prices(prices: list[int], per: _PerListing, outflow: Measure, see
 
 def _flow_estimates(d: _IpData, w: Window, flows: _Flows) -> tuple[Measure, Measure]:
     """Inflow and outflow: the counts, or estimates with their interval where the window's crawls did not reach
-    back far enough (``lib.market.reach``; docs/concepts/measures.md, "Estimates"), their ``n`` the tracked
-    hours either way."""
+    back far enough (``lib.market.reach``; docs/concepts/measures.md, "Estimates"), inflow less the relists its
+    undecided listings are estimated to hold (``lib.market.relist_share``), their ``n`` the tracked hours either
+    way."""
     inflow, outflow = measure(flows.inflow, flows.hours), measure(flows.outflow, flows.hours)
-    if not d.crawls or not flows.hours:
+    if not flows.hours:
         return inflow, outflow
+    if not d.crawls:
+        return relist_share.without_relists(inflow, flows.inflow, d.relists), outflow
     end = w.now + 1e-6
     estimated = reach.inflow_estimate([at for at, _, _ in d.created], d.crawls, w.start, end)
     if estimated is not None:
@@ -728,7 +749,7 @@ def _flow_estimates(d: _IpData, w: Window, flows: _Flows) -> tuple[Measure, Meas
         estimated = reach.outflow_estimate(sales, d.crawls, d.inflow_hours, d.reference, w.start, end)
         if estimated is not None:
             outflow = _shifted(estimated, flows.outflow, flows.hours)
-    return inflow, outflow
+    return relist_share.without_relists(inflow, flows.inflow, d.relists), outflow
 
 
 def _shifted(estimated: Estimate, counted: int, hours: int) -> Estimate:

@@ -164,7 +164,7 @@ def undecided(ip):
     from models import RelistUndecided
 
     return dict(tuples(RelistUndecided.select(RelistUndecided.source_id, RelistUndecided.back)
-                       .where(RelistUndecided.ip_id == ip.id)))
+                       .where((RelistUndecided.ip_id == ip.id) & RelistUndecided.relist.is_null())))
 
 
 def undecided_after(crawl, *new):
