@@ -176,7 +176,8 @@ def _measure_lines(measures: WindowMeasures) -> list[str]:
         return fmt.format(m.value) + f" (n={m.n})" if m.value is not None else f"insufficient (n={m.n})"
 
     def flow(m: Measure) -> str:
-        """A counted flow, or an estimate where the pages could not reach back, with its 95 % interval."""
+        """A counted flow, or an estimate (the pages could not reach back, or a sample of checks tells the shops'
+        undecided relists), with its 95 % interval."""
         from lib.market.values import Estimate  # as the module's other imports of the market: when a command runs
 
         if isinstance(m, Estimate) and m.interval is not None and m.value is not None:

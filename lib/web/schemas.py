@@ -43,14 +43,16 @@ class LeaderboardRow(BaseModel):
     ip_id: int
     keyword: str
     name: str
-    inflow: float | None = Field(None, description="listings created in the window: a count, or an estimate where "
+    inflow: float | None = Field(None, description="new goods listed in the window: a count, or an estimate where "
                                                   "inflow_interval is given")
     outflow: float | None = Field(None, description="listings sold in the window: a count, or an estimate where "
                                                    "outflow_interval is given")
     inflow_interval: list[float | None] | None = Field(None, description="[low, high], the 95 % interval of an "
                                                                          "estimated inflow: the IP's pages could not "
-                                                                         "reach back (docs/concepts/measures.md, "
-                                                                         "Estimates); null: counted")
+                                                                         "reach back, or its shops' undecided "
+                                                                         "relists are estimated from a sample "
+                                                                         "(docs/concepts/measures.md, Estimates); "
+                                                                         "null: counted")
     outflow_interval: list[float | None] | None = Field(None, description="[low, high], the 95 % interval of an "
                                                                           "estimated outflow; null: counted")
     liquidity: float | None = None
@@ -257,7 +259,9 @@ class Value(BaseModel):
                                                                   "insufficient or where no interval of its kind "
                                                                   "exists (a counted flow); high null: open "
                                                                   "above. An inflow or outflow with an interval is "
-                                                                  "an estimate: its pages could not reach back "
+                                                                  "an estimate: its pages could not reach back, or "
+                                                                  "(inflow) its shops' undecided relists are "
+                                                                  "estimated from a sample "
                                                                   "(docs/concepts/measures.md, Estimates)")
     why: str | None = Field(None, description="while the value is null: what it needs, what the window has and, "
                                               "where it can be told, when it will be ready")

@@ -17,7 +17,8 @@
                    ["Median time to sell", tts.median, "hours"], ["On sale now (site total)", m.supply, ""],
                    ["Hours of supply", m.hours_of_supply, ""], ["Coverage of sales", m.coverage, "%"]];
     document.getElementById("cards").replaceChildren(...items.map(([label, v, unit]) =>
-      // a flow with an interval is an estimate: its pages could not reach back (docs: Market measures, Estimates)
+      // a flow with an interval is an estimate: its pages could not reach back, or its shops' undecided relists
+      // are estimated from a sample (docs: Market measures, Estimates)
       el("div", {class: "card"}, el("b", {}, measure(v, unit)),
          (label === "Listed" || label === "Sold") && v && v.interval ? `${label} (≈ estimate)` : label,
          Charts.interval(v, unit),

@@ -20,7 +20,8 @@
       el("th", {scope: "col", class: "hide-narrow"}, "Sold over the window"));
   }
 
-  // a flow with an interval is an estimate: its pages could not reach back (docs: Market measures, Estimates)
+  // a flow with an interval is an estimate: its pages could not reach back, or its shops' undecided relists are
+  // estimated from a sample (docs: Market measures, Estimates)
   function cell(row, m) {
     const interval = row[`${m.key}_interval`];
     if (!interval || row[m.key] === null) return value(row[m.key], m.unit);
