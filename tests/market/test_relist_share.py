@@ -10,29 +10,18 @@ from dataclasses import replace
 
 import pytest
 
-from lib.core.clock import FrozenClock
 from lib.core.redis_client import state_redis
 from lib.core.settings import use_settings
-from lib.market.processing import CrawlResult, ResultProcessor
+from lib.market.processing import CrawlResult
 from lib.market.relist_share import RelistSample, still_counted, without_relists
 from lib.market.relists import BACKLOG_CRAWLS, drawn, sample_share, to_check
 from lib.market.values import Estimate, Measure
 from lib.market.windows import window_measures
-from lib.scheduling.catalogue import Catalogue
-from lib.scheduling.schedule import ScheduleStore
+from tests.market import test_relists
 from tests.market.test_relists import DAY, OTHER, T0, Crawls, H, flows, item, shop
 
 Z = 1.959963984540054
-
-
-@pytest.fixture
-def proc(db, settings):
-    return ResultProcessor(settings, state_redis(settings), FrozenClock(T0))
-
-
-@pytest.fixture
-def ip(db, settings):
-    return Catalogue(ScheduleStore(state_redis(settings)), settings, FrozenClock(T0)).add("鬼滅の刃")
+proc, ip = test_relists.proc, test_relists.ip  # the relists tests' fixtures: a result processor, an IP
 
 
 def by_definition(rows):
