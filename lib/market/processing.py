@@ -284,7 +284,7 @@ class ResultProcessor:
             late = {} if told is None or told["newest"] is None else decide_undecided(
                 result.ip_id, result.crawled_at, told["reach"], self.settings.relist_within, on_sale)
             # and those whose earlier listing the crawl checked on its page
-            late |= decide_checked(result.ip_id, result.crawled_at, result.checks, self.settings.relist_within)
+            late |= decide_checked(result.ip_id, result.checks)
             keep_undecided(result.ip_id, relists.undecided, new, result.crawled_at,
                            sample_share(len(relists.undecided), self.settings.scheduler_relist_checks))
             outcome.relisted = len(relists.links) + len(late)

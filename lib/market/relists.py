@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-import math
 from collections import defaultdict
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -86,12 +85,10 @@ class Relists:
 
 
 def find_relists(ip_id: int, crawled_at: float, new: Sequence[CrawlItem], within: float,
-                 on_sale: Collection[str] = (), apart: Collection[str] | None = None,
-                 until: Mapping[str, float] | None = None) -> Relists:
+                 on_sale: Collection[str] = (), apart: Collection[str] | None = None) -> Relists:
     """Of these listings new to the IP, the relists, and those not yet known to be or not to be. ``on_sale``: the
     listings the result saw on sale (seen now, after the new ones were created: not deleted); ``apart``: listings
-    not taken for an earlier one (None: ``new``, listings of one result are not each other's); ``until``: a
-    listing's earlier one created at that time at the latest (its later ones were found not to be it)."""
+    not taken for an earlier one (None: ``new``, listings of one result are not each other's)."""
     none = Relists({}, {})
     wanted = {item.source_id: (item, earlier_titles(item.title)) for item in new if item.seller is not None}
     wanted = {sid: (item, keys) for sid, (item, keys) in wanted.items() if keys}
@@ -120,10 +117,9 @@ def find_relists(ip_id: int, crawled_at: float, new: Sequence[CrawlItem], within
     out = Relists({}, {})
     for sid, (item, titles) in sorted(wanted.items(), key=lambda w: (_when(w[1][0], crawled_at), w[0])):
         at = _when(item, crawled_at)
-        latest_possible = min(at, until.get(sid, at)) if until is not None else at
         earlier = [c for c in found.get(item.seller or "", []) if c.source_id not in apart
                    and c.source_id not in on_sale and c.source_id not in replaced and c.title_match in titles
-                   and at - within <= c.created < at and c.created <= latest_possible and c.last_seen < at]
+                   and at - within <= c.created < at and c.last_seen < at]
         if not earlier:
             continue
         latest = max(earlier, key=lambda c: (c.created, c.source_id))
@@ -142,20 +138,12 @@ def decide_undecided(ip_id: int, crawled_at: float, reach: float | None, within:
     it tells are decided (``RelistUndecided.relist``); the relists among them are returned (relist → the listing it
     replaced) and stored, with the goods they join (``store_relists``). Those created more than ``within`` ago wait
     no more: no listing that old is anyone's earlier one any more, and they stay new listings, undecided."""
-    waiting = RelistUndecided.select(RelistUndecided.source_id, RelistUndecided.back).where(
+    waiting = RelistUndecided.select(RelistUndecided.source_id).where(
         (RelistUndecided.ip_id == ip_id) & RelistUndecided.relist.is_null()
         & (RelistUndecided.created >= crawled_at - within))
     if reach is not None:
         waiting = waiting.where(RelistUndecided.back >= reach)
-    return _reconsider(ip_id, crawled_at, dict(tuples(waiting)), within, on_sale)
-
-
-def _reconsider(ip_id: int, crawled_at: float, until: Mapping[str, float], within: float,
-                on_sale: Collection[str]) -> dict[str, str]:
-    """Look again for the earlier listing each of these undecided listings relists, one created at ``until`` (its
-    id → a time) at the latest: those found relists or other goods are decided, the others keep the latest such
-    earlier listing. The relists found (relist → the listing it replaced), stored with their goods."""
-    ids = sorted(until)
+    ids = sorted(sid for (sid,) in tuples(waiting))
     if not ids:
         return {}
     items: list[CrawlItem] = []
@@ -167,7 +155,7 @@ def _reconsider(ip_id: int, crawled_at: float, until: Mapping[str, float], withi
                                           ItemSnapshot.created, ItemSnapshot.first_seen)
                       .where((ItemSnapshot.ip_id == ip_id)
                              & ItemSnapshot.source_id.in_(ParameterList(ids[start:start + CHUNK]))))]
-    found = find_relists(ip_id, crawled_at, items, within, on_sale, apart=(), until=until)
+    found = find_relists(ip_id, crawled_at, items, within, on_sale, apart=())
     _decided(ip_id, [sid for sid in ids if sid not in found.undecided], found.links)
     keep_undecided(ip_id, found.undecided, items, crawled_at)
     _link_late(ip_id, found.links, {item.source_id: _when(item, crawled_at) for item in items})
@@ -229,47 +217,44 @@ def to_check(ip_id: int, most: int, since: float | None = None) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def decide_checked(ip_id: int, crawled_at: float, checks: Mapping[str, str], within: float) -> dict[str, str]:
-    """Decide the IP's undecided listings whose earlier listing a crawl at ``crawled_at`` read (``checks``: its id →
-    its state, ``lib.crawling.item_states``): deleted, the new listing relists it (unless another relist took it
-    already); on sale or sold, it is not that one's relist, and the latest earlier listing created before it that
-    the new one may relist is the next to check (a shop lists copies under one title, and relists any of them);
-    with none, the new listing is other goods. A read that told nothing leaves the listing to the reads back. The
-    relists are returned (relist → the listing it replaced) and stored, with the goods they join."""
+def decide_checked(ip_id: int, checks: Mapping[str, str]) -> dict[str, str]:
+    """Decide the IP's undecided listings whose earlier listing a crawl read (``checks``: its id → its state,
+    ``lib.crawling.item_states``): deleted, the new listing relists it (unless another relist took it already); on
+    sale or sold, the new listing is other goods; a read that told nothing leaves the listing to the reads back.
+    The relists are returned (relist → the listing it replaced) and stored, with the goods they join."""
     if not checks:
         return {}
     rows = []
     earlier_ids = sorted(checks)
     for start in range(0, len(earlier_ids), CHUNK):
         rows += list(tuples(RelistUndecided.select(RelistUndecided.source_id, RelistUndecided.earlier,
-                                                   RelistUndecided.created, RelistUndecided.back)
+                                                   RelistUndecided.created)
                             .where((RelistUndecided.ip_id == ip_id) & RelistUndecided.relist.is_null()
                                    & RelistUndecided.earlier.in_(ParameterList(earlier_ids[start:start + CHUNK])))))
     if not rows:
         return {}
-    replaced = _relisted(ip_id, sorted({earlier for _, earlier, _, _ in rows}))
+    replaced = _relisted(ip_id, sorted({earlier for _, earlier, _ in rows}))
     links: dict[str, str] = {}
     when: dict[str, float] = {}
+    decided: list[str] = []
     unknown: list[str] = []
-    older: dict[str, float] = {}  # not the relist of the one checked: of one created before it, maybe
-    for sid, earlier, created, back in sorted(rows, key=lambda r: (r[2], r[0])):
+    for sid, earlier, created in sorted(rows, key=lambda r: (r[2], r[0])):
         state = checks[earlier]
         if state == UNKNOWN:
             unknown.append(sid)
-        elif state == DELETED and earlier not in replaced:
+            continue
+        decided.append(sid)
+        if state == DELETED and earlier not in replaced:
             links[sid], when[sid] = earlier, created
             replaced.add(earlier)  # a listing is deleted once: of two new listings, the first relists it
-        else:
-            older[sid] = math.nextafter(back, -math.inf)
-    _decided(ip_id, sorted(links), links)
+    _decided(ip_id, decided, links)
     # a drawn listing whose check told nothing leaves the sample: a read back may decide it, but not at random
     for start in range(0, len(unknown), CHUNK):
         RelistUndecided.update(earlier=None, share=None).where(
             (RelistUndecided.ip_id == ip_id)
             & RelistUndecided.source_id.in_(ParameterList(unknown[start:start + CHUNK]))).execute()
     _link_late(ip_id, links, when)
-    alive = [earlier for earlier, state in checks.items() if state not in (DELETED, UNKNOWN)]
-    return links | _reconsider(ip_id, crawled_at, older, within, alive)
+    return links
 
 
 def _decided(ip_id: int, decided: Sequence[str], links: Mapping[str, str]) -> None:

@@ -319,26 +319,6 @@ def test_a_shops_listing_is_decided_by_a_check_of_its_earlier_listing(proc, ip, 
         assert out.relisted == 0 and links(ip) == {} and undecided(ip) == {} and flows(ip)[0] == inflow
 
 
-@pytest.mark.parametrize("older", ["deleted", "on_sale"])
-def test_a_listing_not_the_relist_of_the_copy_checked_is_checked_against_an_older_copy(proc, ip, settings, older):
-    """A shop's two copies under one title, and a new listing of it: checked first against the later copy, found on
-    sale, it is checked against the earlier one; deleted, it is that one's relist; on sale too, other goods."""
-    from lib.crawling.page_plan import plan_for
-
-    crawl = Crawls(proc, ip)
-    crawl(T0 + 60, item("base", T0 - H, "ちいかわ ぬいぐるみ", seller=OTHER))
-    first = T0 + H - 600
-    crawl(T0 + H, item("e1", first - 300), item("e2", first), *shop(first - 60))
-    crawl(T0 + DAY, item("r", T0 + DAY - 600), whole=False)
-    assert undecided(ip) == {"r": first} and plan_for(state_redis(settings), ip.id, settings).checks == ("e2",)
-    out = proc.apply(CrawlResult.parse(ip.id, "c1", T0 + DAY + H, [], 0, None, None, checks={"e2": "on_sale"}))
-    assert out.relisted == 0 and undecided(ip) == {"r": first - 300}
-    assert plan_for(state_redis(settings), ip.id, settings).checks == ("e1",)
-    out = proc.apply(CrawlResult.parse(ip.id, "c2", T0 + DAY + 2 * H, [], 0, None, None, checks={"e1": older}))
-    assert undecided(ip) == {}
-    assert (out.relisted, links(ip)) == ((1, {"r": "e1"}) if older == "deleted" else (0, {}))
-
-
 def test_of_two_new_listings_checked_gone_the_first_relists_it(proc, ip):
     """A deleted listing is relisted once: of two undecided listings that may relist it, the earlier created is the
     relist and the other stays new goods."""
