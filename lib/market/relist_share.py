@@ -57,7 +57,6 @@ class RelistSample:
     square: float
     relist_square: float
 
-
     @classmethod
     def of(cls, rows: Iterable[tuple[float, float | None, bool | None]]) -> RelistSample:
         """The tallies of a window's rows: (created, π or None where not drawn, relist or None while undecided)."""
